@@ -1,0 +1,1 @@
+"""resize_sched: a conductor and scheduler with pluggable Placement claim strategies."""

@@ -1,0 +1,74 @@
+"""Configuration options, one module per option group.
+
+Nothing here touches a global ``ConfigOpts``: callers hand in the one they own
+(a daemon's, a test's), and :func:`register_opts` puts every group on it.
+"""
+
+from collections.abc import Sequence
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched.conf import (
+    api,
+    conductor,
+    database,
+    default,
+    placement,
+    resize,
+    scheduler,
+    upgrade_levels,
+)
+from resize_sched.version import version_string
+
+_MODULES = (
+    default,
+    api,
+    conductor,
+    database,
+    placement,
+    resize,
+    scheduler,
+    upgrade_levels,
+)
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    """Register every resize_sched option group on ``conf``."""
+    for module in _MODULES:
+        module.register_opts(conf)
+
+
+def new_conf() -> cfg.ConfigOpts:
+    """Return a fresh ``ConfigOpts`` with all our options registered.
+
+    oslo.log's options are registered too, so the result can be handed to
+    ``logging.setup``.
+    """
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    register_opts(conf)
+    return conf
+
+
+def parse_args(
+    conf: cfg.ConfigOpts,
+    argv: Sequence[str],
+    *,
+    description: str | None = None,
+    default_config_files: Sequence[str] | None = None,
+) -> None:
+    """Parse the command line and config files into ``conf``.
+
+    :param conf: a ``ConfigOpts`` made by :func:`new_conf`.
+    :param argv: the arguments, without the program name.
+    :param description: the text ``--help`` shows above the options.
+    :param default_config_files: files read when no ``--config-file`` is given.
+    """
+    conf(
+        list(argv),
+        project="resize_sched",
+        version=version_string(),
+        description=description,
+        default_config_files=default_config_files,
+    )

@@ -1,0 +1,45 @@
+"""Options of the ``[api]`` group: the Compute API subset."""
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup(
+    "api",
+    title="API service options",
+    help="The HTTP service serving the Compute API v2.1 subset (flavors, servers, "
+    "resize actions, os-migrations).",
+)
+
+OPTS = [
+    cfg.HostAddressOpt(
+        "bind_host",
+        default="0.0.0.0",
+        help="Address the API service listens on. Use 127.0.0.1 to keep it local.",
+    ),
+    cfg.PortOpt(
+        "bind_port",
+        default=8774,
+        help="TCP port the API service listens on (8774 is the Compute API's usual port).",
+    ),
+    cfg.StrOpt(
+        "auth_strategy",
+        default="keystone",
+        choices=[
+            ("keystone", "Validate tokens with Keystone (keystonemiddleware auth_token)."),
+            (
+                "noauth2",
+                "No authentication: the X-Auth-Token header is USER:PROJECT and the user "
+                "'admin' is an administrator. For tests and the all-in-one only.",
+            ),
+        ],
+        help="How API requests are authenticated.",
+    ),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
+    return {GROUP: OPTS}

@@ -1,0 +1,62 @@
+"""Options of the ``[database]`` group: where servers and migrations live."""
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup(
+    "database",
+    title="Database options",
+    help="The database holding flavors, servers, request specs, migrations and the "
+    "transition journal that crash recovery reads.",
+)
+
+OPTS = [
+    cfg.StrOpt(
+        "connection",
+        default="sqlite:///$state_path/resize_sched.sqlite",
+        secret=True,
+        help="SQLAlchemy URL of the database. SQLite suits a single all-in-one "
+        "process; use MariaDB/MySQL (mysql+pymysql://user:pass@host/db) or "
+        "PostgreSQL (postgresql+psycopg://user:pass@host/db) as soon as several "
+        "conductor workers or an API service share the database.",
+    ),
+    cfg.IntOpt(
+        "max_pool_size",
+        default=5,
+        min=1,
+        help="Connections kept open per process (MySQL and PostgreSQL only). Raise "
+        "it when conductor workers log pool time-outs under load.",
+    ),
+    cfg.IntOpt(
+        "max_overflow",
+        default=10,
+        min=0,
+        help="Extra connections a process may open above max_pool_size in a burst.",
+    ),
+    cfg.IntOpt(
+        "pool_timeout",
+        default=30,
+        min=1,
+        help="Seconds to wait for a free pooled connection before failing.",
+    ),
+    cfg.IntOpt(
+        "connection_recycle_time",
+        default=3600,
+        min=1,
+        help="Seconds after which a pooled connection is replaced. Keep it below the "
+        "server's idle time-out (MySQL wait_timeout) so no dead connection is used.",
+    ),
+    cfg.BoolOpt(
+        "connection_debug",
+        default=False,
+        help="Log every SQL statement at DEBUG. Very verbose; for troubleshooting.",
+    ),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
+    return {GROUP: OPTS}

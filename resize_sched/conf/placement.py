@@ -1,0 +1,83 @@
+"""Options of the ``[placement]`` group: how to reach the Placement API.
+
+The group carries keystoneauth1's session, auth and adapter options, loaded the
+way Nova loads them, so any keystoneauth auth plugin works. Against a standalone
+Placement running ``[api] auth_strategy = noauth2`` use::
+
+    [placement]
+    auth_type = admin_token
+    endpoint = http://127.0.0.1:8778
+    token = admin
+
+(keystoneauth's own ``noauth`` plugin sends the token ``notused``, which such a
+Placement refuses with 403.)
+"""
+
+import copy
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+GROUP_NAME = "placement"
+DEFAULT_SERVICE_TYPE = "placement"
+
+GROUP = cfg.OptGroup(
+    GROUP_NAME,
+    title="Placement service options",
+    help="Connection to the Placement API, which holds every host's inventory "
+    "and every server's and migration's allocations.",
+)
+
+OPTS = [
+    cfg.IntOpt(
+        "generation_conflict_retries",
+        default=3,
+        min=0,
+        help="How many times one allocation transition is re-read and re-sent "
+        "after Placement answers 409 placement.concurrent_update (someone else "
+        "wrote the same consumer in between). Capacity refusals are never retried.",
+    ),
+]
+
+# keystoneauth's adapter retries are what make "Placement is down" a bounded
+# wait; the library defaults (no retries) are too brittle for a conductor.
+_ADAPTER_DEFAULTS = {
+    "service_type": DEFAULT_SERVICE_TYPE,
+    "valid_interfaces": ["internal", "public"],
+    "connect_retries": 3,
+    "connect_retry_delay": 0.5,
+    "status_code_retries": 3,
+    "status_code_retry_delay": 0.5,
+    "retriable_status_codes": [502, 503, 504],
+}
+
+
+def _adapter_opts() -> list[cfg.Opt]:
+    opts = []
+    for opt in ks_loading.get_adapter_conf_options(include_deprecated=False):
+        if opt.dest in _ADAPTER_DEFAULTS:
+            opt = copy.deepcopy(opt)
+            opt.default = _ADAPTER_DEFAULTS[opt.dest]
+        opts.append(opt)
+    return opts
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+    ks_loading.register_session_conf_options(conf, GROUP_NAME)
+    ks_loading.register_auth_conf_options(conf, GROUP_NAME)
+    conf.register_opts(_adapter_opts(), group=GROUP)
+
+
+def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
+    return {
+        GROUP: (
+            OPTS
+            + ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_auth_plugin_conf_options("admin_token")
+            + ks_loading.get_auth_plugin_conf_options("password")
+            + _adapter_opts()
+        )
+    }

@@ -1,0 +1,45 @@
+"""Options of the ``[scheduler]`` group: how destinations are chosen."""
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup(
+    "scheduler",
+    title="Scheduler options",
+    help="How the scheduler turns Placement's allocation candidates into a chosen "
+    "host and its alternates.",
+)
+
+OPTS = [
+    cfg.IntOpt(
+        "max_attempts",
+        default=3,
+        min=1,
+        help="Hosts tried for one resize: the chosen host plus up to max_attempts - 1 "
+        "alternates, used when a claim is refused or a compute host fails to "
+        "prepare. Raise it on busy clouds where claims race; 1 disables rescheduling.",
+    ),
+    cfg.IntOpt(
+        "max_placement_results",
+        default=1000,
+        min=1,
+        help="The limit sent with GET /allocation_candidates. Placement builds every "
+        "candidate before applying it, so a lower value shrinks the response but "
+        "not Placement's own work; filters and weighers see only these candidates.",
+    ),
+    cfg.FloatOpt(
+        "ram_weight_multiplier",
+        default=1.0,
+        help="Weight of free memory when hosts are ranked. Positive spreads servers "
+        "over the emptiest hosts, negative packs them onto the fullest, 0 keeps "
+        "Placement's order.",
+    ),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    conf.register_group(GROUP)
+    conf.register_opts(OPTS, group=GROUP)
+
+
+def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
+    return {GROUP: OPTS}

@@ -1,0 +1,214 @@
+"""Domain errors of resize_sched.
+
+Every error formats a ``msg_fmt`` template with the keyword arguments it is
+given and carries a stable, namespaced ``code`` that logs, the API layer and
+tests can match on. The hierarchy is deliberately shallow: callers catch the
+family they can handle (``PlacementError``, ``NotFound``, ``Conflict``...) and
+let the rest through. Domain errors become HTTP errors only at the API edge.
+"""
+
+from typing import Any
+
+
+class ResizeSchedException(Exception):
+    """Base of every resize_sched error."""
+
+    msg_fmt = "An unknown error occurred."
+    code = "resize_sched.error"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        if message is None:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError, ValueError):
+                # NOTE: a wrong template must not hide the real error behind a
+                # formatting one; fall back to the raw template and arguments.
+                message = f"{self.msg_fmt} ({kwargs!r})"
+        self.message = message
+        super().__init__(message)
+
+
+# -- configuration and plugins ----------------------------------------------
+
+
+class ConfigurationError(ResizeSchedException):
+    msg_fmt = "Invalid configuration: %(reason)s"
+    code = "resize_sched.config"
+
+
+class StrategyNotFound(ConfigurationError):
+    msg_fmt = (
+        "Claim strategy '%(name)s' is not installed. Installed claim strategies: "
+        "%(installed)s. Set [resize] claim_strategy to one of them."
+    )
+    code = "resize_sched.config.strategy_not_found"
+
+
+class StrategyLoadFailed(ConfigurationError):
+    msg_fmt = "Claim strategy '%(name)s' could not be loaded: %(reason)s"
+    code = "resize_sched.config.strategy_load_failed"
+
+
+# -- Placement ----------------------------------------------------------------
+
+
+class PlacementError(ResizeSchedException):
+    """Placement did not do what was asked."""
+
+    msg_fmt = "Placement request failed: %(reason)s"
+    code = "resize_sched.placement"
+
+
+class PlacementUnavailable(PlacementError):
+    """Placement could not be reached, or kept answering 5xx, after retries."""
+
+    msg_fmt = "Placement is unavailable (%(method)s %(url)s): %(reason)s"
+    code = "resize_sched.placement.unavailable"
+
+
+class PlacementVersionUnsupported(PlacementError):
+    msg_fmt = (
+        "Placement at %(url)s supports microversions up to %(max_version)s; "
+        "resize_sched needs at least %(min_version)s."
+    )
+    code = "resize_sched.placement.version_unsupported"
+
+
+class PlacementNotFound(PlacementError):
+    msg_fmt = "Placement has no %(what)s: %(detail)s"
+    code = "resize_sched.placement.not_found"
+
+
+class PlacementBadRequest(PlacementError):
+    """Placement rejected the request itself (a 400): a bug or bad input."""
+
+    msg_fmt = "Placement rejected %(method)s %(url)s: %(detail)s"
+    code = "resize_sched.placement.bad_request"
+
+
+class PlacementConflict(PlacementError):
+    """A 409 that is neither a generation conflict nor a capacity refusal."""
+
+    msg_fmt = "Placement refused %(method)s %(url)s (%(placement_code)s): %(detail)s"
+    code = "resize_sched.placement.conflict"
+
+
+class ConsumerGenerationConflict(PlacementConflict):
+    """Someone else wrote the consumer (or provider) since we last read it."""
+
+    msg_fmt = "Generation conflict on %(method)s %(url)s: %(detail)s"
+    code = "resize_sched.placement.generation_conflict"
+
+
+class ClaimRefused(PlacementConflict):
+    """Placement refused an allocation for lack of capacity."""
+
+    msg_fmt = "Placement refused the claim, not enough capacity: %(detail)s"
+    code = "resize_sched.placement.claim_refused"
+
+
+# -- database and domain objects ------------------------------------------------
+
+
+class NotFound(ResizeSchedException):
+    msg_fmt = "Resource could not be found: %(what)s"
+    code = "resize_sched.not_found"
+
+
+class FlavorNotFound(NotFound):
+    msg_fmt = "Flavor %(flavor_id)s could not be found."
+    code = "resize_sched.not_found.flavor"
+
+
+class ServerNotFound(NotFound):
+    msg_fmt = "Server %(server_id)s could not be found."
+    code = "resize_sched.not_found.server"
+
+
+class MigrationNotFound(NotFound):
+    msg_fmt = "Migration %(migration_id)s could not be found."
+    code = "resize_sched.not_found.migration"
+
+
+class RequestSpecNotFound(NotFound):
+    msg_fmt = "No request spec for server %(server_id)s."
+    code = "resize_sched.not_found.request_spec"
+
+
+class Invalid(ResizeSchedException):
+    msg_fmt = "Invalid input: %(reason)s"
+    code = "resize_sched.invalid"
+
+
+class InvalidFlavor(Invalid):
+    msg_fmt = "Invalid flavor: %(reason)s"
+    code = "resize_sched.invalid.flavor"
+
+
+class Conflict(ResizeSchedException):
+    msg_fmt = "Conflict: %(reason)s"
+    code = "resize_sched.conflict"
+
+
+class FlavorExists(Conflict):
+    msg_fmt = "A flavor named %(name)s already exists."
+    code = "resize_sched.conflict.flavor_exists"
+
+
+class ServerStateConflict(Conflict):
+    """The server is not in the state the operation needs (another task won)."""
+
+    msg_fmt = (
+        "Server %(server_id)s is %(actual)s; %(operation)s needs it to be %(expected)s."
+    )
+    code = "resize_sched.conflict.server_state"
+
+
+class MigrationStateConflict(Conflict):
+    msg_fmt = (
+        "Migration %(migration_id)s is %(actual)s; %(operation)s needs it to be "
+        "%(expected)s."
+    )
+    code = "resize_sched.conflict.migration_state"
+
+
+# -- scheduling and resize --------------------------------------------------------
+
+
+class NoValidHost(ResizeSchedException):
+    """No host can take the request.
+
+    ``kind`` tells an operator what to do about it: ``deferred`` means some host
+    could take it when empty but none has the room now (retry later, or free
+    room); ``infeasible`` means no host could ever take it (the flavor is larger
+    than any host, or asks for a trait nobody has).
+    """
+
+    msg_fmt = "No valid host was found (%(kind)s): %(reason)s"
+    code = "resize_sched.no_valid_host"
+
+    DEFERRED = "deferred"
+    INFEASIBLE = "infeasible"
+
+    def __init__(self, message: str | None = None, **kwargs: Any) -> None:
+        kwargs.setdefault("kind", self.DEFERRED)
+        super().__init__(message, **kwargs)
+        self.kind: str = kwargs["kind"]
+        self.reason: str = kwargs.get("reason", "")
+
+
+class ResizeFailed(ResizeSchedException):
+    msg_fmt = "Resize of server %(server_id)s failed: %(reason)s"
+    code = "resize_sched.resize_failed"
+
+
+class RestoreFailed(ResizeFailed):
+    """Even putting the old flavor back on the source was refused."""
+
+    msg_fmt = (
+        "Server %(server_id)s could not get its old allocation back on %(source)s: "
+        "%(reason)s. The migration records what is missing; run "
+        "'resize-sched-manage placement heal' once room is free."
+    )
+    code = "resize_sched.resize_failed.restore"
