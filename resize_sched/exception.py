@@ -159,16 +159,13 @@ class FlavorExists(Conflict):
 class ServerStateConflict(Conflict):
     """The server is not in the state the operation needs (another task won)."""
 
-    msg_fmt = (
-        "Server %(server_id)s is %(actual)s; %(operation)s needs it to be %(expected)s."
-    )
+    msg_fmt = "Server %(server_id)s is %(actual)s; %(operation)s needs it to be %(expected)s."
     code = "resize_sched.conflict.server_state"
 
 
 class MigrationStateConflict(Conflict):
     msg_fmt = (
-        "Migration %(migration_id)s is %(actual)s; %(operation)s needs it to be "
-        "%(expected)s."
+        "Migration %(migration_id)s is %(actual)s; %(operation)s needs it to be %(expected)s."
     )
     code = "resize_sched.conflict.migration_state"
 

@@ -63,11 +63,13 @@ def _adapter_opts() -> list[cfg.Opt]:
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
+    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
+    # object, so a shared module-level group would leak them between configs.
+    conf.register_group(copy.deepcopy(GROUP))
+    conf.register_opts(OPTS, group=GROUP.name)
     ks_loading.register_session_conf_options(conf, GROUP_NAME)
     ks_loading.register_auth_conf_options(conf, GROUP_NAME)
-    conf.register_opts(_adapter_opts(), group=GROUP)
+    conf.register_opts(_adapter_opts(), group=GROUP.name)
 
 
 def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:

@@ -1,5 +1,7 @@
 """Options of the ``[upgrade_levels]`` group: RPC version caps for rolling upgrades."""
 
+import copy
+
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
@@ -25,8 +27,10 @@ OPTS = [
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    conf.register_group(GROUP)
-    conf.register_opts(OPTS, group=GROUP)
+    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
+    # object, so a shared module-level group would leak them between configs.
+    conf.register_group(copy.deepcopy(GROUP))
+    conf.register_opts(OPTS, group=GROUP.name)
 
 
 def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:

@@ -37,8 +37,16 @@ def test_sample_config_is_current(tmp_path: pathlib.Path) -> None:
 
 def test_sample_config_documents_every_group() -> None:
     text = SAMPLE.read_text()
-    for group in ("[DEFAULT]", "[database]", "[placement]", "[resize]", "[scheduler]",
-                  "[conductor]", "[api]", "[upgrade_levels]"):
+    for group in (
+        "[DEFAULT]",
+        "[database]",
+        "[placement]",
+        "[resize]",
+        "[scheduler]",
+        "[conductor]",
+        "[api]",
+        "[upgrade_levels]",
+    ):
         assert group in text, group
     assert "#claim_strategy = max_flavor" in text
     assert "#max_attempts = 3" in text

@@ -1,0 +1,1 @@
+"""Console scripts, one module per command, each with a short ``main()``."""

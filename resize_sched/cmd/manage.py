@@ -1,0 +1,150 @@
+"""``resize-sched-manage``: operator commands, in the manner of ``nova-manage``.
+
+    resize-sched-manage [--config-file FILE] db sync [REVISION]
+    resize-sched-manage [--config-file FILE] db version
+
+Results go to stdout, logs to stderr. Exit codes: 0 success, 1 error (with a
+one-line message on stderr).
+"""
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+import sqlalchemy as sa
+from alembic.util import CommandError
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched import conf as rs_conf
+from resize_sched import exception
+from resize_sched.db.api import Database
+
+LOG = logging.getLogger(__name__)
+
+PROG = "resize-sched-manage"
+DESCRIPTION = (
+    "Administer a resize_sched deployment. 'db sync' creates the database schema or "
+    "upgrades it to the version this code needs (run it before starting services after "
+    "an install or upgrade; running it again changes nothing); 'db version' prints the "
+    "schema revision the database is at. The database is [database] connection in the "
+    "config file."
+)
+
+Command = Callable[[cfg.ConfigOpts], int]
+
+
+def _db_sync(conf: cfg.ConfigOpts) -> int:
+    db = Database.from_conf(conf)
+    try:
+        before = db.version()
+        db.sync(conf.category.revision)
+        after = db.version()
+    finally:
+        db.dispose()
+    if before == after:
+        print(f"Database is already at revision {after}; nothing to do.")
+    else:
+        print(f"Database upgraded from {before or 'an empty schema'} to revision {after}.")
+    return 0
+
+
+def _db_version(conf: cfg.ConfigOpts) -> int:
+    db = Database.from_conf(conf)
+    try:
+        revision = db.version()
+    finally:
+        db.dispose()
+    print(revision if revision is not None else "None")
+    if revision is None:
+        print(f"The schema was never created; run '{PROG} db sync'.", file=sys.stderr)
+    return 0
+
+
+def _add_command_parsers(subparsers: argparse._SubParsersAction) -> None:
+    db = subparsers.add_parser(
+        "db", help="Manage the database schema.", description="Manage the database schema."
+    )
+    actions = db.add_subparsers(title="db commands", dest="action", metavar="{sync,version}")
+    actions.required = True
+    sync = actions.add_parser(
+        "sync",
+        help="Create the schema or upgrade it to the newest revision. Idempotent.",
+        description="Create the schema on an empty database or upgrade it to the newest "
+        "revision (or to REVISION). Safe to run on an up-to-date database.",
+    )
+    sync.add_argument(
+        "revision", nargs="?", default="head", help="Target revision (default: head)."
+    )
+    sync.set_defaults(action_fn=_db_sync)
+    version = actions.add_parser(
+        "version",
+        help="Print the schema revision the database is at.",
+        description="Print the schema revision the database is at ('None' when the "
+        "schema was never created).",
+    )
+    version.set_defaults(action_fn=_db_version)
+
+
+CATEGORY_OPT = cfg.SubCommandOpt(
+    "category",
+    title="Command categories",
+    help="Run '%(prog)s CATEGORY --help' for the commands of a category.",
+    handler=_add_command_parsers,
+)
+
+
+def _error(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command.
+
+    :param argv: the arguments, without the program name; ``sys.argv[1:]``
+        when None.
+    :returns: the exit code: 0 success, 1 error.
+    """
+    conf = rs_conf.new_conf()
+    conf.register_cli_opt(CATEGORY_OPT)
+    # NOTE: stdout carries the command's result (scripts read 'db version');
+    # logs go to stderr unless the config file says otherwise.
+    conf.set_default("use_stderr", True)
+    conf.set_default("default_log_levels", [*logging.get_default_log_levels(), "alembic=WARN"])
+    try:
+        rs_conf.parse_args(
+            conf, sys.argv[1:] if argv is None else list(argv), description=DESCRIPTION
+        )
+    except SystemExit as exc:  # --help, --version, or a usage error already shown
+        return 0 if exc.code in (0, None) else 1
+    except cfg.Error as exc:
+        return _error(_one_line(exc))
+    logging.setup(conf, "resize_sched")
+
+    action_fn: Command = conf.category.action_fn
+    try:
+        return action_fn(conf)
+    except sa.exc.SQLAlchemyError as exc:
+        return _error(f"database {_safe_url(conf)}: {_one_line(exc)}")
+    except (exception.ResizeSchedException, CommandError, OSError, ImportError) as exc:
+        LOG.debug("%s failed", conf.category.name, exc_info=True)
+        return _error(_one_line(exc))
+
+
+def _safe_url(conf: cfg.ConfigOpts) -> str:
+    try:
+        return sa.engine.make_url(conf.database.connection).render_as_string(hide_password=True)
+    except sa.exc.ArgumentError:
+        return "(malformed [database] connection)"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

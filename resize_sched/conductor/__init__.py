@@ -1,0 +1,1 @@
+"""The conductor: runs the build and resize task flows."""

@@ -1,0 +1,1 @@
+"""Task flows the conductor runs; each module owns one flow."""

@@ -1,0 +1,110 @@
+"""The build flow: record a server, choose a host, claim its flavor there.
+
+A build involves one consumer (the server), so its claim is a single
+``PUT /allocations/{server}`` expecting the consumer not to exist yet; a
+refused claim moves to the next alternate, as in a resize.
+"""
+
+from typing import Any
+
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched import resources as rs
+from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.placement.client import INSTANCE, ConsumerWrite
+from resize_sched.scheduler.manager import SchedulingRequest
+
+LOG = logging.getLogger(__name__)
+
+
+class BuildTask:
+    """Creates servers and places them.
+
+    :param deps: configuration, database, Placement client, scheduler.
+    """
+
+    def __init__(self, deps: TaskDeps) -> None:
+        self.deps = deps
+        self.db = deps.db
+
+    def create(
+        self,
+        *,
+        name: str,
+        flavorid: str,
+        project_id: str,
+        user_id: str,
+        force_hosts: tuple[str, ...] = (),
+    ) -> Any:
+        """Record a server in BUILD with its request spec; no Placement call.
+
+        :raises FlavorNotFound: unknown flavor.
+        """
+        flavor = self.db.flavor_get(flavorid)
+        server = self.db.server_create(
+            name=name, project_id=project_id, user_id=user_id, flavor=flavor
+        )
+        request = rs.flavor_request(flavor.to_snapshot())
+        self.db.request_spec_create(
+            server.uuid,
+            resources=request.resources,
+            required_traits=sorted(request.required_traits),
+            force_hosts=list(force_hosts),
+        )
+        return server
+
+    def schedule(self, server_uuid: str) -> Any:
+        """Choose a host and claim the flavor there; the server becomes ACTIVE.
+
+        :raises NoValidHost: nothing fits; the server goes to ERROR with a fault.
+        """
+        server = self.db.server_get(server_uuid)
+        spec = self.db.request_spec_get(server_uuid)
+        request = SchedulingRequest(
+            destination_request=dict(spec.resources),
+            required_traits=frozenset(spec.required_traits),
+            ignore_hosts=frozenset(spec.ignore_hosts),
+            force_hosts=frozenset(spec.force_hosts),
+        )
+        try:
+            selection = self.deps.scheduler.select_destinations(request)
+            for dest in selection.destinations:
+                write = ConsumerWrite(
+                    allocations=dest.allocation_request,
+                    project_id=server.project_id,
+                    user_id=server.user_id,
+                    generation=None,
+                    consumer_type=INSTANCE,
+                )
+                try:
+                    self.deps.client.put_allocations(server_uuid, write)
+                except exception.ClaimRefused as exc:
+                    LOG.info("Build of %s: claim on %s refused (%s)", server_uuid, dest.host, exc)
+                    continue
+                LOG.info("Server %s placed on %s", server_uuid, dest.host)
+                return self.db.server_update(
+                    server_uuid,
+                    expected={"status": "BUILD"},
+                    status="ACTIVE",
+                    vm_state="active",
+                    task_state=None,
+                    host=dest.host,
+                    node=dest.host,
+                    rp_uuid=dest.provider,
+                    placement_generation=1,
+                )
+            raise exception.NoValidHost(
+                kind=exception.NoValidHost.DEFERRED,
+                reason="every candidate host refused the claim",
+            )
+        except exception.NoValidHost as exc:
+            self.db.server_update(
+                server_uuid,
+                status="ERROR",
+                vm_state="error",
+                task_state=None,
+                fault_message=exc.message,
+                fault_code=500,
+            )
+            raise

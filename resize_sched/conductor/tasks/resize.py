@@ -1,0 +1,417 @@
+"""The resize flow: begin, schedule and claim, reschedule, finish, confirm, revert.
+
+Every allocation change goes through the claim strategy recorded on the
+migration (never the one configured now) and the transition executor, so each
+step is one journaled, atomic Placement write. The compute side (prep_resize,
+resize, finish_resize) is driven over RPC by the services; here its outcomes
+arrive as calls to :meth:`ResizeTask.reschedule` and :meth:`ResizeTask.finish`.
+
+Migration statuses follow Nova's: ``pre-migrating`` from begin until a host
+is claimed, ``migrating`` once claimed and handed to compute, ``finished`` in
+VERIFY_RESIZE, then ``confirming``/``confirmed`` or ``reverting``/``reverted``;
+``error`` when the resize ended without a host.
+"""
+
+from typing import Any
+
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched import resources as rs
+from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.scheduler.manager import Destination, SchedulingRequest, Selection
+from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
+
+LOG = logging.getLogger(__name__)
+
+
+def facts_of(migration: Any) -> ResizeFacts:
+    """The strategy's view of a migration row."""
+    return ResizeFacts(
+        source=migration.source_rp_uuid,
+        old=migration.old_resources,
+        new=migration.new_resources,
+    )
+
+
+def _dest_to_dict(dest: Destination) -> dict[str, Any]:
+    return {
+        "provider": dest.provider,
+        "host": dest.host,
+        "allocation_request": dest.allocation_request,
+        "same_host": dest.same_host,
+    }
+
+
+def _dest_from_dict(data: dict[str, Any]) -> Destination:
+    return Destination(
+        data["provider"], data["host"], data["allocation_request"], data["same_host"]
+    )
+
+
+class ResizeTask:
+    """Runs one server's resize through its phases.
+
+    :param deps: configuration, database, Placement client, scheduler, executor.
+    """
+
+    def __init__(self, deps: TaskDeps) -> None:
+        self.deps = deps
+        self.db = deps.db
+
+    # -- begin ------------------------------------------------------------------
+
+    def begin(self, server_uuid: str, flavorid: str, project_id: str | None = None) -> Any:
+        """Validate a resize request and record it; no Placement call.
+
+        The server moves from ACTIVE to RESIZE atomically (a second resize of
+        the same server gets ServerStateConflict) and a migration row records
+        the old and new flavors and the claim strategy in force now.
+
+        :raises FlavorNotFound: unknown flavor.
+        :raises Invalid: the new flavor is the current one.
+        :raises ServerNotFound: unknown server (or another project's).
+        :raises ServerStateConflict: the server is not ACTIVE with no task.
+        :raises StrategyNotFound: ``[resize] claim_strategy`` is not installed.
+        """
+        strategy = self.deps.configured_strategy()
+        flavor = self.db.flavor_get(flavorid)
+        server = self.db.server_get(server_uuid, project_id=project_id)
+        if str(server.flavor.get("id")) == str(flavor.flavorid):
+            raise exception.Invalid(
+                reason=f"server {server_uuid} already has flavor {flavor.flavorid}"
+            )
+        if server.rp_uuid is None:
+            raise exception.ServerStateConflict(
+                server_id=server_uuid,
+                actual="not on any host",
+                operation="resize",
+                expected="running on a host",
+            )
+        old_flavor = dict(server.flavor)
+        new_flavor = flavor.to_snapshot()
+        old = rs.flavor_request(old_flavor).resources
+        new = rs.flavor_request(new_flavor).resources
+        server = self.db.server_start_resize(server_uuid)
+        migration = self.db.migration_create(
+            server_uuid=server.uuid,
+            source_host=server.host,
+            source_node=server.node,
+            source_rp_uuid=server.rp_uuid,
+            old_flavor=old_flavor,
+            new_flavor=new_flavor,
+            old_resources=old,
+            new_resources=new,
+            claim_strategy=strategy.name,
+            project_id=server.project_id,
+            user_id=server.user_id,
+        )
+        holdings = {
+            **Holdings(server=rs.on(server.rp_uuid, old)).to_dict(),
+            "generations": {"server": server.placement_generation, "migration": None},
+        }
+        migration = self.db.migration_update(migration.uuid, holdings=holdings)
+        LOG.info(
+            "Resize of server %s to flavor %s begins as migration %s (strategy %s)",
+            server_uuid,
+            flavor.flavorid,
+            migration.uuid,
+            strategy.name,
+        )
+        return migration
+
+    # -- schedule and claim -------------------------------------------------------
+
+    def schedule(self, migration_uuid: str) -> Destination:
+        """Prepare, schedule and claim; return the claimed destination.
+
+        :raises NoValidHost: no host could take it; the server got its old
+            allocation back and the migration is in ``error``.
+        :raises RestoreFailed: as above, but even the old allocation could not
+            be put back; the server is flagged for healing.
+        """
+        migration = self.db.migration_get(migration_uuid)
+        strategy = self.deps.strategy(migration.claim_strategy)
+        facts = facts_of(migration)
+        try:
+            migration = self.deps.executor.apply(migration, "prepare", strategy.prepare(facts))
+            selection = self.deps.scheduler.select_destinations(
+                self._scheduling_request(migration, strategy, facts)
+            )
+            return self._claim_first(migration, strategy, facts, selection, frozenset())
+        except exception.NoValidHost as exc:
+            self.fail(migration_uuid, kind=exc.kind, reason=exc.reason)
+            raise
+
+    def reschedule(self, migration_uuid: str, reason: str) -> Destination:
+        """The claimed destination failed to prepare: move to the next alternate.
+
+        One transition goes from the current holdings to the next host's
+        target; with no alternate left the resize fails and restores.
+
+        :raises NoValidHost: no alternate could be claimed (restored).
+        """
+        migration = self.db.migration_get(migration_uuid)
+        strategy = self.deps.strategy(migration.claim_strategy)
+        facts = facts_of(migration)
+        LOG.warning(
+            "Migration %s: destination %s failed (%s); trying alternates",
+            migration.uuid,
+            migration.dest_host,
+            reason,
+        )
+        tried = frozenset(migration.tried or ()) | {migration.dest_rp_uuid}
+        alternates = [_dest_from_dict(d) for d in migration.alternates or ()]
+        migration = self.db.migration_update(
+            migration.uuid,
+            expected_status=("pre-migrating", "migrating"),
+            tried=sorted(tried),
+            status="pre-migrating",
+        )
+        try:
+            return self._claim_first(
+                migration, strategy, facts, Selection(alternates, complete=True), tried
+            )
+        except exception.NoValidHost as exc:
+            self.fail(migration_uuid, kind=exc.kind, reason=f"{reason}; {exc.reason}")
+            raise
+
+    def _scheduling_request(
+        self,
+        migration: Any,
+        strategy: ClaimStrategy,
+        facts: ResizeFacts,
+        tried: frozenset[str] = frozenset(),
+    ) -> SchedulingRequest:
+        conf = self.deps.conf
+        request = rs.flavor_request(migration.new_flavor)
+        spec = self._request_spec(migration.server_uuid)
+        return SchedulingRequest(
+            destination_request=strategy.destination_request(facts),
+            required_traits=request.required_traits,
+            source=facts.source,
+            source_request=strategy.source_request(facts),
+            allow_same_host=conf.resize.allow_same_host,
+            prefer_same_host=conf.resize.prefer_same_host,
+            ignore_hosts=frozenset(spec.ignore_hosts if spec else ()),
+            # NOTE: as in Nova, hosts forced at boot do not bind a resize.
+            ignore_providers=tried,
+        )
+
+    def _request_spec(self, server_uuid: str) -> Any:
+        try:
+            return self.db.request_spec_get(server_uuid)
+        except exception.RequestSpecNotFound:
+            return None
+
+    def _claim_first(
+        self,
+        migration: Any,
+        strategy: ClaimStrategy,
+        facts: ResizeFacts,
+        selection: Selection,
+        tried: frozenset[str],
+    ) -> Destination:
+        """Claim the first destination that Placement accepts."""
+        queue = list(selection.destinations)
+        complete = selection.complete
+        while True:
+            while queue:
+                dest = queue.pop(0)
+                if dest.provider in tried:
+                    continue
+                target = strategy.claim(facts, dest.provider, dest.allocation_request)
+                try:
+                    migration = self.deps.executor.apply(migration, "claim", target)
+                except exception.ClaimRefused as exc:
+                    LOG.info(
+                        "Migration %s: claim on %s refused (%s); next alternate",
+                        migration.uuid,
+                        dest.host,
+                        exc,
+                    )
+                    tried = tried | {dest.provider}
+                    continue
+                self.db.migration_update(
+                    migration.uuid,
+                    dest_host=dest.host,
+                    dest_node=dest.host,
+                    dest_rp_uuid=dest.provider,
+                    alternates=[_dest_to_dict(d) for d in queue],
+                    tried=sorted(tried),
+                    status="migrating",
+                )
+                LOG.info("Migration %s claimed %s", migration.uuid, dest.host)
+                return dest
+            if complete:
+                break
+            # NOTE: prefer_same_host answered from the source alone; it could
+            # not be claimed after all, so now ask about every other host.
+            complete = True
+            request = self._scheduling_request(migration, strategy, facts, tried)
+            queue = list(self.deps.scheduler.select_destinations(request).destinations)
+        raise exception.NoValidHost(
+            kind=exception.NoValidHost.DEFERRED,
+            reason=f"every candidate host refused the claim ({len(tried)} tried)",
+        )
+
+    # -- finish, confirm, revert ---------------------------------------------------
+
+    def finish(self, migration_uuid: str) -> Any:
+        """The destination finished the resize: the server waits in VERIFY_RESIZE."""
+        migration = self.db.migration_update(
+            migration_uuid, expected_status="migrating", status="finished"
+        )
+        self.db.server_update(
+            migration.server_uuid,
+            expected={"status": "RESIZE"},
+            status="VERIFY_RESIZE",
+            vm_state="resized",
+            task_state=None,
+            host=migration.dest_host,
+            node=migration.dest_node,
+            rp_uuid=migration.dest_rp_uuid,
+            flavor=migration.new_flavor,
+        )
+        return migration
+
+    def confirm(self, server_uuid: str) -> Any:
+        """Keep the new flavor: release what the resize held beyond it."""
+        migration = self._migration_in_verify(server_uuid, "confirm")
+        strategy = self.deps.strategy(migration.claim_strategy)
+        facts = facts_of(migration)
+        self.db.server_update(
+            server_uuid,
+            expected={"status": "VERIFY_RESIZE", "task_state": None},
+            task_state="resize_confirming",
+        )
+        migration = self.db.migration_update(
+            migration.uuid, expected_status="finished", status="confirming"
+        )
+        dest = migration.dest_rp_uuid
+        try:
+            migration = self.deps.executor.apply(
+                migration, "confirm", lambda cur: strategy.confirm(facts, cur, dest)
+            )
+        except exception.PlacementError:
+            self.db.migration_update(migration.uuid, status="finished")
+            self.db.server_update(server_uuid, task_state=None)
+            raise
+        return self._settle(
+            migration,
+            "confirmed",
+            flavor=migration.new_flavor,
+            host=migration.dest_host,
+            node=migration.dest_node,
+            rp_uuid=dest,
+        )
+
+    def revert(self, server_uuid: str) -> Any:
+        """Go back to the old flavor on the source.
+
+        :raises ClaimRefused: the old flavor no longer fits on the source (only
+            possible for a same-host ``drop_and_reclaim``); nothing changed, the
+            server stays in VERIFY_RESIZE and the revert can be retried.
+        """
+        migration = self._migration_in_verify(server_uuid, "revert")
+        strategy = self.deps.strategy(migration.claim_strategy)
+        facts = facts_of(migration)
+        self.db.server_update(
+            server_uuid,
+            expected={"status": "VERIFY_RESIZE", "task_state": None},
+            status="REVERT_RESIZE",
+            task_state="resize_reverting",
+        )
+        migration = self.db.migration_update(
+            migration.uuid, expected_status="finished", status="reverting"
+        )
+        dest = migration.dest_rp_uuid
+        try:
+            migration = self.deps.executor.apply(
+                migration, "revert", lambda cur: strategy.revert(facts, cur, dest)
+            )
+        except exception.PlacementError as exc:
+            LOG.warning("Revert of server %s refused: %s", server_uuid, exc)
+            self.db.migration_update(migration.uuid, status="finished")
+            self.db.server_update(server_uuid, status="VERIFY_RESIZE", task_state=None)
+            raise
+        return self._settle(
+            migration,
+            "reverted",
+            flavor=migration.old_flavor,
+            host=migration.source_host,
+            node=migration.source_node,
+            rp_uuid=migration.source_rp_uuid,
+        )
+
+    def _migration_in_verify(self, server_uuid: str, operation: str) -> Any:
+        migration = self.db.migration_get_in_progress_for_server(server_uuid)
+        if migration is None or migration.status != "finished":
+            server = self.db.server_get(server_uuid)
+            raise exception.ServerStateConflict(
+                server_id=server_uuid,
+                actual=server.status,
+                operation=operation,
+                expected="VERIFY_RESIZE",
+            )
+        return migration
+
+    def _settle(self, migration: Any, status: str, **server_values: Any) -> Any:
+        """Record the final holdings on the server and close the migration."""
+        generations = (migration.holdings or {}).get("generations", {})
+        self.db.server_update(
+            migration.server_uuid,
+            status="ACTIVE",
+            vm_state="active",
+            task_state=None,
+            placement_generation=generations.get("server"),
+            **server_values,
+        )
+        return self.db.migration_update(migration.uuid, status=status)
+
+    # -- failure -------------------------------------------------------------------
+
+    def fail(self, migration_uuid: str, *, kind: str, reason: str) -> Any:
+        """End the resize without a host: the server gets exactly its old allocation.
+
+        :raises RestoreFailed: Placement refused even that; the server is
+            flagged ``needs_heal`` and the migration records what is missing.
+        """
+        migration = self.db.migration_get(migration_uuid)
+        strategy = self.deps.strategy(migration.claim_strategy)
+        facts = facts_of(migration)
+        LOG.warning("Migration %s failed (%s): %s", migration.uuid, kind, reason)
+        try:
+            migration = self.deps.executor.apply(migration, "restore", strategy.restore(facts))
+        except exception.ClaimRefused as exc:
+            self.db.migration_update(
+                migration.uuid,
+                status="error",
+                error_kind=kind,
+                error_reason=f"{reason}; restore refused: {exc}",
+                missing=Holdings(server=facts.original).to_dict(),
+            )
+            self.db.server_update(
+                migration.server_uuid,
+                status="ACTIVE",
+                vm_state="active",
+                task_state=None,
+                needs_heal=True,
+                fault_message=str(exc),
+                fault_code=409,
+            )
+            raise exception.RestoreFailed(
+                server_id=migration.server_uuid, source=migration.source_host, reason=str(exc)
+            ) from exc
+        migration = self.db.migration_update(
+            migration.uuid, status="error", error_kind=kind, error_reason=reason
+        )
+        generations = (migration.holdings or {}).get("generations", {})
+        self.db.server_update(
+            migration.server_uuid,
+            status="ACTIVE",
+            vm_state="active",
+            task_state=None,
+            placement_generation=generations.get("server"),
+        )
+        return migration

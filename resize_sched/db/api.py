@@ -1,0 +1,118 @@
+"""The database every resize_sched service talks to.
+
+:class:`Database` owns one engine and answers every query with one explicit
+transaction. State changes that may race are compare-and-swap updates
+(``UPDATE ... WHERE <expected state>``): of two callers, exactly one wins and
+the other gets a typed conflict naming the state it found.
+
+The queries live in :mod:`resize_sched.db.compute_api` (flavors, servers,
+request specs) and :mod:`resize_sched.db.migration_api` (migrations and their
+journal); this module adds the engine, schema and lifecycle. Flavor ids
+(``flavorid``, the API-visible id) default to a new UUID.
+"""
+
+from typing import Any
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched.db import engines, migration
+from resize_sched.db.compute_api import ComputeApi
+from resize_sched.db.migration_api import MigrationApi
+from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
+
+__all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Server"]
+
+LOG = logging.getLogger(__name__)
+
+
+class Database(ComputeApi, MigrationApi):
+    """Flavors, servers, request specs, migrations and the journal, in one database."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_pool_size: int = 5,
+        max_overflow: int = 10,
+        pool_timeout: int = 30,
+        connection_recycle_time: int = 3600,
+        echo: bool = False,
+    ) -> None:
+        """Create the engine; nothing connects until the first query.
+
+        :param url: SQLAlchemy URL (``sqlite:///path``, ``mysql+pymysql://``,
+            ``postgresql+psycopg://``).
+        :param max_pool_size: connections kept open.
+        :param max_overflow: extra connections in a burst.
+        :param pool_timeout: seconds to wait for a connection (SQLite: for
+            the write lock).
+        :param connection_recycle_time: seconds before a connection is replaced.
+        :param echo: log every statement.
+        :raises sqlalchemy.exc.ArgumentError: a malformed URL.
+        """
+        self._init_sessions(
+            engines.create_engine(
+                url,
+                max_pool_size=max_pool_size,
+                max_overflow=max_overflow,
+                pool_timeout=pool_timeout,
+                connection_recycle_time=connection_recycle_time,
+                echo=echo,
+            )
+        )
+
+    @classmethod
+    def from_conf(cls, conf: cfg.ConfigOpts) -> "Database":
+        """Build from the ``[database]`` options.
+
+        :param conf: a parsed ``ConfigOpts`` with our options registered.
+        :returns: the database.
+        """
+        group = conf.database
+        return cls(
+            group.connection,
+            max_pool_size=group.max_pool_size,
+            max_overflow=group.max_overflow,
+            pool_timeout=group.pool_timeout,
+            connection_recycle_time=group.connection_recycle_time,
+            echo=group.connection_debug,
+        )
+
+    @property
+    def url(self) -> str:
+        """The URL, password hidden: safe for logs and messages."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    def sync(self, revision: str = "head") -> None:
+        """Upgrade the schema to the newest revision (idempotent).
+
+        :param revision: the target revision; the newest by default.
+        :raises sqlalchemy.exc.OperationalError: the database is unreachable.
+        :raises alembic.util.CommandError: an unknown revision.
+        """
+        before = self.version()
+        migration.upgrade(self.engine, revision)
+        after = self.version()
+        if before != after:
+            LOG.info("Upgraded database %s from %s to %s", self.url, before, after)
+
+    def version(self) -> str | None:
+        """The schema revision the database is at.
+
+        :returns: the revision, or None when the schema was never created.
+        """
+        return migration.current_revision(self.engine)
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"<Database {self.url}>"
+
+    def __enter__(self) -> "Database":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.dispose()

@@ -1,0 +1,355 @@
+"""Data API for migrations and their journal (a mixin of ``Database``).
+
+The journal is what crash recovery reads: before each Placement write the
+executor records the intended transition (:meth:`MigrationApi.journal_intend`),
+then marks it ``applied`` or ``abandoned`` (:meth:`MigrationApi.journal_mark`).
+Holdings are JSON shaped ``{"server": {rp: {rc: n}}, "migration": {rp: {rc: n}},
+"generations": {"server": int | None, "migration": int | None}}``.
+"""
+
+import uuid as uuidlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+
+from resize_sched import exception, resources
+from resize_sched.db import models
+from resize_sched.db.session import SessionSource, check_values
+
+LOG = logging.getLogger(__name__)
+
+# Attempts at taking the next journal seq when another writer took it first.
+_JOURNAL_SEQ_ATTEMPTS = 5
+
+
+def _resources(value: Mapping[str, int], name: str) -> dict[str, int]:
+    try:
+        return resources.normalize(value)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise exception.Invalid(reason=f"bad {name}: {exc}") from None
+
+
+def _check_migration_values(values: Mapping[str, Any]) -> None:
+    if "status" in values and values["status"] not in models.MIGRATION_STATUSES:
+        raise exception.Invalid(reason=f"unknown migration status {values['status']!r}")
+    if "error_kind" in values and values["error_kind"] not in (*models.ERROR_KINDS, None):
+        raise exception.Invalid(reason=f"unknown error kind {values['error_kind']!r}")
+    if "migration_type" in values and values["migration_type"] not in models.MIGRATION_TYPES:
+        raise exception.Invalid(reason=f"unknown migration type {values['migration_type']!r}")
+
+
+def _statuses(value: str | Iterable[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+class MigrationApi(SessionSource):
+    """Migrations and the migration journal."""
+
+    # -- migrations ------------------------------------------------------------------
+
+    def migration_create(
+        self,
+        *,
+        server_uuid: str,
+        source_host: str,
+        source_node: str | None,
+        source_rp_uuid: str,
+        old_flavor: dict[str, Any],
+        new_flavor: dict[str, Any],
+        old_resources: dict[str, int],
+        new_resources: dict[str, int],
+        claim_strategy: str,
+        project_id: str,
+        user_id: str,
+        migration_type: str = models.MIGRATION_TYPE_RESIZE,
+        status: str = models.MIGRATION_PRE_MIGRATING,
+        uuid: str | None = None,
+    ) -> models.Migration:
+        """Record a new migration of a server.
+
+        :param old_resources: what the old flavor holds, per resource class.
+        :param new_resources: what the new flavor needs.
+        :param claim_strategy: the strategy in force now; the migration keeps it.
+        :param uuid: the Placement consumer uuid; a new one when omitted.
+        :returns: the new migration.
+        :raises resize_sched.exception.ServerNotFound: no such server.
+        :raises resize_sched.exception.Invalid: a bad value; nothing written.
+        :raises resize_sched.exception.Conflict: the uuid is taken.
+        """
+        _check_migration_values({"status": status, "migration_type": migration_type})
+        if not isinstance(claim_strategy, str) or not claim_strategy:
+            raise exception.Invalid(reason="a migration needs the claim strategy in force")
+        migration = models.Migration(
+            uuid=uuid or str(uuidlib.uuid4()),
+            server_uuid=server_uuid,
+            project_id=project_id,
+            user_id=user_id,
+            migration_type=migration_type,
+            source_host=source_host,
+            source_node=source_node,
+            source_rp_uuid=source_rp_uuid,
+            old_flavor=dict(old_flavor),
+            new_flavor=dict(new_flavor),
+            old_resources=_resources(old_resources, "old_resources"),
+            new_resources=_resources(new_resources, "new_resources"),
+            claim_strategy=claim_strategy,
+            status=status,
+            alternates=[],
+            tried=[],
+        )
+        try:
+            with self._writer() as session:
+                if session.get(models.Server, server_uuid) is None:
+                    raise exception.ServerNotFound(server_id=server_uuid)
+                session.add(migration)
+        except sa.exc.IntegrityError:
+            raise exception.Conflict(reason=f"migration {migration.uuid} already exists") from None
+        LOG.debug(
+            "Created migration %s of server %s (%s)", migration.uuid, server_uuid, claim_strategy
+        )
+        return migration
+
+    def migration_get(self, uuid: str) -> models.Migration:
+        """Get a migration by uuid.
+
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        """
+        with self._reader() as session:
+            migration = session.scalars(
+                sa.select(models.Migration).where(models.Migration.uuid == uuid)
+            ).first()
+        if migration is None:
+            raise exception.MigrationNotFound(migration_id=uuid)
+        return migration
+
+    def migration_get_by_id(self, id: int) -> models.Migration:
+        """Get a migration by its integer id (the os-migrations id).
+
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        """
+        with self._reader() as session:
+            migration = session.get(models.Migration, id)
+        if migration is None:
+            raise exception.MigrationNotFound(migration_id=id)
+        return migration
+
+    def migration_list(
+        self,
+        *,
+        server_uuid: str | None = None,
+        statuses: Iterable[str] | None = None,
+    ) -> list[models.Migration]:
+        """List migrations, oldest first.
+
+        :param server_uuid: only this server's.
+        :param statuses: only those in one of these statuses.
+        """
+        query = sa.select(models.Migration)
+        if server_uuid is not None:
+            query = query.where(models.Migration.server_uuid == server_uuid)
+        if statuses is not None:
+            query = query.where(models.Migration.status.in_(_statuses(statuses)))
+        with self._reader() as session:
+            return list(session.scalars(query.order_by(models.Migration.id)))
+
+    def migration_list_in_flight(self) -> list[models.Migration]:
+        """Migrations crash recovery and the heal command must look at, oldest first.
+
+        :returns: those in an in-flight status, plus ``error`` ones whose
+            holdings a failed restore left ``missing``.
+        """
+        query = sa.select(models.Migration).where(
+            sa.or_(
+                models.Migration.status.in_(models.IN_FLIGHT_STATUSES),
+                sa.and_(
+                    models.Migration.status == models.MIGRATION_ERROR,
+                    models.Migration.missing.is_not(None),
+                ),
+            )
+        )
+        with self._reader() as session:
+            return list(session.scalars(query.order_by(models.Migration.id)))
+
+    def migration_get_in_progress_for_server(self, server_uuid: str) -> models.Migration | None:
+        """The server's migration in flight, if any (the newest).
+
+        :returns: the migration or None.
+        """
+        with self._reader() as session:
+            return session.scalars(
+                sa.select(models.Migration)
+                .where(
+                    models.Migration.server_uuid == server_uuid,
+                    models.Migration.status.in_(models.IN_FLIGHT_STATUSES),
+                )
+                .order_by(models.Migration.id.desc())
+            ).first()
+
+    def migration_update(
+        self,
+        uuid: str,
+        /,
+        *,
+        expected_status: str | Iterable[str] | None = None,
+        operation: str = "update",
+        **values: Any,
+    ) -> models.Migration:
+        """Update a migration, if its status is still one expected (compare-and-swap).
+
+        :param expected_status: a status or several; None: any.
+        :param operation: what the caller is doing, for the conflict message.
+        :param values: columns to set.
+        :returns: the migration as updated.
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.MigrationStateConflict: another status.
+        :raises resize_sched.exception.Invalid: an unknown column or value.
+        """
+        check_values(models.Migration, values, what="migration")
+        _check_migration_values(values)
+        for key in ("old_resources", "new_resources"):
+            if key in values:
+                values[key] = _resources(values[key], key)
+        conditions = [models.Migration.uuid == uuid]
+        expected = None if expected_status is None else _statuses(expected_status)
+        if expected is not None:
+            conditions.append(models.Migration.status.in_(expected))
+        with self._writer() as session:
+            result = session.execute(
+                sa.update(models.Migration)
+                .where(*conditions)
+                .values(**values)
+                .execution_options(synchronize_session=False)
+            )
+            migration = session.scalars(
+                sa.select(models.Migration)
+                .where(models.Migration.uuid == uuid)
+                .execution_options(populate_existing=True)
+            ).first()
+        if migration is None:
+            raise exception.MigrationNotFound(migration_id=uuid)
+        if result.rowcount == 0:
+            raise exception.MigrationStateConflict(
+                migration_id=uuid,
+                actual=migration.status,
+                expected=" or ".join(expected or ()),
+                operation=operation,
+            )
+        return migration
+
+    # -- journal ---------------------------------------------------------------------
+
+    def journal_intend(
+        self, migration_uuid: str, *, phase: str, before: dict[str, Any], target: dict[str, Any]
+    ) -> models.JournalEntry:
+        """Record a transition about to be written to Placement.
+
+        :param phase: the strategy phase (e.g. ``prepare``, ``claim``, ``revert``).
+        :param before: the holdings the transition starts from.
+        :param target: the holdings it leads to.
+        :returns: the entry, ``intended``, numbered after the migration's last.
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.Invalid: before/target not mappings.
+        """
+        if not isinstance(before, Mapping) or not isinstance(target, Mapping):
+            raise exception.Invalid(reason="journal before and target must be mappings")
+        if not isinstance(phase, str) or not phase:
+            raise exception.Invalid(reason="a journal entry needs a phase")
+        for attempt in range(1, _JOURNAL_SEQ_ATTEMPTS + 1):
+            try:
+                with self._writer() as session:
+                    # NOTE: locking the migration row serialises appenders to
+                    # one journal (MySQL, PostgreSQL; SQLite has one writer
+                    # anyway), and the locking read of the last seq sees the
+                    # newest commit even under MySQL's REPEATABLE READ.
+                    migration = session.scalars(
+                        sa.select(models.Migration.id)
+                        .where(models.Migration.uuid == migration_uuid)
+                        .with_for_update()
+                    ).first()
+                    if migration is None:
+                        raise exception.MigrationNotFound(migration_id=migration_uuid)
+                    last = session.scalars(
+                        sa.select(models.JournalEntry.seq)
+                        .where(models.JournalEntry.migration_uuid == migration_uuid)
+                        .order_by(models.JournalEntry.seq.desc())
+                        .limit(1)
+                        .with_for_update()
+                    ).first()
+                    entry = models.JournalEntry(
+                        migration_uuid=migration_uuid,
+                        seq=(last or 0) + 1,
+                        phase=phase,
+                        before=dict(before),
+                        target=dict(target),
+                        state=models.JOURNAL_INTENDED,
+                    )
+                    session.add(entry)
+                return entry
+            except sa.exc.IntegrityError:
+                # NOTE: a concurrent writer took the same seq; count again.
+                LOG.debug("Journal seq race on migration %s (attempt %d)", migration_uuid, attempt)
+        raise exception.Conflict(
+            reason=f"could not append to the journal of migration {migration_uuid}"
+        )
+
+    def journal_mark(
+        self, entry_id: int, state: str, detail: str | None = None
+    ) -> models.JournalEntry:
+        """Mark an intended entry ``applied`` or ``abandoned``.
+
+        :param detail: why, for an abandoned one (or any note).
+        :returns: the entry as updated.
+        :raises resize_sched.exception.Invalid: another target state.
+        :raises resize_sched.exception.NotFound: no such entry.
+        :raises resize_sched.exception.Conflict: the entry is no longer intended.
+        """
+        if state not in (models.JOURNAL_APPLIED, models.JOURNAL_ABANDONED):
+            raise exception.Invalid(
+                reason=f"a journal entry can be marked applied or abandoned, not {state!r}"
+            )
+        with self._writer() as session:
+            result = session.execute(
+                sa.update(models.JournalEntry)
+                .where(
+                    models.JournalEntry.id == entry_id,
+                    models.JournalEntry.state == models.JOURNAL_INTENDED,
+                )
+                .values(state=state, detail=detail)
+                .execution_options(synchronize_session=False)
+            )
+            entry = session.get(models.JournalEntry, entry_id, populate_existing=True)
+        if entry is None:
+            raise exception.NotFound(what=f"journal entry {entry_id}")
+        if result.rowcount == 0:
+            raise exception.Conflict(
+                reason=f"journal entry {entry_id} is {entry.state}; only an intended "
+                f"entry can be marked {state}"
+            )
+        return entry
+
+    def journal_list(self, migration_uuid: str) -> list[models.JournalEntry]:
+        """A migration's journal, in order.
+
+        :returns: the entries by ``seq`` (empty for an unknown migration).
+        """
+        with self._reader() as session:
+            return list(
+                session.scalars(
+                    sa.select(models.JournalEntry)
+                    .where(models.JournalEntry.migration_uuid == migration_uuid)
+                    .order_by(models.JournalEntry.seq)
+                )
+            )
+
+    def journal_pending(self) -> list[models.JournalEntry]:
+        """Every entry still ``intended``, over all migrations, oldest first."""
+        with self._reader() as session:
+            return list(
+                session.scalars(
+                    sa.select(models.JournalEntry)
+                    .where(models.JournalEntry.state == models.JOURNAL_INTENDED)
+                    .order_by(models.JournalEntry.id)
+                )
+            )

@@ -1,0 +1,349 @@
+"""SQLAlchemy models of resize_sched, and the state constants they use.
+
+Tables: ``flavors``, ``servers``, ``request_specs``, ``migrations`` and
+``migration_journal``. Every timestamp is a timezone-aware UTC ``datetime``
+(:class:`UTCDateTime`); every structured value is a portable ``JSON`` column,
+so the same models work on SQLite, MariaDB/MySQL and PostgreSQL.
+
+NOTE: the schema is owned by the Alembic migrations under ``migrations/``;
+a change here needs a new migration, and the functional test comparing the
+two (``autogenerate`` must find no difference) fails until it has one.
+"""
+
+import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeEngine
+
+# -- servers, as the Compute API shows them -----------------------------------
+
+STATUS_BUILD = "BUILD"
+STATUS_ACTIVE = "ACTIVE"
+STATUS_RESIZE = "RESIZE"
+STATUS_VERIFY_RESIZE = "VERIFY_RESIZE"
+STATUS_REVERT_RESIZE = "REVERT_RESIZE"
+STATUS_ERROR = "ERROR"
+STATUS_DELETED = "DELETED"
+SERVER_STATUSES = (
+    STATUS_BUILD,
+    STATUS_ACTIVE,
+    STATUS_RESIZE,
+    STATUS_VERIFY_RESIZE,
+    STATUS_REVERT_RESIZE,
+    STATUS_ERROR,
+    STATUS_DELETED,
+)
+
+VM_BUILDING = "building"
+VM_ACTIVE = "active"
+VM_RESIZED = "resized"
+VM_ERROR = "error"
+VM_DELETED = "deleted"
+VM_STATES = (VM_BUILDING, VM_ACTIVE, VM_RESIZED, VM_ERROR, VM_DELETED)
+
+TASK_SCHEDULING = "scheduling"
+TASK_RESIZE_PREP = "resize_prep"
+TASK_RESIZE_MIGRATING = "resize_migrating"
+TASK_RESIZE_MIGRATED = "resize_migrated"
+TASK_RESIZE_FINISH = "resize_finish"
+TASK_RESIZE_CONFIRMING = "resize_confirming"
+TASK_RESIZE_REVERTING = "resize_reverting"
+TASK_DELETING = "deleting"
+
+# -- migrations -----------------------------------------------------------------
+
+MIGRATION_TYPE_RESIZE = "resize"
+MIGRATION_TYPE_MIGRATION = "migration"
+MIGRATION_TYPES = (MIGRATION_TYPE_RESIZE, MIGRATION_TYPE_MIGRATION)
+
+MIGRATION_PRE_MIGRATING = "pre-migrating"
+MIGRATION_MIGRATING = "migrating"
+MIGRATION_POST_MIGRATING = "post-migrating"
+MIGRATION_FINISHED = "finished"
+MIGRATION_CONFIRMING = "confirming"
+MIGRATION_CONFIRMED = "confirmed"
+MIGRATION_REVERTING = "reverting"
+MIGRATION_REVERTED = "reverted"
+MIGRATION_ERROR = "error"
+MIGRATION_STATUSES = (
+    MIGRATION_PRE_MIGRATING,
+    MIGRATION_MIGRATING,
+    MIGRATION_POST_MIGRATING,
+    MIGRATION_FINISHED,
+    MIGRATION_CONFIRMING,
+    MIGRATION_CONFIRMED,
+    MIGRATION_REVERTING,
+    MIGRATION_REVERTED,
+    MIGRATION_ERROR,
+)
+#: A migration in one of these has ended; nothing more happens to it (except
+#: an ``error`` one whose ``missing`` holdings the heal command still owes).
+FINAL_STATUSES = (MIGRATION_CONFIRMED, MIGRATION_REVERTED, MIGRATION_ERROR)
+#: Everything else: crash recovery must look at these.
+IN_FLIGHT_STATUSES = tuple(s for s in MIGRATION_STATUSES if s not in FINAL_STATUSES)
+
+#: ``Migration.error_kind``: why a migration is in ``error``.
+ERROR_DEFERRED = "deferred"  # no host has room now; may fit later
+ERROR_INFEASIBLE = "infeasible"  # no host can ever take it
+ERROR_FAILED = "failed"  # anything else: see error_reason
+ERROR_KINDS = (ERROR_DEFERRED, ERROR_INFEASIBLE, ERROR_FAILED)
+
+# -- journal -------------------------------------------------------------------------
+
+JOURNAL_INTENDED = "intended"
+JOURNAL_APPLIED = "applied"
+JOURNAL_ABANDONED = "abandoned"
+JOURNAL_STATES = (JOURNAL_INTENDED, JOURNAL_APPLIED, JOURNAL_ABANDONED)
+
+# -- column types ----------------------------------------------------------------------
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime.datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.datetime.now(datetime.UTC)
+
+
+class UTCDateTime(sa.TypeDecorator[datetime.datetime]):
+    """A ``datetime`` that is always timezone-aware UTC in Python.
+
+    PostgreSQL stores it as ``timestamp with time zone``; SQLite and MySQL,
+    which have no such type, store naive UTC (MySQL with microseconds) and
+    get the UTC zone back on load. A naive value given in is taken as UTC.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name in ("mysql", "mariadb"):
+            return dialect.type_descriptor(mysql.DATETIME(fsp=6))
+        return dialect.type_descriptor(sa.DateTime(timezone=True))
+
+    def process_bind_param(
+        self, value: datetime.datetime | None, dialect: Dialect
+    ) -> datetime.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        value = value.astimezone(datetime.UTC)
+        if dialect.name != "postgresql":
+            value = value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(
+        self, value: datetime.datetime | None, dialect: Dialect
+    ) -> datetime.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=datetime.UTC)
+        return value.astimezone(datetime.UTC)
+
+
+#: JSON whose Python ``None`` is SQL NULL (so ``IS NULL`` filters work).
+NullableJSON = sa.JSON(none_as_null=True)
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TimestampMixin:
+    created_at: Mapped[datetime.datetime] = mapped_column(
+        UTCDateTime(), nullable=False, default=utcnow
+    )
+    updated_at: Mapped[datetime.datetime | None] = mapped_column(
+        UTCDateTime(), nullable=True, onupdate=utcnow
+    )
+
+
+class Flavor(TimestampMixin, Base):
+    """A flavor: what a server asks of a host.
+
+    ``deleted`` follows Nova's soft-delete convention: 0 while the flavor is
+    live, the row's own ``id`` once deleted, so a deleted flavor does not
+    block a new one with the same name or flavorid (unique per ``deleted``).
+    Test it for truth: ``if flavor.deleted``.
+    """
+
+    __tablename__ = "flavors"
+    __table_args__ = (
+        sa.UniqueConstraint("name", "deleted"),
+        sa.UniqueConstraint("flavorid", "deleted"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    flavorid: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    name: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    vcpus: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    memory_mb: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    root_gb: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    ephemeral_gb: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=0)
+    swap: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=0)
+    extra_specs: Mapped[dict[str, str]] = mapped_column(sa.JSON, nullable=False, default=dict)
+    is_public: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=True)
+    deleted: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=0)
+    deleted_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    def to_snapshot(self) -> dict[str, Any]:
+        """The flavor as a server or migration records it.
+
+        :returns: the mapping :func:`resize_sched.resources.flavor_request`
+            accepts, with the API-visible flavorid as ``id``.
+        """
+        return {
+            "id": self.flavorid,
+            "name": self.name,
+            "vcpus": self.vcpus,
+            "memory_mb": self.memory_mb,
+            "root_gb": self.root_gb,
+            "ephemeral_gb": self.ephemeral_gb,
+            "swap": self.swap,
+            "extra_specs": dict(self.extra_specs or {}),
+        }
+
+    def __repr__(self) -> str:
+        return f"<Flavor {self.flavorid} {self.name!r}>"
+
+
+class Server(TimestampMixin, Base):
+    """A server, with a snapshot of the flavor it runs with."""
+
+    __tablename__ = "servers"
+    __table_args__ = (
+        sa.Index(None, "project_id"),
+        sa.Index(None, "host"),
+        sa.Index(None, "deleted_at"),
+    )
+
+    uuid: Mapped[str] = mapped_column(sa.String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    project_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    user_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    flavor: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    host: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    node: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    rp_uuid: Mapped[str | None] = mapped_column(sa.String(36), nullable=True)
+    vm_state: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    task_state: Mapped[str | None] = mapped_column(sa.String(64), nullable=True)
+    status: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    fault_message: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    fault_code: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    fault_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: Placement does not hold what the server runs with (a failed restore);
+    #: the heal command re-claims it.
+    needs_heal: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
+    #: The server consumer's Placement generation after our last write (None:
+    #: no allocation), so the next write needs no read first.
+    placement_generation: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    deleted_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    def __repr__(self) -> str:
+        return f"<Server {self.uuid} {self.status}/{self.vm_state}/{self.task_state}>"
+
+
+class RequestSpec(TimestampMixin, Base):
+    """What a server asks the scheduler for. Never per-attempt state."""
+
+    __tablename__ = "request_specs"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    server_uuid: Mapped[str] = mapped_column(
+        sa.String(36), sa.ForeignKey("servers.uuid"), nullable=False, unique=True
+    )
+    resources: Mapped[dict[str, int]] = mapped_column(sa.JSON, nullable=False)
+    required_traits: Mapped[list[str]] = mapped_column(sa.JSON, nullable=False, default=list)
+    ignore_hosts: Mapped[list[str]] = mapped_column(sa.JSON, nullable=False, default=list)
+    force_hosts: Mapped[list[str]] = mapped_column(sa.JSON, nullable=False, default=list)
+    scheduler_hints: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False, default=dict)
+
+    def __repr__(self) -> str:
+        return f"<RequestSpec {self.server_uuid}>"
+
+
+class Migration(TimestampMixin, Base):
+    """A resize (or cold migration) of one server.
+
+    ``uuid`` is the Placement consumer that holds the source's allocations
+    while the strategy in force (``claim_strategy``, fixed when the resize
+    began) says so. ``holdings`` is the last known applied allocation state of
+    both consumers; ``missing`` what a failed restore could not put back.
+    """
+
+    __tablename__ = "migrations"
+    __table_args__ = (
+        sa.Index(None, "server_uuid", "status"),
+        sa.Index(None, "status"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False, unique=True)
+    server_uuid: Mapped[str] = mapped_column(
+        sa.String(36), sa.ForeignKey("servers.uuid"), nullable=False
+    )
+    project_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    user_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    migration_type: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    source_host: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    source_node: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    source_rp_uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False)
+    dest_host: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    dest_node: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    dest_rp_uuid: Mapped[str | None] = mapped_column(sa.String(36), nullable=True)
+    old_flavor: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    new_flavor: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    old_resources: Mapped[dict[str, int]] = mapped_column(sa.JSON, nullable=False)
+    new_resources: Mapped[dict[str, int]] = mapped_column(sa.JSON, nullable=False)
+    claim_strategy: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    status: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    error_kind: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+    error_reason: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    alternates: Mapped[list[Any]] = mapped_column(sa.JSON, nullable=False, default=list)
+    #: Provider uuids already tried (claim refused or prep_resize failed).
+    tried: Mapped[list[Any]] = mapped_column(sa.JSON, nullable=False, default=list)
+    holdings: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
+    missing: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
+
+    def __repr__(self) -> str:
+        return f"<Migration {self.uuid} of {self.server_uuid} {self.status}>"
+
+
+class JournalEntry(TimestampMixin, Base):
+    """One intended Placement transition of a migration, in order (``seq``).
+
+    Written ``intended`` before the Placement write, then marked ``applied``
+    or ``abandoned``; crash recovery reads the ones still ``intended``.
+    """
+
+    __tablename__ = "migration_journal"
+    __table_args__ = (
+        sa.UniqueConstraint("migration_uuid", "seq"),
+        sa.Index(None, "state"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    migration_uuid: Mapped[str] = mapped_column(
+        sa.String(36), sa.ForeignKey("migrations.uuid"), nullable=False
+    )
+    seq: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    phase: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    before: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    target: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    state: Mapped[str] = mapped_column(sa.String(16), nullable=False, default=JOURNAL_INTENDED)
+    detail: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+
+    def __repr__(self) -> str:
+        return f"<JournalEntry {self.migration_uuid}#{self.seq} {self.phase} {self.state}>"

@@ -1,0 +1,123 @@
+"""Sessions and small helpers shared by the data API modules.
+
+Every data API call is one explicit transaction: :meth:`SessionSource._reader`
+for reads, :meth:`SessionSource._writer` for anything that writes (on SQLite
+it takes the write lock at ``BEGIN``; see :mod:`resize_sched.db.engines`).
+Sessions never outlive the call, and ``expire_on_commit`` is off, so the ORM
+objects returned are detached, fully loaded snapshots: change state through
+the API, never by setting attributes on them.
+"""
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
+
+from resize_sched import exception
+from resize_sched.db import engines
+
+# Columns no update may set.
+_IMMUTABLE = frozenset({"id", "uuid", "created_at", "updated_at"})
+
+
+class SessionSource:
+    """Owns the engine and the two session factories."""
+
+    engine: sa.Engine
+
+    def _init_sessions(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self._read_sessions = sessionmaker(bind=engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(
+            bind=engine.execution_options(**{engines.WRITE_OPTION: True}),
+            expire_on_commit=False,
+        )
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[Session]:
+        """A session in a read transaction, closed on exit."""
+        with self._read_sessions.begin() as session:
+            yield session
+
+    @contextlib.contextmanager
+    def _writer(self) -> Iterator[Session]:
+        """A session in a write transaction, committed on a clean exit."""
+        with self._write_sessions.begin() as session:
+            yield session
+
+
+def check_values(model: type, values: Mapping[str, Any], *, what: str) -> None:
+    """Reject values for columns that do not exist or may not change.
+
+    :param model: the ORM class.
+    :param values: column name -> new value.
+    :param what: the object's name, for the message.
+    :raises resize_sched.exception.Invalid: an unknown or immutable column.
+    """
+    columns = set(sa.inspect(model).columns.keys())
+    bad = sorted(k for k in values if k not in columns or k in _IMMUTABLE)
+    if bad:
+        raise exception.Invalid(reason=f"cannot update {what} field(s) {', '.join(bad)}")
+
+
+def match(column: InstrumentedAttribute[Any], value: Any) -> sa.ColumnElement[bool]:
+    """A WHERE clause: ``column`` equals ``value``.
+
+    ``None`` matches NULL; a list, tuple or set matches any of its members
+    (``None`` among them matching NULL).
+    """
+    if isinstance(value, list | tuple | set | frozenset):
+        members = [v for v in value if v is not None]
+        clauses: list[sa.ColumnElement[bool]] = []
+        if members:
+            clauses.append(column.in_(members))
+        if len(members) != len(value):
+            clauses.append(column.is_(None))
+        return sa.or_(*clauses) if clauses else sa.false()
+    if value is None:
+        return column.is_(None)
+    return column == value
+
+
+def describe(obj: object, keys: Iterable[str]) -> str:
+    """``status=ACTIVE, task_state=None``: the named fields of ``obj``."""
+    return ", ".join(f"{k}={getattr(obj, k)}" for k in keys)
+
+
+def describe_expected(expected: Mapping[str, Any]) -> str:
+    """``status=ACTIVE, task_state=None``, lists shown as ``a|b``."""
+    parts = []
+    for key, value in expected.items():
+        if isinstance(value, list | tuple | set | frozenset):
+            value = "|".join(str(v) for v in value)
+        parts.append(f"{key}={value}")
+    return ", ".join(parts)
+
+
+def whole_number(value: Any, name: str, *, minimum: int, maximum: int = 2**31 - 1) -> int:
+    """Check ``value`` is an int (not a bool) within bounds.
+
+    :returns: the value.
+    :raises ValueError: with a message naming ``name``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def text(value: Any, name: str, *, max_length: int = 255) -> str:
+    """Check ``value`` is a non-blank string of at most ``max_length``.
+
+    :returns: the value, stripped.
+    :raises ValueError: with a message naming ``name``.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    value = value.strip()
+    if len(value) > max_length:
+        raise ValueError(f"{name} must be at most {max_length} characters long")
+    return value

@@ -1,0 +1,1 @@
+"""The Placement API client (and, beside it, the allocation executor)."""

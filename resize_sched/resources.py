@@ -1,0 +1,143 @@
+"""Resource amounts and allocations, and the arithmetic the strategies need.
+
+Two plain shapes are used everywhere:
+
+* ``Resources``: resource class -> amount, e.g. ``{"VCPU": 2, "MEMORY_MB": 2048}``.
+  Classes with amount 0 are never stored.
+* ``Allocations``: resource provider uuid -> ``Resources``; what one consumer
+  holds. Providers with nothing are never stored.
+
+They are plain dicts so they serialise to JSON (journal, RPC) unchanged; the
+functions here always return new, normalised dicts.
+"""
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Resources = dict[str, int]
+Allocations = dict[str, Resources]
+
+VCPU = "VCPU"
+MEMORY_MB = "MEMORY_MB"
+DISK_GB = "DISK_GB"
+
+_RESOURCES_PREFIX = "resources:"
+_TRAIT_PREFIX = "trait:"
+
+
+def normalize(resources: Mapping[str, int]) -> Resources:
+    """Drop zero amounts; reject negative ones."""
+    out: Resources = {}
+    for rc, amount in resources.items():
+        amount = int(amount)
+        if amount < 0:
+            raise ValueError(f"negative amount {amount} of {rc}")
+        if amount:
+            out[rc] = amount
+    return out
+
+
+def add(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
+    """Class-by-class sum."""
+    return normalize({rc: a.get(rc, 0) + b.get(rc, 0) for rc in set(a) | set(b)})
+
+
+def maximum(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
+    """Class-by-class ``max(a, b)``."""
+    return normalize({rc: max(a.get(rc, 0), b.get(rc, 0)) for rc in set(a) | set(b)})
+
+
+def increase(old: Mapping[str, int], new: Mapping[str, int]) -> Resources:
+    """Class-by-class ``new - old``, negatives taken as 0: what a resize adds."""
+    return normalize({rc: max(new.get(rc, 0) - old.get(rc, 0), 0) for rc in new})
+
+
+def normalize_allocations(allocations: Mapping[str, Mapping[str, int]]) -> Allocations:
+    """Normalise every provider's resources and drop empty providers."""
+    out: Allocations = {}
+    for rp, resources in allocations.items():
+        norm = normalize(resources)
+        if norm:
+            out[rp] = norm
+    return out
+
+
+def add_allocations(*many: Mapping[str, Mapping[str, int]]) -> Allocations:
+    """Sum several allocations provider by provider."""
+    out: Allocations = {}
+    for allocations in many:
+        for rp, resources in allocations.items():
+            out[rp] = add(out.get(rp, {}), resources)
+    return normalize_allocations(out)
+
+
+def on(provider: str, resources: Mapping[str, int]) -> Allocations:
+    """Allocations holding ``resources`` on one provider (empty if nothing)."""
+    return normalize_allocations({provider: resources})
+
+
+def total(allocations: Mapping[str, Mapping[str, int]]) -> Resources:
+    """Everything a consumer holds, summed over providers."""
+    out: Resources = {}
+    for resources in allocations.values():
+        out = add(out, resources)
+    return out
+
+
+def format_resources(resources: Mapping[str, int]) -> str:
+    """``VCPU:2,MEMORY_MB:2048``: Placement's query syntax, sorted for stable logs."""
+    return ",".join(f"{rc}:{amount}" for rc, amount in sorted(normalize(resources).items()))
+
+
+@dataclass(frozen=True)
+class ResourceRequest:
+    """What a flavor asks of one host: amounts and required traits."""
+
+    resources: Resources
+    required_traits: frozenset[str] = field(default_factory=frozenset)
+
+
+def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
+    """Turn a flavor snapshot into the resources and traits it needs.
+
+    As in Nova: DISK_GB is root + ephemeral + swap (swap is in MB, rounded up
+    to whole GB); extra specs ``resources:CLASS=N`` override or add a class
+    (``N = 0`` removes it) and ``trait:NAME=required`` adds a required trait.
+
+    :param flavor: a mapping with ``vcpus``, ``memory_mb``, ``root_gb``,
+        ``ephemeral_gb``, ``swap`` and optionally ``extra_specs``.
+    :raises ValueError: a malformed ``resources:`` extra spec.
+    """
+    disk_gb = (
+        int(flavor.get("root_gb", 0))
+        + int(flavor.get("ephemeral_gb", 0))
+        + math.ceil(int(flavor.get("swap", 0)) / 1024)
+    )
+    resources: dict[str, int] = {
+        VCPU: int(flavor["vcpus"]),
+        MEMORY_MB: int(flavor["memory_mb"]),
+        DISK_GB: disk_gb,
+    }
+    traits: set[str] = set()
+    for key, value in (flavor.get("extra_specs") or {}).items():
+        if key.startswith(_RESOURCES_PREFIX):
+            rc = key[len(_RESOURCES_PREFIX) :]
+            try:
+                resources[rc] = int(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"extra spec {key}={value!r} is not a whole number") from None
+        elif key.startswith(_TRAIT_PREFIX) and str(value).lower() == "required":
+            traits.add(key[len(_TRAIT_PREFIX) :])
+    return ResourceRequest(normalize(resources), frozenset(traits))
+
+
+def parse_resources(items: Iterable[str]) -> Resources:
+    """Parse ``CLASS:N`` or ``CLASS=N`` strings (CLI and config input)."""
+    out: Resources = {}
+    for item in items:
+        sep = ":" if ":" in item else "="
+        rc, _, amount = item.partition(sep)
+        out[rc.strip()] = int(amount)
+    return normalize(out)

@@ -1,0 +1,301 @@
+"""Choose destinations from Placement's allocation candidates.
+
+One call, :meth:`Scheduler.select_destinations`, runs the queries a request
+needs, filters and weighs the candidates, and returns the chosen host first
+and up to ``[scheduler] max_attempts - 1`` alternates, each with the
+allocation request to claim it with. Nothing is claimed here: the conductor
+claims through the transition executor, so that the claim and the strategy's
+other holdings change in one write.
+
+The source host of a resize is looked at separately from the others, because
+a claim strategy may ask it for something else than the new flavor (see
+:meth:`resize_sched.strategies.ClaimStrategy.source_request`):
+
+* when the source may not be chosen, or when it is asked the same as every
+  other host, one query over every host answers;
+* otherwise every other host is asked for the new flavor and the source alone
+  (``in_tree=<source>``) for what the strategy says: two queries;
+* with ``[resize] prefer_same_host`` the source is asked first and, when it
+  fits, is returned alone (``Selection.complete`` is false) without asking
+  about any other host.
+"""
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched import resources as rs
+from resize_sched.placement.client import Candidates, PlacementClient
+from resize_sched.resources import Allocations, Resources
+
+LOG = logging.getLogger(__name__)
+
+#: The weight of a source that needs nothing more (a shrink under max_flavor):
+#: staying put costs nothing and moves no disk, so it always comes first.
+_FREE_SOURCE_WEIGHT = math.inf
+
+
+@dataclass(frozen=True)
+class Destination:
+    """A host that can take the request, with what to claim on it."""
+
+    provider: str
+    host: str
+    allocation_request: Allocations
+    same_host: bool = False
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The chosen host first, then the alternates in order of preference.
+
+    ``complete`` is false when only the source was asked (prefer_same_host);
+    the caller asks again, without the source, if it cannot use it.
+    """
+
+    destinations: list[Destination]
+    complete: bool = True
+
+
+@dataclass(frozen=True)
+class SchedulingRequest:
+    """What a build or resize asks of the scheduler.
+
+    :ivar destination_request: amounts every host but the source must have free.
+    :ivar source: the source provider of a resize (``None`` for a build).
+    :ivar source_request: what the source must have free (empty: it fits
+        without asking); ignored without ``source``.
+    :ivar ignore_hosts: host names never to choose.
+    :ivar force_hosts: when given, only these host names may be chosen.
+    :ivar ignore_providers: provider uuids never to choose (hosts already tried).
+    """
+
+    destination_request: Resources
+    required_traits: frozenset[str] = frozenset()
+    member_of: tuple[str, ...] = ()
+    source: str | None = None
+    source_request: Resources = field(default_factory=dict)
+    allow_same_host: bool = False
+    prefer_same_host: bool = False
+    ignore_hosts: frozenset[str] = frozenset()
+    force_hosts: frozenset[str] = frozenset()
+    ignore_providers: frozenset[str] = frozenset()
+
+
+class Scheduler:
+    """Filters and weighs Placement's candidates.
+
+    :param client: the Placement client.
+    :param conf: a ConfigOpts with the ``[scheduler]`` group registered.
+    :param disabled_hosts: returns the names of hosts that take no new work.
+    """
+
+    def __init__(
+        self,
+        client: PlacementClient,
+        conf: cfg.ConfigOpts,
+        disabled_hosts: Callable[[], Iterable[str]] | None = None,
+    ) -> None:
+        self.client = client
+        self.conf = conf
+        self._disabled_hosts = disabled_hosts or (lambda: ())
+        self._names: dict[str, str] = {}
+
+    # -- public ---------------------------------------------------------------
+
+    def select_destinations(self, request: SchedulingRequest) -> Selection:
+        """Return the chosen host and its alternates.
+
+        :raises NoValidHost: no host can take the request; ``kind`` says
+            whether some host could when empty (``deferred``) or none ever
+            could (``infeasible``).
+        :raises PlacementError: Placement failed (never turned into "no host").
+        """
+        source = request.source
+        source_allowed = (
+            source is not None
+            and request.allow_same_host
+            and source not in request.ignore_providers
+        )
+        scored: list[tuple[float, Destination]] = []
+        complete = True
+
+        if source_allowed and request.prefer_same_host:
+            found = self._ask_source(request)
+            if found is not None:
+                LOG.debug("Source %s takes the resize; other hosts not asked", source)
+                return Selection([found[1]], complete=False)
+            source_allowed = False
+
+        one_query = source_allowed and rs.normalize(request.source_request) == rs.normalize(
+            request.destination_request
+        )
+        candidates = self._query(request.destination_request, request)
+        scored.extend(self._score(candidates, request, keep_source=one_query))
+        if source_allowed and not one_query:
+            found = self._ask_source(request)
+            if found is not None:
+                scored.append(found)
+
+        allowed = self._filter(scored, request)
+        if not allowed:
+            raise self._no_valid_host(request, len(scored))
+        allowed.sort(key=lambda item: item[0], reverse=True)
+        chosen = [dest for _, dest in allowed[: self.conf.scheduler.max_attempts]]
+        LOG.info(
+            "Selected %s with %d alternate(s) out of %d candidate host(s)",
+            chosen[0].host,
+            len(chosen) - 1,
+            len(allowed),
+        )
+        return Selection(chosen, complete=complete)
+
+    # -- queries ----------------------------------------------------------------
+
+    def _query(
+        self, amounts: Resources, request: SchedulingRequest, in_tree: str | None = None
+    ) -> Candidates:
+        return self.client.get_allocation_candidates(
+            amounts,
+            required=sorted(request.required_traits),
+            member_of=request.member_of,
+            in_tree=in_tree,
+            limit=None if in_tree else self.conf.scheduler.max_placement_results,
+        )
+
+    def _ask_source(self, request: SchedulingRequest) -> tuple[float, Destination] | None:
+        """Ask about the source alone; ``None`` when it cannot take the resize."""
+        source = request.source
+        assert source is not None
+        amounts = rs.normalize(request.source_request)
+        if not amounts:
+            # NOTE: nothing more is needed, but a new required trait still has
+            # to be there: one cheap provider query checks it.
+            if request.required_traits and not self.client.list_resource_providers(
+                in_tree=source, required=sorted(request.required_traits)
+            ):
+                return None
+            dest = Destination(source, self._host_name(source), {}, same_host=True)
+            return (_FREE_SOURCE_WEIGHT, dest)
+        candidates = self._query(amounts, request, in_tree=source)
+        scored = self._score(candidates, request, keep_source=True)
+        return scored[0] if scored else None
+
+    # -- filtering and weighing ---------------------------------------------------
+
+    def _score(
+        self, candidates: Candidates, request: SchedulingRequest, *, keep_source: bool
+    ) -> list[tuple[float, Destination]]:
+        """One destination per host (its first allocation request), weighed."""
+        multiplier = self.conf.scheduler.ram_weight_multiplier
+        seen: set[str] = set()
+        out: list[tuple[float, Destination]] = []
+        for index, allocation_request in enumerate(candidates.allocation_requests):
+            root = self._root_of(allocation_request, candidates)
+            if root in seen:
+                continue
+            seen.add(root)
+            same_host = root == request.source
+            if same_host and not keep_source:
+                continue
+            summary = candidates.provider_summaries.get(root, {})
+            memory = summary.get("resources", {}).get(rs.MEMORY_MB, {})
+            free_ram = memory.get("capacity", 0) - memory.get("used", 0)
+            # NOTE: ties keep Placement's order (earlier candidates first).
+            weight = multiplier * free_ram - index * 1e-9
+            dest = Destination(root, self._host_name(root), allocation_request, same_host)
+            out.append((weight, dest))
+        return out
+
+    @staticmethod
+    def _root_of(allocation_request: Allocations, candidates: Candidates) -> str:
+        for rp in allocation_request:
+            summary = candidates.provider_summaries.get(rp, {})
+            return summary.get("root_provider_uuid") or rp
+        raise ValueError("empty allocation request")
+
+    def _filter(
+        self, scored: list[tuple[float, Destination]], request: SchedulingRequest
+    ) -> list[tuple[float, Destination]]:
+        disabled = set(self._disabled_hosts())
+        kept = []
+        for weight, dest in scored:
+            if dest.provider in request.ignore_providers:
+                reason = "already tried"
+            elif dest.host in request.ignore_hosts:
+                reason = "in ignore_hosts"
+            elif request.force_hosts and dest.host not in request.force_hosts:
+                reason = "not in force_hosts"
+            elif dest.host in disabled:
+                reason = "disabled"
+            else:
+                kept.append((weight, dest))
+                continue
+            LOG.debug("Host %s filtered out: %s", dest.host, reason)
+        return kept
+
+    def _host_name(self, provider: str) -> str:
+        if provider not in self._names:
+            self._names = {rp["uuid"]: rp["name"] for rp in self.client.list_resource_providers()}
+        return self._names.get(provider, provider)
+
+    # -- failure ----------------------------------------------------------------
+
+    def _no_valid_host(self, request: SchedulingRequest, found: int) -> exception.NoValidHost:
+        """Tell "no room now" from "could never fit"."""
+        wanted = rs.format_resources(request.destination_request)
+        if self._could_ever_fit(request):
+            return exception.NoValidHost(
+                kind=exception.NoValidHost.DEFERRED,
+                reason=f"no host has {wanted} free now ({found} candidate(s) before "
+                "filtering); retry when room is freed",
+            )
+        return exception.NoValidHost(
+            kind=exception.NoValidHost.INFEASIBLE,
+            reason=f"no allowed host could hold {wanted}"
+            + (
+                f" with traits {sorted(request.required_traits)}"
+                if request.required_traits
+                else ""
+            )
+            + " even when empty",
+        )
+
+    def _could_ever_fit(self, request: SchedulingRequest) -> bool:
+        """Whether any allowed host, empty, could hold the request.
+
+        NOTE: this costs one request per provider, but only on the failure
+        path; Placement has no query for capacity regardless of usage.
+        """
+        disabled = set(self._disabled_hosts())
+        providers = self.client.list_resource_providers(
+            required=sorted(request.required_traits), member_of=request.member_of
+        )
+        for rp in providers:
+            self._names[rp["uuid"]] = rp["name"]
+            name = rp["name"]
+            if (
+                name in request.ignore_hosts
+                or name in disabled
+                or (request.force_hosts and name not in request.force_hosts)
+            ):
+                continue
+            inventories, _ = self.client.get_inventories(rp["uuid"])
+            if _fits_empty(inventories, request.destination_request):
+                return True
+        return False
+
+
+def _fits_empty(inventories: dict[str, dict], amounts: Resources) -> bool:
+    for rc, amount in amounts.items():
+        inv = inventories.get(rc)
+        if inv is None:
+            return False
+        capacity = (inv["total"] - inv.get("reserved", 0)) * inv.get("allocation_ratio", 1.0)
+        if amount > capacity or amount > inv.get("max_unit", amount):
+            return False
+    return True

@@ -1,0 +1,214 @@
+"""Migrations and their journal: records, compare-and-swap status, in-flight lists."""
+
+import pytest
+
+from resize_sched import exception
+from resize_sched.db import models
+from resize_sched.db.api import Database
+
+SOURCE_RP = "11111111-1111-1111-1111-111111111111"
+DEST_RP = "22222222-2222-2222-2222-222222222222"
+
+
+@pytest.fixture
+def server(db: Database) -> models.Server:
+    flavor = db.flavor_create("m1", 2, 2048, 10, flavorid="1")
+    return db.server_create(
+        name="vm",
+        project_id="p1",
+        user_id="u1",
+        flavor=flavor,
+        status="ACTIVE",
+        vm_state="active",
+        task_state=None,
+        host="host1",
+        rp_uuid=SOURCE_RP,
+    )
+
+
+def _migration(db: Database, server: models.Server, **kwargs: object) -> models.Migration:
+    args: dict = {
+        "server_uuid": server.uuid,
+        "source_host": "host1",
+        "source_node": "node1",
+        "source_rp_uuid": SOURCE_RP,
+        "old_flavor": server.flavor,
+        "new_flavor": dict(server.flavor, vcpus=4, id="2"),
+        "old_resources": {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10},
+        "new_resources": {"VCPU": 4, "MEMORY_MB": 2048, "DISK_GB": 10},
+        "claim_strategy": "max_flavor",
+        "project_id": "p1",
+        "user_id": "u1",
+    }
+    return db.migration_create(**(args | kwargs))
+
+
+def test_create_and_get(db: Database, server: models.Server) -> None:
+    migration = _migration(db, server)
+    assert migration.id is not None
+    assert (migration.status, migration.migration_type) == ("pre-migrating", "resize")
+    got = db.migration_get(migration.uuid)
+    assert got.id == migration.id
+    assert db.migration_get_by_id(migration.id).uuid == migration.uuid
+    assert got.new_flavor["vcpus"] == 4
+    assert got.new_resources == {"VCPU": 4, "MEMORY_MB": 2048, "DISK_GB": 10}
+    assert (got.alternates, got.holdings, got.missing) == ([], None, None)
+    assert got.claim_strategy == "max_flavor"
+    assert got.created_at.tzinfo is not None
+
+
+def test_create_errors(db: Database, server: models.Server) -> None:
+    with pytest.raises(exception.ServerNotFound):
+        _migration(db, server, server_uuid="nope")
+    with pytest.raises(exception.Invalid, match="unknown migration status"):
+        _migration(db, server, status="done")
+    with pytest.raises(exception.Invalid, match="unknown migration type"):
+        _migration(db, server, migration_type="live")
+    with pytest.raises(exception.Invalid, match="negative amount"):
+        _migration(db, server, new_resources={"VCPU": -4})
+    with pytest.raises(exception.Invalid, match="claim strategy"):
+        _migration(db, server, claim_strategy="")
+    assert db.migration_list() == []
+    migration = _migration(db, server)
+    with pytest.raises(exception.Conflict, match="already exists"):
+        _migration(db, server, uuid=migration.uuid)
+    with pytest.raises(exception.MigrationNotFound, match="Migration nope could not be found"):
+        db.migration_get("nope")
+    with pytest.raises(exception.MigrationNotFound):
+        db.migration_get_by_id(987654)
+
+
+def test_update_compare_and_swap(db: Database, server: models.Server) -> None:
+    migration = _migration(db, server)
+    holdings = {
+        "server": {},
+        "migration": {SOURCE_RP: {"VCPU": 2}},
+        "generations": {"server": 3, "migration": None},
+    }
+    updated = db.migration_update(
+        migration.uuid,
+        expected_status="pre-migrating",
+        status="migrating",
+        dest_host="host2",
+        dest_rp_uuid=DEST_RP,
+        alternates=[{"host": "host3", "allocation_request": {"allocations": {}}}],
+        holdings=holdings,
+    )
+    assert (updated.status, updated.dest_host, updated.holdings) == (
+        "migrating",
+        "host2",
+        holdings,
+    )
+    assert updated.alternates[0]["host"] == "host3"
+    assert updated.updated_at is not None
+
+    with pytest.raises(exception.MigrationStateConflict) as info:
+        db.migration_update(
+            migration.uuid,
+            expected_status=("pre-migrating", "finished"),
+            operation="confirm",
+            status="confirming",
+        )
+    assert str(info.value) == (
+        f"Migration {migration.uuid} is migrating; confirm needs it to be "
+        "pre-migrating or finished."
+    )
+    assert db.migration_get(migration.uuid).status == "migrating"
+    with pytest.raises(exception.Invalid, match="unknown error kind"):
+        db.migration_update(migration.uuid, error_kind="bad")
+    with pytest.raises(exception.Invalid, match="cannot update migration field"):
+        db.migration_update(migration.uuid, uuid="x")
+    with pytest.raises(exception.MigrationNotFound):
+        db.migration_update("nope", status="error")
+
+
+def test_lists(db: Database, server: models.Server) -> None:
+    done = _migration(db, server, status="confirmed")
+    failed = _migration(db, server)
+    db.migration_update(
+        failed.uuid, status="error", error_kind="deferred", error_reason="no room now"
+    )
+    stranded = _migration(db, server)
+    db.migration_update(
+        stranded.uuid,
+        status="error",
+        error_kind="failed",
+        missing={"server": {SOURCE_RP: {"DISK_GB": 10}}},
+    )
+    active = _migration(db, server, status="finished")
+
+    assert [m.uuid for m in db.migration_list()] == [
+        done.uuid,
+        failed.uuid,
+        stranded.uuid,
+        active.uuid,
+    ]
+    assert [m.uuid for m in db.migration_list(statuses=["error"])] == [
+        failed.uuid,
+        stranded.uuid,
+    ]
+    assert [m.uuid for m in db.migration_list(server_uuid=server.uuid, statuses="finished")] == [
+        active.uuid
+    ]
+    assert db.migration_list(server_uuid="other") == []
+    assert [m.uuid for m in db.migration_list_in_flight()] == [stranded.uuid, active.uuid]
+    in_progress = db.migration_get_in_progress_for_server(server.uuid)
+    assert in_progress is not None and in_progress.uuid == active.uuid
+    db.migration_update(active.uuid, expected_status="finished", status="confirmed")
+    assert db.migration_get_in_progress_for_server(server.uuid) is None
+    # Once healed, nothing is missing and the error is final.
+    db.migration_update(stranded.uuid, missing=None)
+    assert db.migration_list_in_flight() == []
+    assert db.migration_get(failed.uuid).error_reason == "no room now"
+
+
+def test_in_flight_statuses() -> None:
+    assert set(models.IN_FLIGHT_STATUSES) == {
+        "pre-migrating",
+        "migrating",
+        "post-migrating",
+        "finished",
+        "confirming",
+        "reverting",
+    }
+
+
+def test_journal(db: Database, server: models.Server) -> None:
+    migration = _migration(db, server)
+    before = {"server": {SOURCE_RP: {"VCPU": 2}}, "migration": {}}
+    target = {"server": {}, "migration": {SOURCE_RP: {"VCPU": 2}}}
+    first = db.journal_intend(migration.uuid, phase="prepare", before=before, target=target)
+    second = db.journal_intend(migration.uuid, phase="claim", before=target, target=before)
+    assert (first.seq, second.seq) == (1, 2)
+    assert first.state == "intended" and first.created_at.tzinfo is not None
+    assert [e.id for e in db.journal_pending()] == [first.id, second.id]
+
+    applied = db.journal_mark(first.id, "applied")
+    assert applied.state == "applied" and applied.updated_at is not None
+    db.journal_mark(second.id, "abandoned", detail="claim refused on host2")
+    entries = db.journal_list(migration.uuid)
+    assert [(e.seq, e.phase, e.state) for e in entries] == [
+        (1, "prepare", "applied"),
+        (2, "claim", "abandoned"),
+    ]
+    assert entries[0].before == before and entries[0].target == target
+    assert entries[1].detail == "claim refused on host2"
+    assert db.journal_pending() == []
+
+    with pytest.raises(exception.Conflict, match="is applied; only an intended"):
+        db.journal_mark(first.id, "abandoned")
+    with pytest.raises(exception.Invalid, match="applied or abandoned"):
+        db.journal_mark(first.id, "intended")
+    with pytest.raises(exception.NotFound, match="journal entry"):
+        db.journal_mark(987654, "applied")
+    with pytest.raises(exception.MigrationNotFound):
+        db.journal_intend("nope", phase="prepare", before={}, target={})
+    assert db.journal_list("nope") == []
+
+
+def test_journal_seq_is_per_migration(db: Database, server: models.Server) -> None:
+    a = _migration(db, server)
+    b = _migration(db, server)
+    db.journal_intend(a.uuid, phase="p", before={}, target={})
+    db.journal_intend(a.uuid, phase="p", before={}, target={})
+    assert db.journal_intend(b.uuid, phase="p", before={}, target={}).seq == 1
