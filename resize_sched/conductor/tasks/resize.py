@@ -16,7 +16,7 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from resize_sched import exception
+from resize_sched import actions, exception
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.scheduler.manager import Destination, SchedulingRequest, Selection
@@ -62,63 +62,12 @@ class ResizeTask:
     # -- begin ------------------------------------------------------------------
 
     def begin(self, server_uuid: str, flavorid: str, project_id: str | None = None) -> Any:
-        """Validate a resize request and record it; no Placement call.
+        """Validate and record a resize with the strategy configured now.
 
-        The server moves from ACTIVE to RESIZE atomically (a second resize of
-        the same server gets ServerStateConflict) and a migration row records
-        the old and new flavors and the claim strategy in force now.
-
-        :raises FlavorNotFound: unknown flavor.
-        :raises Invalid: the new flavor is the current one.
-        :raises ServerNotFound: unknown server (or another project's).
-        :raises ServerStateConflict: the server is not ACTIVE with no task.
-        :raises StrategyNotFound: ``[resize] claim_strategy`` is not installed.
+        See :func:`resize_sched.actions.begin_resize` for the errors.
         """
         strategy = self.deps.configured_strategy()
-        flavor = self.db.flavor_get(flavorid)
-        server = self.db.server_get(server_uuid, project_id=project_id)
-        if str(server.flavor.get("id")) == str(flavor.flavorid):
-            raise exception.Invalid(
-                reason=f"server {server_uuid} already has flavor {flavor.flavorid}"
-            )
-        if server.rp_uuid is None:
-            raise exception.ServerStateConflict(
-                server_id=server_uuid,
-                actual="not on any host",
-                operation="resize",
-                expected="running on a host",
-            )
-        old_flavor = dict(server.flavor)
-        new_flavor = flavor.to_snapshot()
-        old = rs.flavor_request(old_flavor).resources
-        new = rs.flavor_request(new_flavor).resources
-        server = self.db.server_start_resize(server_uuid)
-        migration = self.db.migration_create(
-            server_uuid=server.uuid,
-            source_host=server.host,
-            source_node=server.node,
-            source_rp_uuid=server.rp_uuid,
-            old_flavor=old_flavor,
-            new_flavor=new_flavor,
-            old_resources=old,
-            new_resources=new,
-            claim_strategy=strategy.name,
-            project_id=server.project_id,
-            user_id=server.user_id,
-        )
-        holdings = {
-            **Holdings(server=rs.on(server.rp_uuid, old)).to_dict(),
-            "generations": {"server": server.placement_generation, "migration": None},
-        }
-        migration = self.db.migration_update(migration.uuid, holdings=holdings)
-        LOG.info(
-            "Resize of server %s to flavor %s begins as migration %s (strategy %s)",
-            server_uuid,
-            flavor.flavorid,
-            migration.uuid,
-            strategy.name,
-        )
-        return migration
+        return actions.begin_resize(self.db, strategy, server_uuid, flavorid, project_id)
 
     # -- schedule and claim -------------------------------------------------------
 
@@ -276,26 +225,31 @@ class ResizeTask:
         return migration
 
     def confirm(self, server_uuid: str) -> Any:
-        """Keep the new flavor: release what the resize held beyond it."""
-        migration = self._migration_in_verify(server_uuid, "confirm")
+        """Record and complete a confirm (what the API and conductor do in turn)."""
+        migration = actions.begin_confirm(self.db, server_uuid)
+        return self.complete_confirm(migration.uuid)
+
+    def revert(self, server_uuid: str) -> Any:
+        """Record and complete a revert (what the API and conductor do in turn)."""
+        migration = actions.begin_revert(self.db, server_uuid)
+        return self.complete_revert(migration.uuid)
+
+    def complete_confirm(self, migration_uuid: str) -> Any:
+        """Keep the new flavor: release what the resize held beyond it.
+
+        :raises PlacementError: Placement refused or failed; the server is back
+            in VERIFY_RESIZE and the confirm can be retried.
+        """
+        migration = self.db.migration_get(migration_uuid)
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
-        self.db.server_update(
-            server_uuid,
-            expected={"status": "VERIFY_RESIZE", "task_state": None},
-            task_state="resize_confirming",
-        )
-        migration = self.db.migration_update(
-            migration.uuid, expected_status="finished", status="confirming"
-        )
         dest = migration.dest_rp_uuid
         try:
             migration = self.deps.executor.apply(
                 migration, "confirm", lambda cur: strategy.confirm(facts, cur, dest)
             )
-        except exception.PlacementError:
-            self.db.migration_update(migration.uuid, status="finished")
-            self.db.server_update(server_uuid, task_state=None)
+        except exception.PlacementError as exc:
+            self._undecide(migration, exc)
             raise
         return self._settle(
             migration,
@@ -306,34 +260,23 @@ class ResizeTask:
             rp_uuid=dest,
         )
 
-    def revert(self, server_uuid: str) -> Any:
+    def complete_revert(self, migration_uuid: str) -> Any:
         """Go back to the old flavor on the source.
 
         :raises ClaimRefused: the old flavor no longer fits on the source (only
             possible for a same-host ``drop_and_reclaim``); nothing changed, the
-            server stays in VERIFY_RESIZE and the revert can be retried.
+            server is back in VERIFY_RESIZE and the revert can be retried.
         """
-        migration = self._migration_in_verify(server_uuid, "revert")
+        migration = self.db.migration_get(migration_uuid)
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
-        self.db.server_update(
-            server_uuid,
-            expected={"status": "VERIFY_RESIZE", "task_state": None},
-            status="REVERT_RESIZE",
-            task_state="resize_reverting",
-        )
-        migration = self.db.migration_update(
-            migration.uuid, expected_status="finished", status="reverting"
-        )
         dest = migration.dest_rp_uuid
         try:
             migration = self.deps.executor.apply(
                 migration, "revert", lambda cur: strategy.revert(facts, cur, dest)
             )
         except exception.PlacementError as exc:
-            LOG.warning("Revert of server %s refused: %s", server_uuid, exc)
-            self.db.migration_update(migration.uuid, status="finished")
-            self.db.server_update(server_uuid, status="VERIFY_RESIZE", task_state=None)
+            self._undecide(migration, exc)
             raise
         return self._settle(
             migration,
@@ -344,17 +287,17 @@ class ResizeTask:
             rp_uuid=migration.source_rp_uuid,
         )
 
-    def _migration_in_verify(self, server_uuid: str, operation: str) -> Any:
-        migration = self.db.migration_get_in_progress_for_server(server_uuid)
-        if migration is None or migration.status != "finished":
-            server = self.db.server_get(server_uuid)
-            raise exception.ServerStateConflict(
-                server_id=server_uuid,
-                actual=server.status,
-                operation=operation,
-                expected="VERIFY_RESIZE",
-            )
-        return migration
+    def _undecide(self, migration: Any, exc: Exception) -> None:
+        """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded."""
+        LOG.warning("Migration %s: %s failed: %s", migration.uuid, migration.status, exc)
+        self.db.migration_update(migration.uuid, status="finished")
+        self.db.server_update(
+            migration.server_uuid,
+            status="VERIFY_RESIZE",
+            task_state=None,
+            fault_message=str(exc),
+            fault_code=409 if isinstance(exc, exception.PlacementConflict) else 500,
+        )
 
     def _settle(self, migration: Any, status: str, **server_values: Any) -> Any:
         """Record the final holdings on the server and close the migration."""

@@ -1,0 +1,135 @@
+"""The first, database-only step of each server action: validate and record intent.
+
+The API service runs these and then casts to the conductor, which does the
+Placement work; tests that drive the task flows directly run them too. Each
+step is a compare-and-swap on the server (and migration), so two concurrent
+requests can never both start: the second gets a typed conflict error.
+"""
+
+from typing import Any
+
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched import resources as rs
+from resize_sched.strategies import ClaimStrategy, Holdings
+
+LOG = logging.getLogger(__name__)
+
+
+def begin_resize(
+    db: Any,
+    strategy: ClaimStrategy,
+    server_uuid: str,
+    flavorid: str,
+    project_id: str | None = None,
+) -> Any:
+    """Record a resize: server ACTIVE -> RESIZE, a new ``pre-migrating`` migration.
+
+    The migration records the old and new flavors and ``strategy``'s name:
+    every later phase of this resize uses that strategy, whatever the
+    configuration says by then.
+
+    :param db: the :class:`resize_sched.db.api.Database`.
+    :param strategy: the strategy configured now.
+    :param project_id: restrict to this project's servers (None: admin).
+    :returns: the migration row.
+    :raises FlavorNotFound: unknown flavor.
+    :raises Invalid: the new flavor is the server's current one.
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: the server is not ACTIVE with no task.
+    """
+    flavor = db.flavor_get(flavorid)
+    server = db.server_get(server_uuid, project_id=project_id)
+    if str(server.flavor.get("id")) == str(flavor.flavorid):
+        raise exception.Invalid(
+            reason=f"server {server_uuid} already has flavor {flavor.flavorid}"
+        )
+    if server.status != "ACTIVE" or server.rp_uuid is None:
+        raise exception.ServerStateConflict(
+            server_id=server_uuid,
+            actual=server.status,
+            operation="resize",
+            expected="ACTIVE",
+        )
+    old_flavor = dict(server.flavor)
+    new_flavor = flavor.to_snapshot()
+    old = rs.flavor_request(old_flavor).resources
+    new = rs.flavor_request(new_flavor).resources
+    server = db.server_start_resize(server_uuid)
+    migration = db.migration_create(
+        server_uuid=server.uuid,
+        source_host=server.host,
+        source_node=server.node,
+        source_rp_uuid=server.rp_uuid,
+        old_flavor=old_flavor,
+        new_flavor=new_flavor,
+        old_resources=old,
+        new_resources=new,
+        claim_strategy=strategy.name,
+        project_id=server.project_id,
+        user_id=server.user_id,
+    )
+    # NOTE: what the server holds now, with its consumer generation: the
+    # executor's first write needs no read.
+    holdings = {
+        **Holdings(server=rs.on(server.rp_uuid, old)).to_dict(),
+        "generations": {"server": server.placement_generation, "migration": None},
+    }
+    migration = db.migration_update(migration.uuid, holdings=holdings)
+    LOG.info(
+        "Resize of server %s to flavor %s begins as migration %s (strategy %s)",
+        server_uuid,
+        flavor.flavorid,
+        migration.uuid,
+        strategy.name,
+    )
+    return migration
+
+
+def _begin_decision(
+    db: Any, server_uuid: str, project_id: str | None, operation: str, values: dict[str, Any]
+) -> Any:
+    server = db.server_get(server_uuid, project_id=project_id)
+    migration = db.migration_get_in_progress_for_server(server_uuid)
+    if server.status != "VERIFY_RESIZE" or migration is None or migration.status != "finished":
+        raise exception.ServerStateConflict(
+            server_id=server_uuid,
+            actual=server.status,
+            operation=operation,
+            expected="VERIFY_RESIZE",
+        )
+    db.server_update(
+        server_uuid,
+        expected={"status": "VERIFY_RESIZE", "task_state": None},
+        operation=operation,
+        **values,
+    )
+    status = "confirming" if operation == "confirm" else "reverting"
+    return db.migration_update(migration.uuid, expected_status="finished", status=status)
+
+
+def begin_confirm(db: Any, server_uuid: str, project_id: str | None = None) -> Any:
+    """Record a confirm: migration ``finished`` -> ``confirming``.
+
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: the server is not in VERIFY_RESIZE.
+    """
+    return _begin_decision(
+        db, server_uuid, project_id, "confirm", {"task_state": "resize_confirming"}
+    )
+
+
+def begin_revert(db: Any, server_uuid: str, project_id: str | None = None) -> Any:
+    """Record a revert: server REVERT_RESIZE, migration ``finished`` -> ``reverting``.
+
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: the server is not in VERIFY_RESIZE.
+    """
+    return _begin_decision(
+        db,
+        server_uuid,
+        project_id,
+        "revert",
+        {"status": "REVERT_RESIZE", "task_state": "resize_reverting"},
+    )

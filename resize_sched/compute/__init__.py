@@ -1,0 +1,1 @@
+"""The compute service: one per host, with a fake hypervisor driver."""

@@ -1,0 +1,92 @@
+"""Client side of the compute RPC API (topic ``compute``, one server per host).
+
+API version history:
+
+* 1.0 - spawn, prep_resize, resize_instance, finish_resize, confirm_resize,
+  revert_resize, destroy.
+
+Every method is a cast addressed to one host. Compute hosts do not read the
+database: each message carries what the host needs (the ``server`` and
+``migration`` dicts described below), and the host reports the outcome back
+with :class:`resize_sched.conductor.rpcapi.ConductorAPI`.
+
+``server``: ``{"uuid", "name", "flavor"}`` (flavor snapshot dict).
+``migration``: ``{"uuid", "server_uuid", "source_host", "dest_host",
+"old_flavor", "new_flavor"}``.
+"""
+
+from typing import Any
+
+import oslo_messaging as messaging
+from oslo_config import cfg
+
+from resize_sched import rpc
+from resize_sched.context import RequestContext
+
+TOPIC = "compute"
+NAMESPACE = "compute"
+VERSION = "1.0"
+
+
+def migration_message(migration: Any) -> dict[str, Any]:
+    """The ``migration`` dict compute hosts receive, from a migration row."""
+    return {
+        "uuid": migration.uuid,
+        "server_uuid": migration.server_uuid,
+        "source_host": migration.source_host,
+        "dest_host": migration.dest_host,
+        "old_flavor": dict(migration.old_flavor),
+        "new_flavor": dict(migration.new_flavor),
+    }
+
+
+def server_message(server: Any) -> dict[str, Any]:
+    """The ``server`` dict compute hosts receive, from a server row."""
+    return {"uuid": server.uuid, "name": server.name, "flavor": dict(server.flavor)}
+
+
+class ComputeAPI:
+    """Calls to compute hosts.
+
+    :param conf: a ConfigOpts with ``[upgrade_levels]`` registered.
+    :param transport: the RPC transport.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts, transport: messaging.Transport) -> None:
+        target = messaging.Target(topic=TOPIC, namespace=NAMESPACE, version=VERSION)
+        self.client = rpc.get_client(transport, target, version_cap=conf.upgrade_levels.compute)
+
+    def _cast(
+        self, ctxt: RequestContext, host: str, method: str, version: str, **kwargs: Any
+    ) -> None:
+        if not self.client.can_send_version(version):
+            raise messaging.RPCVersionCapError(
+                version=version, version_cap=self.client.version_cap
+            )
+        self.client.prepare(server=host, version=version).cast(ctxt, method, **kwargs)
+
+    def spawn(self, ctxt: RequestContext, host: str, server: dict[str, Any]) -> None:
+        self._cast(ctxt, host, "spawn", "1.0", server=server)
+
+    def prep_resize(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
+        """On the destination: accept (or refuse) the resize."""
+        self._cast(ctxt, host, "prep_resize", "1.0", migration=migration)
+
+    def resize_instance(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
+        """On the source: stop the server and hand its disks over."""
+        self._cast(ctxt, host, "resize_instance", "1.0", migration=migration)
+
+    def finish_resize(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
+        """On the destination: start the server with the new flavor."""
+        self._cast(ctxt, host, "finish_resize", "1.0", migration=migration)
+
+    def confirm_resize(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
+        """On the source: forget the old copy (nothing to do for a same-host resize)."""
+        self._cast(ctxt, host, "confirm_resize", "1.0", migration=migration)
+
+    def revert_resize(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
+        """On the destination and then the source: go back to the old flavor."""
+        self._cast(ctxt, host, "revert_resize", "1.0", migration=migration)
+
+    def destroy(self, ctxt: RequestContext, host: str, server_uuid: str) -> None:
+        self._cast(ctxt, host, "destroy", "1.0", server_uuid=server_uuid)

@@ -1,0 +1,99 @@
+"""Client side of the conductor RPC API.
+
+API version history:
+
+* 1.0 - build_server, resize_server, confirm_resize, revert_resize,
+  delete_server; the compute hosts' reports build_done, resize_prepared,
+  resize_finished, operation_failed.
+
+Every method is a cast: the caller has already validated the request and
+recorded its intent in the database; the outcome shows in the server's and
+migration's status.
+"""
+
+from typing import Any
+
+import oslo_messaging as messaging
+from oslo_config import cfg
+
+from resize_sched import rpc
+from resize_sched.context import RequestContext
+
+TOPIC = "conductor"
+NAMESPACE = "conductor"
+VERSION = "1.0"
+
+
+class ConductorAPI:
+    """Calls to the conductor.
+
+    :param conf: a ConfigOpts with ``[upgrade_levels]`` registered.
+    :param transport: the RPC transport (see :func:`resize_sched.rpc.get_transport`).
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts, transport: messaging.Transport) -> None:
+        target = messaging.Target(topic=TOPIC, namespace=NAMESPACE, version=VERSION)
+        self.client = rpc.get_client(transport, target, version_cap=conf.upgrade_levels.conductor)
+
+    def _cast(self, ctxt: RequestContext, method: str, version: str, **kwargs: Any) -> None:
+        if not self.client.can_send_version(version):
+            raise messaging.RPCVersionCapError(
+                version=version, version_cap=self.client.version_cap
+            )
+        self.client.prepare(version=version).cast(ctxt, method, **kwargs)
+
+    # -- from the API ------------------------------------------------------------
+
+    def build_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Schedule a server recorded in BUILD and spawn it."""
+        self._cast(ctxt, "build_server", "1.0", server_uuid=server_uuid)
+
+    def resize_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Run a resize the API has begun (server RESIZE, migration pre-migrating)."""
+        self._cast(ctxt, "resize_server", "1.0", migration_uuid=migration_uuid)
+
+    def confirm_resize(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Finish a confirm the API has begun (migration confirming)."""
+        self._cast(ctxt, "confirm_resize", "1.0", migration_uuid=migration_uuid)
+
+    def revert_resize(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Finish a revert the API has begun (migration reverting)."""
+        self._cast(ctxt, "revert_resize", "1.0", migration_uuid=migration_uuid)
+
+    def delete_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Release a server's allocations and destroy it on its host."""
+        self._cast(ctxt, "delete_server", "1.0", server_uuid=server_uuid)
+
+    # -- reports from compute hosts -------------------------------------------------
+
+    def build_done(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """The host spawned the server."""
+        self._cast(ctxt, "build_done", "1.0", server_uuid=server_uuid)
+
+    def resize_prepared(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """The destination accepted the resize (prep_resize succeeded)."""
+        self._cast(ctxt, "resize_prepared", "1.0", migration_uuid=migration_uuid)
+
+    def resize_finished(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """The destination finished the resize: the server may enter VERIFY_RESIZE."""
+        self._cast(ctxt, "resize_finished", "1.0", migration_uuid=migration_uuid)
+
+    def operation_failed(
+        self,
+        ctxt: RequestContext,
+        operation: str,
+        reason: str,
+        server_uuid: str,
+        migration_uuid: str | None = None,
+    ) -> None:
+        """A compute operation failed (``spawn``, ``prep_resize``, ``resize``,
+        ``finish_resize``, ``confirm``, ``revert``)."""
+        self._cast(
+            ctxt,
+            "operation_failed",
+            "1.0",
+            operation=operation,
+            reason=reason,
+            server_uuid=server_uuid,
+            migration_uuid=migration_uuid,
+        )
