@@ -6,6 +6,7 @@ step is a compare-and-swap on the server (and migration), so two concurrent
 requests can never both start: the second gets a typed conflict error.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 from oslo_log import log as logging
@@ -15,6 +16,43 @@ from resize_sched import resources as rs
 from resize_sched.strategies import ClaimStrategy, Holdings
 
 LOG = logging.getLogger(__name__)
+
+
+def create_server(
+    db: Any,
+    *,
+    name: str,
+    flavorid: str,
+    project_id: str,
+    user_id: str,
+    force_hosts: Sequence[str] = (),
+) -> Any:
+    """Record a server in BUILD with its request spec; no Placement call.
+
+    The flavor is read before anything is written, so an unknown flavor
+    leaves the database unchanged.
+
+    :param db: the :class:`resize_sched.db.api.Database`.
+    :param name: the server's name.
+    :param flavorid: the API-visible id of its flavor.
+    :param project_id: the project that owns it.
+    :param user_id: the user who asked for it.
+    :param force_hosts: hosts the scheduler must choose among (tests, admins).
+    :returns: the server row.
+    :raises FlavorNotFound: unknown flavor.
+    :raises Invalid: a bad name, project or user.
+    """
+    flavor = db.flavor_get(flavorid)
+    server = db.server_create(name=name, project_id=project_id, user_id=user_id, flavor=flavor)
+    request = rs.flavor_request(flavor.to_snapshot())
+    db.request_spec_create(
+        server.uuid,
+        resources=request.resources,
+        required_traits=sorted(request.required_traits),
+        force_hosts=list(force_hosts),
+    )
+    LOG.info("Server %s (%s) recorded with flavor %s", server.uuid, name, flavorid)
+    return server
 
 
 def begin_resize(

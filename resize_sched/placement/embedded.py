@@ -288,7 +288,11 @@ class PlacementInProcess:
         started = time.perf_counter()
         url = f"sqlite:///{self.db_path}"
         self.conf = _placement_conf(url)
-        shutil.copyfile(_template_db(self.conf), self.db_path)
+        if not os.path.exists(self.db_path):
+            # NOTE: an existing database is kept: an all-in-one restarted on
+            # the same state directory resumes with its providers and
+            # allocations.
+            shutil.copyfile(_template_db(self.conf), self.db_path)
         self._engine = engines.create_engine(url)
         self._factory = _bound_factory(self._engine)
         with _using(self._factory):
@@ -393,15 +397,27 @@ class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
 
 
 class PlacementHTTP(PlacementInProcess):
-    """The same Placement, served over HTTP on 127.0.0.1 (one thread)."""
+    """The same Placement, served over HTTP (one thread).
+
+    :param state_dir: as for :class:`PlacementInProcess`.
+    :param host: the address to listen on.
+    :param port: the port; 0 picks a free one.
+    """
+
+    def __init__(
+        self, state_dir: str | None = None, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        super().__init__(state_dir)
+        self.bind_host = host
+        self.bind_port = port
 
     def _serve(self) -> None:
         assert self.app is not None
         self._server = wsgiref.simple_server.make_server(
-            "127.0.0.1", 0, self.app, handler_class=_QuietHandler
+            self.bind_host, self.bind_port, self.app, handler_class=_QuietHandler
         )
         self.port = self._server.server_port
-        self.endpoint = f"http://127.0.0.1:{self.port}/placement"
+        self.endpoint = f"http://{self.bind_host}:{self.port}/placement"
         script = "/placement"
         app = self.app
 

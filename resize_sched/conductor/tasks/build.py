@@ -9,8 +9,7 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from resize_sched import exception
-from resize_sched import resources as rs
+from resize_sched import actions, exception
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.placement.client import INSTANCE, ConsumerWrite
 from resize_sched.scheduler.manager import SchedulingRequest
@@ -41,21 +40,17 @@ class BuildTask:
 
         :raises FlavorNotFound: unknown flavor.
         """
-        flavor = self.db.flavor_get(flavorid)
-        server = self.db.server_create(
-            name=name, project_id=project_id, user_id=user_id, flavor=flavor
+        return actions.create_server(
+            self.db,
+            name=name,
+            flavorid=flavorid,
+            project_id=project_id,
+            user_id=user_id,
+            force_hosts=force_hosts,
         )
-        request = rs.flavor_request(flavor.to_snapshot())
-        self.db.request_spec_create(
-            server.uuid,
-            resources=request.resources,
-            required_traits=sorted(request.required_traits),
-            force_hosts=list(force_hosts),
-        )
-        return server
 
     def schedule(self, server_uuid: str) -> Any:
-        """Choose a host and claim the flavor there; the server becomes ACTIVE.
+        """Choose a host and claim the flavor there; the host spawns it next.
 
         :raises NoValidHost: nothing fits; the server goes to ERROR with a fault.
         """
@@ -86,9 +81,7 @@ class BuildTask:
                 return self.db.server_update(
                     server_uuid,
                     expected={"status": "BUILD"},
-                    status="ACTIVE",
-                    vm_state="active",
-                    task_state=None,
+                    task_state="spawning",
                     host=dest.host,
                     node=dest.host,
                     rp_uuid=dest.provider,
@@ -108,3 +101,39 @@ class BuildTask:
                 fault_code=500,
             )
             raise
+
+    def spawned(self, server_uuid: str) -> Any:
+        """The host spawned the server: it becomes ACTIVE."""
+        return self.db.server_update(
+            server_uuid,
+            expected={"status": "BUILD", "task_state": "spawning"},
+            operation="finish the build",
+            status="ACTIVE",
+            vm_state="active",
+            task_state=None,
+        )
+
+    def fail(self, server_uuid: str, reason: str) -> Any:
+        """The host failed to spawn: release the claim, the server goes to ERROR."""
+        server = self.db.server_get(server_uuid)
+        if server.placement_generation is not None:
+            self.deps.client.put_allocations(
+                server_uuid,
+                ConsumerWrite(
+                    allocations={},
+                    project_id=server.project_id,
+                    user_id=server.user_id,
+                    generation=server.placement_generation,
+                    consumer_type=INSTANCE,
+                ),
+            )
+        LOG.warning("Build of server %s failed: %s", server_uuid, reason)
+        return self.db.server_update(
+            server_uuid,
+            status="ERROR",
+            vm_state="error",
+            task_state=None,
+            placement_generation=None,
+            fault_message=reason,
+            fault_code=500,
+        )

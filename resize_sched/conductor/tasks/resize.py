@@ -314,9 +314,15 @@ class ResizeTask:
 
     # -- failure -------------------------------------------------------------------
 
-    def fail(self, migration_uuid: str, *, kind: str, reason: str) -> Any:
+    def fail(
+        self, migration_uuid: str, *, kind: str, reason: str, server_error: bool = False
+    ) -> Any:
         """End the resize without a host: the server gets exactly its old allocation.
 
+        :param kind: ``deferred``, ``infeasible`` (no host) or ``failed`` (a
+            compute host failed after the claim).
+        :param server_error: put the server in ERROR (a compute host failed
+            part-way, as Nova does) instead of back to ACTIVE.
         :raises RestoreFailed: Placement refused even that; the server is
             flagged ``needs_heal`` and the migration records what is missing.
         """
@@ -324,6 +330,17 @@ class ResizeTask:
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
         LOG.warning("Migration %s failed (%s): %s", migration.uuid, kind, reason)
+        server_values: dict[str, Any] = {
+            "status": "ERROR" if server_error else "ACTIVE",
+            "vm_state": "error" if server_error else "active",
+            "task_state": None,
+            "host": migration.source_host,
+            "node": migration.source_node,
+            "rp_uuid": migration.source_rp_uuid,
+            "flavor": migration.old_flavor,
+        }
+        if server_error:
+            server_values.update(fault_message=reason, fault_code=500)
         try:
             migration = self.deps.executor.apply(migration, "restore", strategy.restore(facts))
         except exception.ClaimRefused as exc:
@@ -334,15 +351,8 @@ class ResizeTask:
                 error_reason=f"{reason}; restore refused: {exc}",
                 missing=Holdings(server=facts.original).to_dict(),
             )
-            self.db.server_update(
-                migration.server_uuid,
-                status="ACTIVE",
-                vm_state="active",
-                task_state=None,
-                needs_heal=True,
-                fault_message=str(exc),
-                fault_code=409,
-            )
+            server_values.update(needs_heal=True, fault_message=str(exc), fault_code=409)
+            self.db.server_update(migration.server_uuid, **server_values)
             raise exception.RestoreFailed(
                 server_id=migration.server_uuid, source=migration.source_host, reason=str(exc)
             ) from exc
@@ -352,9 +362,7 @@ class ResizeTask:
         generations = (migration.holdings or {}).get("generations", {})
         self.db.server_update(
             migration.server_uuid,
-            status="ACTIVE",
-            vm_state="active",
-            task_state=None,
             placement_generation=generations.get("server"),
+            **server_values,
         )
         return migration

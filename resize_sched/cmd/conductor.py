@@ -1,0 +1,80 @@
+"""``resize-sched-conductor``: the conductor daemon.
+
+Runs ``[conductor] workers`` processes under cotyledon, each an RPC server on
+the ``conductor`` topic sharing the broker and the database. The first worker
+recovers resizes left in flight by a previous run before it serves. SIGTERM
+stops every worker gracefully (the message in hand is finished); SIGHUP
+reloads mutable options such as ``[resize] claim_strategy``.
+"""
+
+import os
+import sys
+from collections.abc import Sequence
+
+import cotyledon
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched import conf as rs_conf
+from resize_sched import exception
+
+LOG = logging.getLogger(__name__)
+
+DESCRIPTION = (
+    "The resize_sched conductor: schedules builds and resizes, runs the configured "
+    "Placement claim strategy and drives compute hosts over RPC."
+)
+
+
+class ConductorWorker(cotyledon.Service):
+    """One worker process; builds its own connections after the fork."""
+
+    name = "resize-sched-conductor"
+
+    def __init__(self, worker_id: int, conf: cfg.ConfigOpts) -> None:
+        super().__init__(worker_id)
+        self.conf = conf
+        self.worker_id = worker_id
+        self.service = None
+
+    def run(self) -> None:
+        from resize_sched.conductor.service import ConductorService
+
+        self.service = ConductorService(self.conf, recover=self.worker_id == 0)
+        self.service.start()
+
+    def reload(self) -> None:
+        if self.service is not None:
+            self.service.reload()
+
+    def terminate(self) -> None:
+        if self.service is not None:
+            self.service.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the conductor until SIGTERM."""
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, sys.argv[1:] if argv is None else argv, description=DESCRIPTION)
+    logging.setup(conf, "resize_sched")
+    conf.log_opt_values(LOG, logging.DEBUG)
+    try:
+        # NOTE: check the strategy here too, so a typo fails the command with
+        # one clear line instead of a crash loop of workers.
+        from resize_sched import strategies
+
+        strategies.load(conf.resize.claim_strategy)
+    except exception.ConfigurationError as exc:
+        LOG.error("%s", exc)
+        print(f"resize-sched-conductor: {exc}", file=sys.stderr)
+        return 1
+    workers = conf.conductor.workers or os.cpu_count() or 1
+    LOG.info("Starting %d conductor worker(s)", workers)
+    manager = cotyledon.ServiceManager()
+    manager.add(ConductorWorker, workers=workers, args=(conf,))
+    manager.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Crash recovery: finish or roll back every resize found in flight at start.
+
+Two steps per migration:
+
+1. **Reconcile** the journal with Placement. An entry still ``intended`` was
+   written (or not) when the previous conductor stopped; Placement's actual
+   holdings say which: equal to the entry's target -> ``applied``, equal to
+   what was held before -> ``abandoned``. Either way the migration's known
+   holdings become what Placement holds, with fresh generations.
+2. **Resume** from the migration's status: a resize not yet claimed is
+   scheduled again; one claimed is handed to its destination again (compute
+   operations are idempotent); a confirm or revert in progress is completed;
+   a failed restore (``missing`` holdings) is retried.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched.context import admin_context
+from resize_sched.strategies import Holdings
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class RecoveryReport:
+    """What recovery found and did, for the start-up log and tests."""
+
+    found: int = 0
+    reconciled: dict[str, str] = field(default_factory=dict)  # journal entry id -> state
+    resumed: dict[str, str] = field(default_factory=dict)  # migration uuid -> action
+    failed: dict[str, str] = field(default_factory=dict)  # migration uuid -> error
+
+
+def reconcile(manager: Any, migration: Any, report: RecoveryReport) -> Any:
+    """Settle the migration's ``intended`` journal entries against Placement."""
+    db, executor = manager.db, manager.deps.executor
+    pending = [e for e in db.journal_list(migration.uuid) if e.state == "intended"]
+    actual = executor.read(migration)
+    for entry in pending:
+        target = Holdings.from_dict(entry.target)
+        before = Holdings.from_dict(entry.before)
+        if actual.holdings == target:
+            state = "applied"
+        elif actual.holdings == before:
+            state = "abandoned"
+        else:
+            LOG.error(
+                "Migration %s journal entry %s matches neither its target nor what was "
+                "held before; Placement holds %s. Leaving it for an operator.",
+                migration.uuid,
+                entry.seq,
+                actual.holdings.to_dict(),
+            )
+            continue
+        db.journal_mark(entry.id, state, detail="settled by crash recovery")
+        report.reconciled[str(entry.id)] = state
+    return db.migration_update(migration.uuid, holdings=actual.to_dict())
+
+
+def resume(manager: Any, migration: Any) -> str:
+    """Take one migration on from where it stopped; return what was done."""
+    ctxt = admin_context()
+    status = migration.status
+    if status == "pre-migrating":
+        manager.resize_server(ctxt, migration.uuid)
+        return "scheduled again"
+    if status in ("migrating", "post-migrating"):
+        manager._prep(ctxt, migration.uuid, migration.dest_host)
+        return f"prep_resize sent again to {migration.dest_host}"
+    if status == "confirming":
+        manager.confirm_resize(ctxt, migration.uuid)
+        return "confirm completed"
+    if status == "reverting":
+        manager.revert_resize(ctxt, migration.uuid)
+        return "revert completed"
+    if status == "error" and migration.missing:
+        manager.resizes.fail(
+            migration.uuid,
+            kind=migration.error_kind or "failed",
+            reason=migration.error_reason or "restore retried",
+        )
+        manager.db.migration_update(migration.uuid, missing=None)
+        manager.db.server_update(migration.server_uuid, needs_heal=False)
+        return "restore retried"
+    return "nothing to do"
+
+
+def recover(manager: Any) -> RecoveryReport:
+    """Reconcile and resume every migration in flight.
+
+    :param manager: the :class:`~resize_sched.conductor.manager.ConductorManager`.
+    :returns: what was found and done; failures are logged, never raised, so
+        one stuck migration cannot keep the conductor from starting.
+    """
+    report = RecoveryReport()
+    for migration in manager.db.migration_list_in_flight():
+        report.found += 1
+        try:
+            migration = reconcile(manager, migration, report)
+            report.resumed[migration.uuid] = resume(manager, migration)
+        except exception.ResizeSchedException as exc:
+            LOG.warning("Recovery of migration %s: %s", migration.uuid, exc)
+            report.failed[migration.uuid] = str(exc)
+    if report.found:
+        LOG.info(
+            "Recovery: %d migration(s) in flight, %d journal entr(ies) settled, %s",
+            report.found,
+            len(report.reconciled),
+            report.resumed,
+        )
+    return report

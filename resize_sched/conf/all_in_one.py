@@ -1,0 +1,46 @@
+"""Options of the ``[all_in_one]`` group: the single-process deployment."""
+
+import copy
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup(
+    "all_in_one",
+    title="All-in-one options",
+    help="resize-sched-all-in-one runs a real Placement, the API, one conductor and "
+    "several fake compute hosts in one process, on the in-memory transport and "
+    "SQLite. For demos, development and evaluation; not for production.",
+)
+
+OPTS = [
+    cfg.PortOpt(
+        "placement_port",
+        default=8778,
+        help="Port the embedded Placement listens on (on [api] bind_host). 0 picks a "
+        "free port, logged at start.",
+    ),
+    cfg.ListOpt(
+        "hosts",
+        default=["compute1:8:16384:500", "compute2:8:16384:500"],
+        help="The fake compute hosts to run, each NAME:VCPUS:MEMORY_MB:DISK_GB. Make "
+        "one host as large as a flavor to reproduce a full host.",
+    ),
+    cfg.StrOpt(
+        "state_path",
+        help="Directory holding the all-in-one's SQLite files (Placement's and ours). "
+        "Unset: a fresh temporary directory, removed at exit. Set it to keep state: an "
+        "all-in-one restarted on the same directory after a crash resumes from it and "
+        "recovers resizes that were in flight.",
+    ),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
+    # object, so a shared module-level group would leak them between configs.
+    conf.register_group(copy.deepcopy(GROUP))
+    conf.register_opts(OPTS, group=GROUP.name)
+
+
+def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
+    return {GROUP: OPTS}

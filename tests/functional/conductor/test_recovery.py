@@ -1,0 +1,165 @@
+"""Crash recovery: the journal is reconciled with Placement and every resize
+found in flight is finished or rolled back.
+
+A crash is simulated by raising a ``BaseException`` (which no code path
+catches) at a precise point: just before a Placement write, or just after it
+but before the journal records it.
+"""
+
+import pytest
+
+from resize_sched import resources as rs
+from resize_sched import rpc
+from resize_sched.compute.rpcapi import ComputeAPI
+from resize_sched.conductor import recovery
+from resize_sched.conductor.manager import ConductorManager
+
+OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
+NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
+
+
+class Crash(BaseException):
+    """The process dies here."""
+
+
+def _crash_before_write(cloud):
+    """The next Placement allocation write never happens: the process dies."""
+    client = cloud.client
+    real_put, real_post = client.put_allocations, client.post_allocations
+
+    def boom(*args, **kwargs):
+        client.put_allocations, client.post_allocations = real_put, real_post
+        raise Crash()
+
+    client.put_allocations = boom
+    client.post_allocations = boom
+
+
+def _crash_after_write(cloud):
+    """The next write lands in Placement but the journal never hears of it."""
+    db = cloud.db
+    real = db.journal_mark
+
+    def mark(entry_id, state, detail=None):
+        db.journal_mark = real
+        if state == "applied":
+            raise Crash()
+        return real(entry_id, state, detail=detail)
+
+    db.journal_mark = mark
+
+
+def _manager(cloud):
+    transport = rpc.get_transport(cloud.conf, "fake://")
+    return ConductorManager(cloud.deps, ComputeAPI(cloud.conf, transport))
+
+
+def _two_hosts(make_cloud, strategy):
+    cloud = make_cloud(strategy, resize={"allow_same_host": False})
+    cloud.add_host("host1", vcpus=8, memory_mb=8192, disk_gb=100)
+    cloud.add_host("host2", vcpus=8, memory_mb=8192, disk_gb=100)
+    f_old = cloud.flavor("old", **dict(zip(("vcpus", "memory_mb", "disk_gb"), OLD.values())))
+    f_new = cloud.flavor("new", **dict(zip(("vcpus", "memory_mb", "disk_gb"), NEW.values())))
+    server = cloud.boot("vm", f_old, host="host1")
+    return cloud, server, f_new
+
+
+def _no_intended(cloud, migration_uuid):
+    return [e.state for e in cloud.db.journal_list(migration_uuid) if e.state == "intended"]
+
+
+@pytest.mark.parametrize("strategy", ["legacy", "drop_and_reclaim", "max_flavor"])
+def test_crash_after_claim_write_is_settled_and_resumed(make_cloud, strategy):
+    cloud, server, f_new = _two_hosts(make_cloud, strategy)
+    migration = cloud.resizes.begin(server.uuid, f_new.flavorid)
+    # legacy and drop_and_reclaim write once before the claim (prepare).
+    writes_before_claim = 0 if strategy == "max_flavor" else 1
+    if writes_before_claim:
+        real = cloud.db.journal_mark
+        calls = {"n": 0}
+
+        def mark(entry_id, state, detail=None):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                cloud.db.journal_mark = real
+                raise Crash()
+            return real(entry_id, state, detail=detail)
+
+        cloud.db.journal_mark = mark
+    else:
+        _crash_after_write(cloud)
+    with pytest.raises(Crash):
+        cloud.resizes.schedule(migration.uuid)
+    assert _no_intended(cloud, migration.uuid) == ["intended"]
+    assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
+
+    report = recovery.recover(_manager(cloud))
+    assert report.found == 1
+    assert list(report.reconciled.values()) == ["applied"]
+    assert report.resumed[migration.uuid] == "scheduled again"
+    cloud.check()
+    assert _no_intended(cloud, migration.uuid) == []
+    migration = cloud.db.migration_get(migration.uuid)
+    assert (migration.status, migration.dest_host) == ("migrating", "host2")
+    assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
+    assert cloud.holds(migration.uuid) == cloud.on("host1", OLD)
+
+
+def test_crash_before_claim_write_is_abandoned_and_resumed(make_cloud):
+    cloud, server, f_new = _two_hosts(make_cloud, "max_flavor")
+    migration = cloud.resizes.begin(server.uuid, f_new.flavorid)
+    _crash_before_write(cloud)
+    with pytest.raises(Crash):
+        cloud.resizes.schedule(migration.uuid)
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+
+    report = recovery.recover(_manager(cloud))
+    assert list(report.reconciled.values()) == ["abandoned"]
+    cloud.check()
+    assert _no_intended(cloud, migration.uuid) == []
+    assert cloud.db.migration_get(migration.uuid).status == "migrating"
+    assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
+
+
+@pytest.mark.parametrize("decision", ["confirm", "revert"])
+def test_crash_during_decision_is_completed(make_cloud, decision):
+    cloud, server, f_new = _two_hosts(make_cloud, "max_flavor")
+    migration, _ = cloud.resize_to_verify(server, f_new)
+    _crash_after_write(cloud)
+    with pytest.raises(Crash):
+        getattr(cloud.resizes, decision)(server.uuid)
+    status = cloud.db.migration_get(migration.uuid).status
+    assert status == ("confirming" if decision == "confirm" else "reverting")
+
+    report = recovery.recover(_manager(cloud))
+    assert list(report.reconciled.values()) == ["applied"]
+    cloud.check()
+    migration = cloud.db.migration_get(migration.uuid)
+    server = cloud.db.server_get(server.uuid)
+    assert server.status == "ACTIVE"
+    if decision == "confirm":
+        assert migration.status == "confirmed"
+        assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
+    else:
+        assert migration.status == "reverted"
+        assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+    assert cloud.usage("host1") == (OLD if decision == "revert" else {})
+
+
+def test_nothing_in_flight_does_nothing(make_cloud):
+    cloud, server, f_new = _two_hosts(make_cloud, "legacy")
+    migration, _ = cloud.resize_to_verify(server, f_new)
+    cloud.confirm(server)
+    report = recovery.recover(_manager(cloud))
+    assert (report.found, report.reconciled, report.resumed) == (0, {}, {})
+    assert cloud.db.migration_get(migration.uuid).status == "confirmed"
+
+
+def test_verify_resize_is_left_waiting(make_cloud):
+    cloud, server, f_new = _two_hosts(make_cloud, "drop_and_reclaim")
+    migration, _ = cloud.resize_to_verify(server, f_new)
+    before = rs.add_allocations(cloud.holds(server.uuid), cloud.holds(migration.uuid))
+    report = recovery.recover(_manager(cloud))
+    assert report.resumed == {migration.uuid: "nothing to do"}
+    assert rs.add_allocations(cloud.holds(server.uuid), cloud.holds(migration.uuid)) == before
+    assert cloud.db.server_get(server.uuid).status == "VERIFY_RESIZE"
