@@ -209,3 +209,13 @@ class RestoreFailed(ResizeFailed):
         "'resize-sched-manage placement heal' once room is free."
     )
     code = "resize_sched.resize_failed.restore"
+
+
+# -- compute hosts ------------------------------------------------------------------
+
+
+class InjectedFailure(ResizeSchedException):
+    """The fake hypervisor failed an operation on purpose (``[fake_driver] fail_on``)."""
+
+    msg_fmt = "Injected failure of %(operation)s on host %(host)s ([fake_driver] fail_on)."
+    code = "resize_sched.compute.injected_failure"

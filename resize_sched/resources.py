@@ -12,6 +12,7 @@ functions here always return new, normalised dicts.
 """
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,7 @@ DISK_GB = "DISK_GB"
 
 _RESOURCES_PREFIX = "resources:"
 _TRAIT_PREFIX = "trait:"
+_CLASS_NAME = re.compile(r"^[A-Z0-9_]+$")
 
 
 def normalize(resources: Mapping[str, int]) -> Resources:
@@ -124,6 +126,11 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
     for key, value in (flavor.get("extra_specs") or {}).items():
         if key.startswith(_RESOURCES_PREFIX):
             rc = key[len(_RESOURCES_PREFIX) :]
+            if not _CLASS_NAME.match(rc):
+                raise ValueError(
+                    f"extra spec {key}: {rc!r} is not a resource class name "
+                    "(upper-case letters, digits and underscores)"
+                )
             try:
                 resources[rc] = int(value)
             except (TypeError, ValueError):

@@ -10,10 +10,13 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched.conf import (
+    all_in_one,
     api,
+    compute,
     conductor,
     database,
     default,
+    fake_driver,
     placement,
     resize,
     scheduler,
@@ -23,9 +26,12 @@ from resize_sched.version import version_string
 
 _MODULES = (
     default,
+    all_in_one,
     api,
+    compute,
     conductor,
     database,
+    fake_driver,
     placement,
     resize,
     scheduler,
@@ -57,6 +63,7 @@ def parse_args(
     *,
     description: str | None = None,
     default_config_files: Sequence[str] | None = None,
+    prog: str | None = None,
 ) -> None:
     """Parse the command line and config files into ``conf``.
 
@@ -64,6 +71,7 @@ def parse_args(
     :param argv: the arguments, without the program name.
     :param description: the text ``--help`` shows above the options.
     :param default_config_files: files read when no ``--config-file`` is given.
+    :param prog: the program name ``--help`` shows (default: from ``sys.argv``).
     """
     conf(
         list(argv),
@@ -71,4 +79,5 @@ def parse_args(
         version=version_string(),
         description=description,
         default_config_files=default_config_files,
+        prog=prog,
     )

@@ -114,6 +114,9 @@ class TransitionExecutor:
         :raises ClaimRefused: Placement lacks the capacity; nothing changed.
         :raises PlacementUnavailable: Placement could not be reached; the
             outcome is unknown and left to be read back.
+        :raises PlacementConflict: still a generation conflict after
+            ``conflict_retries`` re-reads; nothing changed, and the known
+            holdings are forgotten so the next apply reads first.
         :raises PlacementError: any other refusal; nothing changed.
         """
         current = self.known(migration)
@@ -137,6 +140,11 @@ class TransitionExecutor:
                     self.client.post_allocations(writes)
             except exception.ConsumerGenerationConflict as exc:
                 self.db.journal_mark(entry.id, "abandoned", detail=str(exc))
+                if attempt == self.conflict_retries:
+                    # NOTE: out of retries. The known holdings are wrong, so
+                    # forget them: the next transition reads the truth first.
+                    self.db.migration_update(migration.uuid, holdings=None)
+                    break
                 LOG.info(
                     "Migration %s %s: generation conflict (attempt %d of %d), re-reading",
                     migration.uuid,

@@ -126,7 +126,9 @@ class Scheduler:
 
         if source_allowed and request.prefer_same_host:
             found = self._ask_source(request)
-            if found is not None:
+            # NOTE: the shortcut must not skip the filters: a disabled, ignored
+            # or not forced source is no more a candidate than any other host.
+            if found is not None and self._filter([found], request):
                 LOG.debug("Source %s takes the resize; other hosts not asked", source)
                 return Selection([found[1]], complete=False)
             source_allowed = False
@@ -279,7 +281,8 @@ class Scheduler:
             self._names[rp["uuid"]] = rp["name"]
             name = rp["name"]
             if (
-                name in request.ignore_hosts
+                (rp["uuid"] == request.source and not request.allow_same_host)
+                or name in request.ignore_hosts
                 or name in disabled
                 or (request.force_hosts and name not in request.force_hosts)
             ):
@@ -291,11 +294,18 @@ class Scheduler:
 
 
 def _fits_empty(inventories: dict[str, dict], amounts: Resources) -> bool:
+    """Whether a provider with ``inventories`` and no usage could hold ``amounts``.
+
+    Placement's rules: within capacity, and min_unit <= amount <= max_unit with
+    amount a multiple of step_size.
+    """
     for rc, amount in amounts.items():
         inv = inventories.get(rc)
         if inv is None:
             return False
         capacity = (inv["total"] - inv.get("reserved", 0)) * inv.get("allocation_ratio", 1.0)
         if amount > capacity or amount > inv.get("max_unit", amount):
+            return False
+        if amount < inv.get("min_unit", 1) or amount % inv.get("step_size", 1):
             return False
     return True

@@ -172,7 +172,9 @@ class ResizeTask:
                 target = strategy.claim(facts, dest.provider, dest.allocation_request)
                 try:
                     migration = self.deps.executor.apply(migration, "claim", target)
-                except exception.ClaimRefused as exc:
+                except exception.PlacementConflict as exc:
+                    # NOTE: a capacity refusal, or generation conflicts past
+                    # the executor's retries: either way this host is out.
                     LOG.info(
                         "Migration %s: claim on %s refused (%s); next alternate",
                         migration.uuid,

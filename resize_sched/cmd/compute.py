@@ -1,0 +1,116 @@
+"""``resize-sched-compute``: one compute host with the fake hypervisor driver.
+
+    resize-sched-compute --config-file /etc/resize_sched/resize_sched.conf
+
+Registers ``[DEFAULT] host`` in Placement with the ``[compute]`` inventory,
+serves the compute RPC API over ``[DEFAULT] transport_url`` and runs until
+SIGTERM or SIGINT, then stops cleanly and exits 0. Exit code 1: bad
+configuration, or the service could not start (Placement or the broker
+unreachable).
+
+NOTE: a plain signal loop rather than cotyledon. A compute host is a single
+RPC server named after its host, so there is never more than one worker and
+cotyledon's fork-and-supervise would only add a process to watch; systemd (or
+any supervisor) restarts the service if it dies.
+"""
+
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched import conf as rs_conf
+from resize_sched import exception
+from resize_sched.compute.service import ComputeService
+
+LOG = logging.getLogger(__name__)
+
+PROG = "resize-sched-compute"
+DESCRIPTION = (
+    "Run one compute host with the fake (in-memory) hypervisor driver. The host "
+    "registers itself in Placement as the resource provider named [DEFAULT] host, with "
+    "the VCPU, MEMORY_MB and DISK_GB inventory of the [compute] options, and serves the "
+    "compute RPC API (topic 'compute', server=<host>) on [DEFAULT] transport_url. "
+    "[fake_driver] fail_on makes chosen operations fail on purpose. Stop it with "
+    "SIGTERM or SIGINT."
+)
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class _StopRequested(BaseException):
+    """Raised in the main thread by the first SIGTERM/SIGINT.
+
+    A BaseException so that no ``except Exception`` (say, in a broker
+    connection retry loop during start) swallows it.
+    """
+
+
+def _request_stop(signum: int, frame: FrameType | None) -> None:
+    # NOTE: further signals only log, so stop() is never interrupted halfway.
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, _already_stopping)
+    raise _StopRequested(signal.Signals(signum).name)
+
+
+def _already_stopping(signum: int, frame: FrameType | None) -> None:
+    LOG.info("%s received; already stopping", signal.Signals(signum).name)
+
+
+def _error(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a compute host until SIGTERM or SIGINT.
+
+    :param argv: the arguments, without the program name; ``sys.argv[1:]``
+        when None.
+    :returns: the exit code: 0 after a clean stop (or ``--help``), 1 on error.
+    """
+    conf = rs_conf.new_conf()
+    try:
+        rs_conf.parse_args(
+            conf, sys.argv[1:] if argv is None else list(argv), description=DESCRIPTION
+        )
+    except SystemExit as exc:  # --help, --version, or a usage error already shown
+        return 0 if exc.code in (0, None) else 1
+    except cfg.Error as exc:
+        return _error(str(exc))
+    logging.setup(conf, "resize_sched")
+    try:
+        # NOTE: validates [compute] and [fake_driver] before anything starts.
+        service = ComputeService(conf)
+    except (exception.ConfigurationError, ValueError) as exc:  # ValueError: bad option value
+        return _error(str(exc))
+    conf.log_opt_values(LOG, logging.DEBUG)
+
+    previous = {sig: signal.signal(sig, _request_stop) for sig in _STOP_SIGNALS}
+    try:
+        try:
+            service.start()
+            while True:
+                time.sleep(3600)
+        except _StopRequested as stop:
+            LOG.info("%s received; stopping compute host %s", stop, service.host)
+        except Exception as exc:
+            LOG.error("Compute host %s could not start: %s", service.host, exc)
+            LOG.debug("Start failure", exc_info=True)
+            return 1
+        finally:
+            for sig in _STOP_SIGNALS:
+                signal.signal(sig, _already_stopping)
+            service.stop()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

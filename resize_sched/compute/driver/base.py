@@ -1,0 +1,70 @@
+"""The hypervisor driver contract of the compute service.
+
+A driver acts on one host only and never talks to Placement, the database or
+the conductor: the compute manager calls it and reports the outcome. Every
+method receives the dicts the compute RPC API carries (see
+:mod:`resize_sched.compute.rpcapi`): ``server`` is ``{"uuid", "name",
+"flavor"}``, ``migration`` is ``{"uuid", "server_uuid", "source_host",
+"dest_host", "old_flavor", "new_flavor"}``.
+
+Messages may be delivered again (a conductor restarted after a crash re-sends
+the step it was waiting for), so every method must be idempotent: doing a
+step that is already done changes nothing and does not fail.
+
+Errors a driver may raise: a :class:`resize_sched.exception.ResizeSchedException`
+subclass for a failure it understands (e.g. ``InjectedFailure``); anything
+else is treated as unexpected and logged with its traceback. Either way the
+manager reports the operation as failed.
+"""
+
+import abc
+from typing import Any
+
+Server = dict[str, Any]
+Migration = dict[str, Any]
+
+
+class ComputeDriver(abc.ABC):
+    """What the compute manager needs from a hypervisor on one host."""
+
+    @abc.abstractmethod
+    def spawn(self, server: Server) -> None:
+        """Create and start ``server`` with its flavor on this host."""
+
+    @abc.abstractmethod
+    def prep_resize(self, migration: Migration) -> None:
+        """On the destination: check the resize can be accepted and prepare for it.
+
+        :raises ResizeSchedException: the host refuses; the conductor reschedules.
+        """
+
+    @abc.abstractmethod
+    def migrate_disk_and_power_off(self, migration: Migration) -> None:
+        """On the source: stop the server and hand its disks to the destination.
+
+        For a same-host resize the server is only stopped.
+        """
+
+    @abc.abstractmethod
+    def finish_migration(self, migration: Migration) -> None:
+        """On the destination: start the server with the new flavor."""
+
+    @abc.abstractmethod
+    def confirm_migration(self, migration: Migration) -> None:
+        """On the source: forget the old copy (same host: the old flavor)."""
+
+    @abc.abstractmethod
+    def revert(self, migration: Migration) -> None:
+        """On the destination of a resize to another host: destroy the new copy."""
+
+    @abc.abstractmethod
+    def finish_revert(self, migration: Migration) -> None:
+        """On the source: start the server again with the old flavor."""
+
+    @abc.abstractmethod
+    def destroy(self, server_uuid: str) -> None:
+        """Remove the server from this host (nothing to do if it is not here)."""
+
+    @abc.abstractmethod
+    def list_instances(self) -> list[str]:
+        """The uuids of the servers on this host."""

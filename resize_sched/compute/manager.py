@@ -1,0 +1,186 @@
+"""Server side of the compute RPC API: one endpoint per compute host.
+
+Each method runs one driver step and reports the outcome to the conductor
+(:class:`resize_sched.conductor.rpcapi.ConductorAPI`). The manager never
+touches Placement allocations or the database: the conductor is their only
+writer and decides what a report means.
+
+The resize handshake between hosts::
+
+    conductor --prep_resize--> dest       dest   --resize_prepared--> conductor
+    conductor --resize_instance--> source source --finish_resize--> dest
+                                          dest   --resize_finished--> conductor
+    conductor --confirm_resize--> source
+    conductor --revert_resize--> dest     dest   --revert_resize--> source
+
+Every failure is reported with ``operation_failed`` under the operation names
+of :data:`resize_sched.conf.fake_driver.OPERATIONS`.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched.compute import rpcapi as compute_rpcapi
+from resize_sched.compute.driver import base as driver_base
+from resize_sched.conductor import rpcapi as conductor_rpcapi
+from resize_sched.context import RequestContext
+
+LOG = logging.getLogger(__name__)
+
+
+class ComputeManager:
+    """The RPC endpoint of one compute host.
+
+    :param host: this host's name (``[DEFAULT] host``).
+    :param driver: the hypervisor driver of this host.
+    :param conductor_api: where to report outcomes.
+    :param compute_api: how to reach the other host of a resize.
+    """
+
+    target = messaging.Target(namespace=compute_rpcapi.NAMESPACE, version=compute_rpcapi.VERSION)
+
+    def __init__(
+        self,
+        host: str,
+        driver: driver_base.ComputeDriver,
+        conductor_api: conductor_rpcapi.ConductorAPI,
+        compute_api: compute_rpcapi.ComputeAPI,
+    ) -> None:
+        self.host = host
+        self.driver = driver
+        self.conductor_api = conductor_api
+        self.compute_api = compute_api
+
+    # -- the RPC API ------------------------------------------------------------------
+
+    def spawn(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Create ``server``; report ``build_done`` or ``operation_failed("spawn")``."""
+        server = kwargs["server"]
+
+        def step() -> None:
+            self.driver.spawn(server)
+            self.conductor_api.build_done(ctxt, server_uuid=server["uuid"])
+
+        self._run(ctxt, "spawn", step, server["uuid"])
+
+    def prep_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the destination: accept ``migration``; report ``resize_prepared``."""
+        migration = kwargs["migration"]
+
+        def step() -> None:
+            self.driver.prep_resize(migration)
+            self.conductor_api.resize_prepared(ctxt, migration_uuid=migration["uuid"])
+
+        self._run_migration(ctxt, "prep_resize", step, migration)
+
+    def resize_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the source: power off and hand over; cast ``finish_resize`` to the destination."""
+        migration = kwargs["migration"]
+
+        def step() -> None:
+            self.driver.migrate_disk_and_power_off(migration)
+            self.compute_api.finish_resize(ctxt, migration["dest_host"], migration)
+
+        self._run_migration(ctxt, "resize", step, migration)
+
+    def finish_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the destination: start with the new flavor; report ``resize_finished``."""
+        migration = kwargs["migration"]
+
+        def step() -> None:
+            self.driver.finish_migration(migration)
+            self.conductor_api.resize_finished(ctxt, migration_uuid=migration["uuid"])
+
+        self._run_migration(ctxt, "finish_resize", step, migration)
+
+    def confirm_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the source: drop the old copy; only a failure is reported."""
+        migration = kwargs["migration"]
+        self._run_migration(
+            ctxt, "confirm", lambda: self.driver.confirm_migration(migration), migration
+        )
+
+    def revert_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Destination: destroy the new copy, then cast to the source; source:
+        restart with the old flavor. Same host: the source part only. Only a
+        failure is reported."""
+        migration = kwargs["migration"]
+        source, dest = migration["source_host"], migration["dest_host"]
+
+        def step() -> None:
+            if self.host == dest and dest != source:
+                self.driver.revert(migration)
+                self.compute_api.revert_resize(ctxt, source, migration)
+            elif self.host == source:
+                self.driver.finish_revert(migration)
+            else:
+                raise exception.Invalid(
+                    reason=f"revert of migration {migration['uuid']} ({source} -> {dest}) "
+                    f"was sent to {self.host}"
+                )
+
+        self._run_migration(ctxt, "revert", step, migration)
+
+    def destroy(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Remove ``server_uuid`` from this host; nothing is reported."""
+        server_uuid = kwargs["server_uuid"]
+        try:
+            self.driver.destroy(server_uuid)
+        except Exception:
+            # NOTE: the conductor has already released the allocations; there is
+            # no report for a destroy, so the log is all an operator gets.
+            LOG.exception("Destroying server %s on %s failed", server_uuid, self.host)
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _run_migration(
+        self,
+        ctxt: RequestContext,
+        operation: str,
+        step: Callable[[], None],
+        migration: dict[str, Any],
+    ) -> None:
+        self._run(ctxt, operation, step, migration["server_uuid"], migration["uuid"])
+
+    def _run(
+        self,
+        ctxt: RequestContext,
+        operation: str,
+        step: Callable[[], None],
+        server_uuid: str,
+        migration_uuid: str | None = None,
+    ) -> None:
+        """Run ``step``; report any failure to the conductor as ``operation``."""
+        LOG.debug(
+            "%s of server %s (migration %s) on %s",
+            operation,
+            server_uuid,
+            migration_uuid,
+            self.host,
+        )
+        try:
+            step()
+        except exception.ResizeSchedException as exc:
+            LOG.warning("%s of server %s on %s failed: %s", operation, server_uuid, self.host, exc)
+            reason = f"{exc.message} [{exc.code}]"
+        except Exception as exc:
+            LOG.exception(
+                "%s of server %s on %s failed unexpectedly", operation, server_uuid, self.host
+            )
+            reason = f"unexpected error on host {self.host}: {type(exc).__name__}: {exc}"
+        else:
+            return
+        try:
+            self.conductor_api.operation_failed(
+                ctxt, operation, reason, server_uuid=server_uuid, migration_uuid=migration_uuid
+            )
+        except Exception:
+            LOG.exception(
+                "Could not report the failed %s of server %s to the conductor",
+                operation,
+                server_uuid,
+            )

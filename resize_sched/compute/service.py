@@ -1,0 +1,279 @@
+"""The compute service: one host's resource provider, RPC server and driver.
+
+On start the service finds (by name, ``[DEFAULT] host``) or creates its
+resource provider in Placement and sets the provider's inventory from
+``[compute]``; then it serves the compute RPC API on topic ``compute`` with
+``server=<host>``; every ``[compute] update_interval`` seconds a background
+thread puts the inventory right again if it drifted (or re-creates the
+provider if it was deleted).
+
+Nothing here is global: the all-in-one deployment runs several services, each
+with its own ``ConfigOpts`` and host, in one process on one shared transport.
+"""
+
+import math
+import threading
+from typing import Any
+
+import oslo_messaging as messaging
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched import exception, rpc
+from resize_sched.compute import rpcapi as compute_rpcapi
+from resize_sched.compute.driver import base as driver_base
+from resize_sched.compute.driver.fake import FakeDriver
+from resize_sched.compute.manager import ComputeManager
+from resize_sched.conductor import rpcapi as conductor_rpcapi
+from resize_sched.placement.client import PlacementClient
+from resize_sched.resources import DISK_GB, MEMORY_MB, VCPU
+
+LOG = logging.getLogger(__name__)
+
+#: Times an inventory write is re-read and re-sent after a generation conflict
+#: (someone else changed the provider in between: traits, aggregates...).
+INVENTORY_CONFLICT_RETRIES = 5
+
+# resource class, then its [compute] options: total, reserved, allocation ratio
+_INVENTORY_OPTS = (
+    (VCPU, "vcpus", "reserved_host_cpus", "cpu_allocation_ratio"),
+    (MEMORY_MB, "memory_mb", "reserved_host_memory_mb", "ram_allocation_ratio"),
+    (DISK_GB, "disk_gb", "reserved_host_disk_mb", "disk_allocation_ratio"),
+)
+
+
+def inventory_from_conf(conf: cfg.ConfigOpts) -> dict[str, dict[str, Any]]:
+    """The full inventory records ``[compute]`` asks for.
+
+    :param conf: a ConfigOpts with ``[compute]`` registered and parsed.
+    :returns: class -> record (``total``, ``reserved``, ``min_unit``,
+        ``max_unit``, ``step_size``, ``allocation_ratio``).
+    :raises ConfigurationError: a reserved amount exceeds its total.
+    """
+    c = conf.compute
+    records = {}
+    for rc, total_opt, reserved_opt, ratio_opt in _INVENTORY_OPTS:
+        total, reserved = getattr(c, total_opt), getattr(c, reserved_opt)
+        if rc == DISK_GB:
+            # NOTE: reserved disk is configured in MiB, as in Nova; Placement
+            # counts whole GiB, so round up rather than offer room that is not there.
+            reserved = math.ceil(reserved / 1024)
+        if reserved > total:
+            raise exception.ConfigurationError(
+                reason=f"[compute] {reserved_opt} ({getattr(c, reserved_opt)}) reserves "
+                f"{reserved} {rc}, more than [compute] {total_opt} ({total})"
+            )
+        records[rc] = {
+            "total": total,
+            "reserved": reserved,
+            "min_unit": 1,
+            "max_unit": total,
+            "step_size": 1,
+            "allocation_ratio": getattr(c, ratio_opt),
+        }
+    return records
+
+
+def inventory_matches(
+    current: dict[str, dict[str, Any]], wanted: dict[str, dict[str, Any]]
+) -> bool:
+    """Whether Placement's records equal the wanted ones (ratios to 1e-6).
+
+    NOTE: a Placement on MySQL keeps ratios in a single-precision FLOAT column,
+    so 1.1 may read back as 1.100000023...; exact equality would rewrite forever.
+    """
+    if current.keys() != wanted.keys():
+        return False
+    for rc, record in wanted.items():
+        for field, value in record.items():
+            have = current[rc].get(field)
+            if have is None:
+                return False
+            if field == "allocation_ratio":
+                if not math.isclose(float(have), float(value), rel_tol=1e-6):
+                    return False
+            elif have != value:
+                return False
+    return True
+
+
+class ComputeService:
+    """One compute host: its provider in Placement, its RPC server, its driver.
+
+    :param conf: a parsed ConfigOpts with resize_sched's options registered;
+        ``[DEFAULT] host`` names the host.
+    :param transport: the RPC transport to serve on; built from
+        ``[DEFAULT] transport_url`` (and cleaned up by :meth:`stop`) when None.
+        In-process deployments must share one transport: ``fake://``
+        transports do not see each other.
+    :param placement: the Placement client; built from ``[placement]`` when None.
+    :param driver: the hypervisor driver; a :class:`FakeDriver` from
+        ``[fake_driver]`` when None.
+    :raises ConfigurationError: ``[compute]`` is inconsistent.
+    :raises ValueError: ``[fake_driver] fail_on`` has a malformed item.
+    """
+
+    def __init__(
+        self,
+        conf: cfg.ConfigOpts,
+        *,
+        transport: messaging.Transport | None = None,
+        placement: PlacementClient | None = None,
+        driver: driver_base.ComputeDriver | None = None,
+    ) -> None:
+        self.conf = conf
+        self.host: str = conf.host
+        self.inventory = inventory_from_conf(conf)
+        self.driver = driver if driver is not None else FakeDriver.from_conf(conf)
+        self.placement = placement
+        self.provider_uuid: str | None = None
+        self._transport = transport
+        self._owns_transport = transport is None
+        self._rpc_server: messaging.MessageHandlingServer | None = None
+        self._stopping = threading.Event()
+        self._refresher: threading.Thread | None = None
+
+    def __enter__(self) -> "ComputeService":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Serve RPC, register with Placement, then start the refresher.
+
+        NOTE: the RPC server (and so its queue) exists before the provider
+        does: the scheduler can only pick a host Placement knows, so no message
+        for this host can arrive before anyone listens for it.
+
+        :raises PlacementError: Placement refused or could not be reached.
+        """
+        if self.placement is None:
+            self.placement = PlacementClient.from_conf(self.conf)
+        if self._transport is None:
+            self._transport = rpc.get_transport(self.conf)
+        manager = ComputeManager(
+            self.host,
+            self.driver,
+            conductor_rpcapi.ConductorAPI(self.conf, self._transport),
+            compute_rpcapi.ComputeAPI(self.conf, self._transport),
+        )
+        target = messaging.Target(topic=compute_rpcapi.TOPIC, server=self.host)
+        server = rpc.get_server(self._transport, target, [manager])
+        server.start()
+        self._rpc_server = server
+        try:
+            self.refresh_inventory()
+        except Exception:
+            self.stop()
+            raise
+        self._stopping.clear()
+        interval = self.conf.compute.update_interval
+        if interval > 0:
+            self._refresher = threading.Thread(
+                target=self._refresh_loop,
+                args=(interval,),
+                name=f"compute-inventory-{self.host}",
+                daemon=True,
+            )
+            self._refresher.start()
+        LOG.info("Compute host %s serving as resource provider %s", self.host, self.provider_uuid)
+
+    def stop(self) -> None:
+        """Stop serving (waiting for messages in progress) and the refresher.
+
+        Safe to call more than once, and after a failed :meth:`start`.
+        """
+        self._stopping.set()
+        if self._rpc_server is not None:
+            self._rpc_server.stop()
+            self._rpc_server.wait()
+            self._rpc_server = None
+        if self._refresher is not None:
+            self._refresher.join()
+            self._refresher = None
+        if self._owns_transport and self._transport is not None:
+            self._transport.cleanup()
+            self._transport = None
+        LOG.info("Compute host %s stopped", self.host)
+
+    # -- Placement --------------------------------------------------------------------
+
+    def refresh_inventory(self) -> bool:
+        """Make this host's provider exist with exactly the configured inventory.
+
+        :returns: whether the inventory was written.
+        :raises PlacementError: Placement refused or could not be reached.
+        """
+        assert self.placement is not None, "start() builds the client"
+        known: tuple[dict[str, dict[str, Any]], int] | None = None
+        if self.provider_uuid is None:
+            provider, created = self._find_or_create_provider()
+            self.provider_uuid = provider["uuid"]
+            if created:  # a new provider has no inventory: skip reading it
+                known = ({}, provider["generation"])
+        for attempt in range(INVENTORY_CONFLICT_RETRIES + 1):
+            try:
+                current, generation = known or self.placement.get_inventories(self.provider_uuid)
+            except exception.PlacementNotFound:
+                LOG.warning(
+                    "Resource provider %s of %s is gone; registering again",
+                    self.provider_uuid,
+                    self.host,
+                )
+                self.provider_uuid = None
+                return self.refresh_inventory()
+            known = None
+            if inventory_matches(current, self.inventory):
+                return False
+            try:
+                self.placement.set_inventory(self.provider_uuid, self.inventory, generation)
+            except exception.ConsumerGenerationConflict:
+                if attempt == INVENTORY_CONFLICT_RETRIES:
+                    raise
+                LOG.debug("Provider %s changed meanwhile; re-reading it", self.provider_uuid)
+                continue
+            LOG.info(
+                "Set the inventory of %s (%s): %s",
+                self.host,
+                self.provider_uuid,
+                _describe(self.inventory),
+            )
+            return True
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _find_or_create_provider(self) -> tuple[dict[str, Any], bool]:
+        assert self.placement is not None
+        found = self.placement.list_resource_providers(name=self.host)
+        if found:
+            LOG.debug("Found resource provider %s for %s", found[0]["uuid"], self.host)
+            return found[0], False
+        try:
+            provider = self.placement.create_resource_provider(self.host)
+        except exception.PlacementConflict:
+            # NOTE: another process registered the same name in between.
+            found = self.placement.list_resource_providers(name=self.host)
+            if not found:
+                raise
+            return found[0], False
+        LOG.info("Created resource provider %s for %s", provider["uuid"], self.host)
+        return provider, True
+
+    def _refresh_loop(self, interval: float) -> None:
+        while not self._stopping.wait(interval):
+            try:
+                self.refresh_inventory()
+            except exception.PlacementError as exc:
+                LOG.warning("Could not refresh the inventory of %s: %s", self.host, exc)
+            except Exception:
+                LOG.exception("Inventory refresh of %s failed", self.host)
+
+
+def _describe(inventory: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(
+        f"{rc}={r['total']} (reserved {r['reserved']}, ratio {r['allocation_ratio']})"
+        for rc, r in sorted(inventory.items())
+    )

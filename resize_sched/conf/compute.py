@@ -1,0 +1,112 @@
+"""Options of the ``[compute]`` group: the inventory a compute host reports.
+
+A compute service registers its host in Placement as a resource provider
+named ``[DEFAULT] host`` and keeps its VCPU, MEMORY_MB and DISK_GB inventory
+equal to what is configured here. The fake hypervisor has no hardware to
+measure, so the totals are configuration too.
+"""
+
+import copy
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup(
+    "compute",
+    title="Compute service options",
+    help="What a compute host offers to the scheduler: the totals, reserved amounts "
+    "and allocation ratios of its VCPU, MEMORY_MB and DISK_GB inventory in Placement.",
+)
+
+OPTS = [
+    cfg.IntOpt(
+        "vcpus",
+        default=8,
+        min=1,
+        help="VCPU inventory total of this host. The fake hypervisor cannot measure "
+        "the machine, so set it to what the host should offer; the default of 8 "
+        "suits demos and tests only.",
+    ),
+    cfg.IntOpt(
+        "memory_mb",
+        default=16384,
+        min=1,
+        help="MEMORY_MB inventory total of this host, in MiB. The default (16 GiB) "
+        "suits demos and tests only; set the host's real memory.",
+    ),
+    cfg.IntOpt(
+        "disk_gb",
+        default=500,
+        min=1,
+        help="DISK_GB inventory total of this host, in GiB. The default (500) suits "
+        "demos and tests only; set the size of the host's instance storage.",
+    ),
+    cfg.IntOpt(
+        "reserved_host_cpus",
+        default=0,
+        min=0,
+        help="VCPUs kept back for the host itself (Placement's 'reserved' for VCPU): "
+        "servers can never be placed on them. Raise it when host processes need "
+        "dedicated CPUs. Must not exceed vcpus.",
+    ),
+    cfg.IntOpt(
+        "reserved_host_memory_mb",
+        default=512,
+        min=0,
+        help="Memory in MiB kept back for the host itself (Placement's 'reserved' "
+        "for MEMORY_MB). The default of 512 is Nova's; raise it when the host's own "
+        "services need more. Must not exceed memory_mb.",
+    ),
+    cfg.IntOpt(
+        "reserved_host_disk_mb",
+        default=0,
+        min=0,
+        help="Disk in MiB kept back for the host itself, as in Nova. Placement counts "
+        "DISK_GB, so this is rounded up to whole GiB for its 'reserved'. Must not "
+        "exceed disk_gb.",
+    ),
+    cfg.FloatOpt(
+        "cpu_allocation_ratio",
+        default=1.0,
+        min=0.0,
+        help="Overcommit of VCPU: Placement lets servers hold up to (vcpus - "
+        "reserved_host_cpus) x this ratio. The default 1.0 means no overcommit, so "
+        "the resize arithmetic a demo or test shows is exactly what the host has; "
+        "production clouds often use 4.0 or more for CPU.",
+    ),
+    cfg.FloatOpt(
+        "ram_allocation_ratio",
+        default=1.0,
+        min=0.0,
+        help="Overcommit of MEMORY_MB, as for cpu_allocation_ratio. 1.0 (no "
+        "overcommit) is the safe value for memory; raise it only with swap or "
+        "memory ballooning you trust.",
+    ),
+    cfg.FloatOpt(
+        "disk_allocation_ratio",
+        default=1.0,
+        min=0.0,
+        help="Overcommit of DISK_GB, as for cpu_allocation_ratio. Keep 1.0 unless "
+        "instance disks are thin-provisioned and you watch real usage.",
+    ),
+    cfg.IntOpt(
+        "update_interval",
+        default=60,
+        min=0,
+        help="Seconds between checks that the host's Placement inventory still "
+        "matches this configuration; a difference (someone edited it, or the "
+        "provider was deleted) is put right. Lower it to heal faster, at one "
+        "Placement request per check; 0 disables the check (the inventory is still "
+        "set at start).",
+    ),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
+    # object, so a shared module-level group would leak them between configs.
+    conf.register_group(copy.deepcopy(GROUP))
+    conf.register_opts(OPTS, group=GROUP.name)
+
+
+def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
+    return {GROUP: OPTS}

@@ -1,0 +1,101 @@
+"""Options of the ``[fake_driver]`` group: the fake hypervisor's behaviour.
+
+The fake driver keeps servers in memory; these options slow it down and make
+chosen operations fail on chosen hosts, for demos and failure tests.
+"""
+
+import copy
+from typing import Any
+
+from oslo_config import cfg, types
+
+#: Operations that ``fail_on`` can name: the names the compute host reports to
+#: the conductor with ``operation_failed``.
+OPERATIONS = ("spawn", "prep_resize", "resize", "finish_resize", "confirm", "revert")
+
+
+class FailurePoint(types.String):
+    """One ``HOST:OPERATION`` item of ``fail_on``, checked when it is read."""
+
+    def __init__(self) -> None:
+        super().__init__(type_name="HOST:OPERATION value")
+
+    def __call__(self, value: Any) -> str:
+        text = super().__call__(value).strip()
+        host, sep, operation = text.rpartition(":")
+        host, operation = host.strip(), operation.strip()
+        if not sep or not host or any(c.isspace() for c in host):
+            raise ValueError(
+                f"fail_on item {text!r} is not HOST:OPERATION (for example 'compute1:prep_resize')"
+            )
+        if operation not in OPERATIONS:
+            raise ValueError(
+                f"fail_on item {text!r} names unknown operation {operation!r}; "
+                f"known operations: {', '.join(OPERATIONS)}"
+            )
+        return f"{host}:{operation}"
+
+    def __repr__(self) -> str:
+        return "FailurePoint"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+GROUP = cfg.OptGroup(
+    "fake_driver",
+    title="Fake hypervisor options",
+    help="The in-memory hypervisor driver the compute service runs: how slow it is "
+    "and where it fails on purpose. For demos and tests; a fake host forgets its "
+    "servers when it stops.",
+)
+
+OPTS = [
+    cfg.FloatOpt(
+        "delay_s",
+        default=0.0,
+        min=0.0,
+        help="Seconds every driver operation sleeps before it acts. Raise it to "
+        "watch a resize step by step, or to widen race windows in tests.",
+    ),
+    cfg.ListOpt(
+        "fail_on",
+        default=[],
+        item_type=FailurePoint(),
+        help="Operations that fail on purpose, as HOST:OPERATION items, where HOST "
+        "is a compute host's [DEFAULT] host and OPERATION one of: "
+        + ", ".join(OPERATIONS)
+        + ". 'resize' is the source side of a resize, 'revert' both sides of a "
+        "revert. Each listed operation on that host raises an injected failure that "
+        "the host reports to the conductor, e.g. 'compute2:prep_resize' to make the "
+        "scheduler's choice refuse and exercise rescheduling. A malformed item stops "
+        "the service at start.",
+    ),
+]
+
+
+def register_opts(conf: cfg.ConfigOpts) -> None:
+    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
+    # object, so a shared module-level group would leak them between configs.
+    conf.register_group(copy.deepcopy(GROUP))
+    conf.register_opts(OPTS, group=GROUP.name)
+
+
+def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
+    return {GROUP: OPTS}
+
+
+def failing_operations(conf: cfg.ConfigOpts, host: str) -> frozenset[str]:
+    """The operations ``fail_on`` makes fail on ``host``.
+
+    :param conf: a ConfigOpts with ``[fake_driver]`` registered and parsed.
+    :param host: the compute host's name.
+    :returns: the operation names, a subset of :data:`OPERATIONS`.
+    :raises ValueError: an item of ``fail_on`` is malformed (oslo.config's
+        ``ConfigFileValueError`` names the option and the file).
+    """
+    points = (item.rpartition(":") for item in conf.fake_driver.fail_on)
+    return frozenset(operation for name, _sep, operation in points if name == host)

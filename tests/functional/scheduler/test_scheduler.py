@@ -1,0 +1,570 @@
+"""Scheduler.select_destinations against the real Placement.
+
+Hosts are real resource providers; usage comes from real allocations. The
+client is spied on (the real requests still go out) so that the queries the
+scheduler makes can be asserted exactly.
+"""
+
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+
+from resize_sched import conf as rs_conf
+from resize_sched import exception
+from resize_sched import resources as rs
+from resize_sched.placement.client import ConsumerWrite, PlacementClient
+from resize_sched.scheduler.manager import Scheduler, SchedulingRequest, Selection
+from tests.functional.fixtures.placement import PlacementInProcess
+
+OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
+NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
+SHRUNK = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 10}
+LIMIT = "1000"
+
+
+class Spy:
+    """Records each request of a real client as ``(method, path, params)``."""
+
+    def __init__(self, client: PlacementClient) -> None:
+        self.calls: list[tuple[str, str, dict[str, str]]] = []
+        real = client._request
+
+        def request(method: str, path: str, version: Any, **kwargs: Any) -> Any:
+            self.calls.append((method, path, dict(kwargs.get("params") or ())))
+            return real(method, path, version, **kwargs)
+
+        client._request = request  # type: ignore[method-assign]
+
+    def candidate_queries(self) -> list[dict[str, str]]:
+        return [params for _, path, params in self.calls if path == "/allocation_candidates"]
+
+
+class World:
+    """Hosts in a real Placement, and a scheduler with its own (spied) client."""
+
+    def __init__(self, placement: PlacementInProcess) -> None:
+        self.placement = placement
+        self.other = placement.client()
+        self.hosts: dict[str, str] = {}
+        self.disabled: set[str] = set()
+
+    def add_host(
+        self, name: str, vcpus: int = 8, memory_mb: int = 8192, disk_gb: int = 100, **kw: Any
+    ) -> str:
+        self.hosts[name] = self.placement.add_host(name, vcpus, memory_mb, disk_gb, **kw)
+        return self.hosts[name]
+
+    def hold(self, host: str, amounts: dict[str, int]) -> str:
+        consumer = str(uuid.uuid4())
+        write = ConsumerWrite({self.hosts[host]: amounts}, "p", "u", None)
+        self.other.put_allocations(consumer, write)
+        return consumer
+
+    def traits(self, host: str, traits: Iterable[str]) -> None:
+        self.other.set_traits(self.hosts[host], traits)
+
+    def scheduler(self, **options: Any) -> tuple[Scheduler, PlacementClient, Spy]:
+        conf = rs_conf.new_conf()
+        rs_conf.parse_args(conf, [], default_config_files=[])
+        self.placement.configure(conf)
+        for name, value in options.items():
+            conf.set_override(name, value, group="scheduler")
+        client = PlacementClient.from_conf(conf)
+        client.max_version  # noqa: B018 - negotiate now, so counts are exact
+        client.reset_request_count()
+        return Scheduler(client, conf, disabled_hosts=lambda: self.disabled), client, Spy(client)
+
+    def names(self, selection: Selection) -> list[str]:
+        return [d.host for d in selection.destinations]
+
+
+@pytest.fixture
+def world(placement: PlacementInProcess) -> World:
+    return World(placement)
+
+
+def resize_request(world: World, source: str = "host1", **kw: Any) -> SchedulingRequest:
+    """A max_flavor-style resize: the source is asked only for the increase."""
+    values: dict[str, Any] = {
+        "destination_request": NEW,
+        "source": world.hosts[source],
+        "source_request": rs.increase(OLD, NEW),
+        "allow_same_host": True,
+    }
+    values.update(kw)
+    return SchedulingRequest(**values)
+
+
+def expect_no_valid_host(fn: Callable[[], Any], kind: str) -> exception.NoValidHost:
+    with pytest.raises(exception.NoValidHost) as err:
+        fn()
+    assert err.value.kind == kind, err.value
+    return err.value
+
+
+# -- how many queries ------------------------------------------------------------------
+
+
+def test_source_asked_the_same_as_others_costs_one_query(world: World) -> None:
+    world.add_host("host1")
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, client, spy = world.scheduler()
+    request = resize_request(world, source_request=NEW)  # legacy / drop_and_reclaim
+
+    selection = scheduler.select_destinations(request)
+
+    assert spy.candidate_queries() == [
+        {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "limit": LIMIT}
+    ]
+    # The names of the hosts are read once and then cached.
+    assert [(m, p) for m, p, _ in spy.calls] == [
+        ("GET", "/allocation_candidates"),
+        ("GET", "/resource_providers"),
+    ]
+    assert client.request_count == 2
+    # The source's answer came from the same query and is kept, as same_host.
+    assert world.names(selection) == ["host2", "host1"]
+    by_host = {d.host: d for d in selection.destinations}
+    assert by_host["host1"].same_host and not by_host["host2"].same_host
+    assert by_host["host1"].allocation_request == {world.hosts["host1"]: NEW}
+    assert selection.complete
+
+    client.reset_request_count()
+    scheduler.select_destinations(request)
+    assert client.request_count == 1  # names cached
+
+
+def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: World) -> None:
+    world.add_host("host1", memory_mb=16384)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, client, spy = world.scheduler()
+    scheduler.select_destinations(resize_request(world))  # warm the name cache
+    spy.calls.clear()
+    client.reset_request_count()
+
+    selection = scheduler.select_destinations(resize_request(world))
+
+    assert client.request_count == 2
+    assert spy.candidate_queries() == [
+        {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "limit": LIMIT},
+        {"resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1", "in_tree": world.hosts["host1"]},
+    ]
+    # The in_tree answer is merged and weighed with the others: the source
+    # has 15360 MB free, host2 8192 MB.
+    assert world.names(selection) == ["host1", "host2"]
+    source, other = selection.destinations
+    assert source.same_host and source.provider == world.hosts["host1"]
+    assert source.allocation_request == {world.hosts["host1"]: rs.increase(OLD, NEW)}
+    assert not other.same_host
+    assert other.allocation_request == {world.hosts["host2"]: NEW}
+
+
+def test_source_not_allowed_is_one_query_and_never_returned(world: World) -> None:
+    world.add_host("host1", memory_mb=16384)
+    world.add_host("host2")
+    scheduler, _, spy = world.scheduler()
+    selection = scheduler.select_destinations(resize_request(world, allow_same_host=False))
+    assert len(spy.candidate_queries()) == 1
+    assert "in_tree" not in spy.candidate_queries()[0]
+    assert world.names(selection) == ["host2"]
+
+
+def test_source_without_room_for_the_increase_is_left_out(world: World) -> None:
+    world.add_host("host1", vcpus=1)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, _, spy = world.scheduler()
+    selection = scheduler.select_destinations(resize_request(world))
+    assert len(spy.candidate_queries()) == 2
+    assert world.names(selection) == ["host2"]
+
+
+def test_max_flavor_shrink_needs_no_source_query_and_comes_first(world: World) -> None:
+    world.add_host("host1", memory_mb=2048)
+    world.add_host("host2", memory_mb=65536)
+    world.hold("host1", OLD)
+    scheduler, _, spy = world.scheduler()
+    request = resize_request(
+        world, destination_request=SHRUNK, source_request=rs.increase(OLD, SHRUNK)
+    )
+    assert request.source_request == {}
+    selection = scheduler.select_destinations(request)
+    assert spy.candidate_queries() == [
+        {"resources": "DISK_GB:10,MEMORY_MB:512,VCPU:1", "limit": LIMIT}
+    ]
+    # Staying costs nothing: first, although host2 has far more free RAM.
+    assert world.names(selection) == ["host1", "host2"]
+    assert selection.destinations[0].allocation_request == {}
+    assert selection.destinations[0].same_host
+
+
+# -- weighing ---------------------------------------------------------------------------
+
+
+def _three_hosts(world: World) -> None:
+    world.add_host("host1", memory_mb=8192)
+    world.add_host("host2", memory_mb=16384)
+    world.add_host("host3", memory_mb=16384)
+    world.hold("host3", {"MEMORY_MB": 12288})  # 4096 free
+
+
+def _build_request() -> SchedulingRequest:
+    return SchedulingRequest(destination_request=OLD)
+
+
+@pytest.mark.parametrize(
+    "multiplier, expected",
+    [
+        (1.0, ["host2", "host1", "host3"]),  # spread: emptiest first
+        (2.5, ["host2", "host1", "host3"]),
+        (-1.0, ["host3", "host1", "host2"]),  # pack: fullest first
+    ],
+)
+def test_ram_weigher(world: World, multiplier: float, expected: list[str]) -> None:
+    _three_hosts(world)
+    scheduler, _, _ = world.scheduler(ram_weight_multiplier=multiplier)
+    assert world.names(scheduler.select_destinations(_build_request())) == expected
+
+
+def test_ram_weight_zero_keeps_placement_order(world: World) -> None:
+    _three_hosts(world)
+    world.add_host("host4", memory_mb=65536)
+    scheduler, _, _ = world.scheduler(ram_weight_multiplier=0.0, max_attempts=4)
+    answer = world.other.get_allocation_candidates(OLD, limit=1000)
+    placement_order = [next(iter(ar)) for ar in answer.allocation_requests]
+    selection = scheduler.select_destinations(_build_request())
+    assert [d.provider for d in selection.destinations] == placement_order
+    assert sorted(world.names(selection)) == ["host1", "host2", "host3", "host4"]
+
+
+@pytest.mark.parametrize("max_attempts, expected", [(1, 1), (2, 2), (3, 3), (10, 4)])
+def test_max_attempts_caps_the_alternates(world: World, max_attempts: int, expected: int) -> None:
+    for n, memory in enumerate((4096, 8192, 12288, 16384), start=1):
+        world.add_host(f"host{n}", memory_mb=memory)
+    scheduler, _, _ = world.scheduler(max_attempts=max_attempts)
+    selection = scheduler.select_destinations(_build_request())
+    assert world.names(selection) == ["host4", "host3", "host2", "host1"][:expected]
+    assert all(
+        d.allocation_request == {d.provider: OLD} and not d.same_host
+        for d in selection.destinations
+    )
+
+
+# -- filters ----------------------------------------------------------------------------
+
+
+def _four_hosts(world: World) -> None:
+    for n, memory in enumerate((4096, 8192, 12288, 16384), start=1):
+        world.add_host(f"host{n}", memory_mb=memory)
+
+
+@pytest.mark.parametrize(
+    "filters, expected",
+    [
+        ({"ignore_hosts": frozenset({"host4", "host2"})}, ["host3", "host1"]),
+        ({"force_hosts": frozenset({"host1", "host2"})}, ["host2", "host1"]),
+        ({"force_hosts": frozenset({"host1", "nowhere"})}, ["host1"]),
+        (
+            {"force_hosts": frozenset({"host1", "host2"}), "ignore_hosts": frozenset({"host2"})},
+            ["host1"],
+        ),
+    ],
+)
+def test_host_name_filters(world: World, filters: dict, expected: list[str]) -> None:
+    _four_hosts(world)
+    scheduler, _, _ = world.scheduler(max_attempts=10)
+    request = SchedulingRequest(destination_request=OLD, **filters)
+    assert world.names(scheduler.select_destinations(request)) == expected
+
+
+def test_ignore_providers_filter(world: World) -> None:
+    _four_hosts(world)
+    scheduler, _, _ = world.scheduler(max_attempts=10)
+    tried = frozenset({world.hosts["host4"], world.hosts["host1"]})
+    request = SchedulingRequest(destination_request=OLD, ignore_providers=tried)
+    assert world.names(scheduler.select_destinations(request)) == ["host3", "host2"]
+
+
+def test_ignore_providers_excludes_the_source(world: World) -> None:
+    world.add_host("host1", memory_mb=16384)
+    world.add_host("host2")
+    scheduler, _, spy = world.scheduler()
+    request = resize_request(world, ignore_providers=frozenset({world.hosts["host1"]}))
+    assert world.names(scheduler.select_destinations(request)) == ["host2"]
+    assert len(spy.candidate_queries()) == 1  # the source is not asked at all
+
+
+def test_disabled_hosts_filter(world: World) -> None:
+    _four_hosts(world)
+    scheduler, _, _ = world.scheduler(max_attempts=10)
+    world.disabled = {"host3", "host4"}
+    assert world.names(scheduler.select_destinations(_build_request())) == ["host2", "host1"]
+    world.disabled = set()  # read at each call
+    assert world.names(scheduler.select_destinations(_build_request())) == [
+        "host4",
+        "host3",
+        "host2",
+        "host1",
+    ]
+
+
+def test_filters_apply_to_the_separately_asked_source(world: World) -> None:
+    world.add_host("host1", memory_mb=16384)
+    world.add_host("host2")
+    scheduler, _, _ = world.scheduler()
+    world.disabled = {"host1"}
+    assert world.names(scheduler.select_destinations(resize_request(world))) == ["host2"]
+    world.disabled = set()
+    request = resize_request(world, ignore_hosts=frozenset({"host1"}))
+    assert world.names(scheduler.select_destinations(request)) == ["host2"]
+
+
+# -- required traits ----------------------------------------------------------------------
+
+
+def _flavor(extra_specs: dict[str, str], **amounts: int) -> rs.ResourceRequest:
+    flavor = {"vcpus": 1, "memory_mb": 1024, "root_gb": 10, "extra_specs": extra_specs}
+    flavor.update(amounts)
+    return rs.flavor_request(flavor)
+
+
+def test_required_trait_from_flavor_extra_spec(world: World) -> None:
+    _four_hosts(world)
+    world.traits("host1", ["CUSTOM_X"])
+    world.traits("host2", ["CUSTOM_X", "CUSTOM_Y"])
+    scheduler, _, spy = world.scheduler(max_attempts=10)
+    wanted = _flavor({"trait:CUSTOM_X": "required"})
+    assert wanted.required_traits == frozenset({"CUSTOM_X"})
+    request = SchedulingRequest(
+        destination_request=wanted.resources, required_traits=wanted.required_traits
+    )
+    assert world.names(scheduler.select_destinations(request)) == ["host2", "host1"]
+    assert spy.candidate_queries()[0]["required"] == "CUSTOM_X"
+
+
+def test_required_traits_on_the_source_increase_query(world: World) -> None:
+    world.add_host("host1", memory_mb=16384)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    world.traits("host2", ["CUSTOM_X"])
+    scheduler, _, spy = world.scheduler()
+    request = resize_request(world, required_traits=frozenset({"CUSTOM_X"}))
+    assert world.names(scheduler.select_destinations(request)) == ["host2"]
+    assert [q.get("required") for q in spy.candidate_queries()] == ["CUSTOM_X", "CUSTOM_X"]
+    assert spy.candidate_queries()[1]["in_tree"] == world.hosts["host1"]
+
+
+@pytest.mark.parametrize("source_has_trait", [False, True])
+def test_shrink_with_a_newly_required_trait(world: World, source_has_trait: bool) -> None:
+    world.add_host("host1", memory_mb=2048)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    world.traits("host2", ["CUSTOM_X"])
+    if source_has_trait:
+        world.traits("host1", ["CUSTOM_X"])
+    scheduler, _, spy = world.scheduler()
+    wanted = _flavor({"trait:CUSTOM_X": "required"}, memory_mb=512)
+    request = resize_request(
+        world,
+        destination_request=wanted.resources,
+        source_request=rs.increase(OLD, wanted.resources),
+        required_traits=wanted.required_traits,
+    )
+    assert request.source_request == {}
+
+    selection = scheduler.select_destinations(request)
+
+    # No candidates query for the source; one provider query checks its traits.
+    assert len(spy.candidate_queries()) == 1
+    trait_checks = [
+        params for m, p, params in spy.calls if p == "/resource_providers" and "in_tree" in params
+    ]
+    assert trait_checks == [{"in_tree": world.hosts["host1"], "required": "CUSTOM_X"}]
+    if source_has_trait:
+        assert world.names(selection) == ["host1", "host2"]
+        assert selection.destinations[0].allocation_request == {}
+    else:
+        assert world.names(selection) == ["host2"]
+
+
+# -- no valid host: infeasible or deferred --------------------------------------------------
+
+
+def test_bigger_than_any_host_is_infeasible(world: World) -> None:
+    world.add_host("host1", vcpus=4)
+    world.add_host("host2", vcpus=8)
+    scheduler, _, _ = world.scheduler()
+    request = SchedulingRequest(destination_request={"VCPU": 9, "MEMORY_MB": 1024})
+    err = expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+    assert err.reason == "no allowed host could hold MEMORY_MB:1024,VCPU:9 even when empty"
+    assert str(err) == f"No valid host was found (infeasible): {err.reason}"
+
+
+def test_max_unit_makes_it_infeasible(world: World) -> None:
+    world.add_host("host1", VCPU={"total": 16, "max_unit": 4})
+    scheduler, _, _ = world.scheduler()
+    request = SchedulingRequest(destination_request={"VCPU": 5})
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+
+
+@pytest.mark.parametrize(
+    "inventory, amount",
+    [({"total": 100, "step_size": 10}, 15), ({"total": 100, "min_unit": 20}, 10)],
+)
+def test_step_size_or_min_unit_nobody_meets_is_infeasible(
+    world: World, inventory: dict, amount: int
+) -> None:
+    """Placement never grants an amount off the step or below min_unit."""
+    world.add_host("host1", DISK_GB=inventory)
+    scheduler, _, _ = world.scheduler()
+    request = SchedulingRequest(destination_request={"VCPU": 1, "DISK_GB": amount})
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+
+
+def test_a_trait_nobody_has_is_infeasible(world: World) -> None:
+    world.add_host("host1")
+    world.traits("host1", ["CUSTOM_X"])
+    scheduler, _, _ = world.scheduler()
+    request = SchedulingRequest(
+        destination_request=OLD, required_traits=frozenset({"CUSTOM_NOBODY"})
+    )
+    # The trait exists in Placement (else the query is a 400), but no host has it.
+    world.traits("host1", ["CUSTOM_X", "CUSTOM_NOBODY"])
+    world.traits("host1", ["CUSTOM_X"])
+    err = expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+    assert err.reason == (
+        "no allowed host could hold DISK_GB:10,MEMORY_MB:1024,VCPU:1 "
+        "with traits ['CUSTOM_NOBODY'] even when empty"
+    )
+
+
+def test_full_now_is_deferred(world: World) -> None:
+    world.add_host("host1", vcpus=2)
+    world.add_host("host2", vcpus=2)
+    world.hold("host1", {"VCPU": 1})
+    world.hold("host2", {"VCPU": 2})
+    scheduler, _, _ = world.scheduler()
+    request = SchedulingRequest(destination_request=NEW)
+    err = expect_no_valid_host(lambda: scheduler.select_destinations(request), "deferred")
+    assert err.reason == (
+        "no host has DISK_GB:20,MEMORY_MB:2048,VCPU:2 free now (0 candidate(s) before "
+        "filtering); retry when room is freed"
+    )
+
+
+def test_every_host_filtered_out_is_infeasible(world: World) -> None:
+    world.add_host("host1")
+    world.add_host("host2")
+    scheduler, _, _ = world.scheduler()
+    world.disabled = {"host1"}
+    request = SchedulingRequest(destination_request=NEW, ignore_hosts=frozenset({"host2"}))
+    err = expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+    assert err.reason.startswith("no allowed host could hold")
+
+
+def test_room_only_on_hosts_already_tried_is_deferred(world: World) -> None:
+    world.add_host("host1")
+    world.add_host("host2")
+    scheduler, _, _ = world.scheduler()
+    tried = frozenset(world.hosts.values())
+    request = SchedulingRequest(destination_request=NEW, ignore_providers=tried)
+    err = expect_no_valid_host(lambda: scheduler.select_destinations(request), "deferred")
+    assert "(2 candidate(s) before filtering)" in err.reason
+
+
+def test_only_an_ignored_host_could_ever_fit_is_infeasible(world: World) -> None:
+    world.add_host("host1", vcpus=16)
+    world.add_host("host2", vcpus=2)
+    scheduler, _, _ = world.scheduler()
+    request = SchedulingRequest(destination_request={"VCPU": 8}, ignore_hosts=frozenset({"host1"}))
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+
+
+def test_placement_down_is_not_no_valid_host(placement: PlacementInProcess) -> None:
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, [], default_config_files=[])
+    placement.configure(conf, endpoint="http://127.0.0.1:1/placement", connect_retries=0)
+    scheduler = Scheduler(PlacementClient.from_conf(conf), conf)
+    with pytest.raises(exception.PlacementUnavailable):
+        scheduler.select_destinations(SchedulingRequest(destination_request=OLD))
+
+
+# -- prefer_same_host -----------------------------------------------------------------------
+
+
+def test_prefer_same_host_asks_only_the_source_when_it_fits(world: World) -> None:
+    world.add_host("host1")
+    world.add_host("host2", memory_mb=65536)
+    world.hold("host1", OLD)
+    scheduler, client, spy = world.scheduler()
+    selection = scheduler.select_destinations(resize_request(world, prefer_same_host=True))
+    assert spy.candidate_queries() == [
+        {"resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1", "in_tree": world.hosts["host1"]}
+    ]
+    assert world.names(selection) == ["host1"]
+    assert selection.complete is False
+    assert selection.destinations[0].same_host
+
+
+def test_prefer_same_host_falls_back_to_every_host(world: World) -> None:
+    world.add_host("host1", vcpus=1)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, _, spy = world.scheduler()
+    selection = scheduler.select_destinations(resize_request(world, prefer_same_host=True))
+    assert [q.get("in_tree") for q in spy.candidate_queries()] == [world.hosts["host1"], None]
+    assert world.names(selection) == ["host2"]
+    assert selection.complete is True
+
+
+def test_prefer_same_host_ignored_without_allow_same_host(world: World) -> None:
+    world.add_host("host1", memory_mb=65536)
+    world.add_host("host2")
+    scheduler, _, spy = world.scheduler()
+    request = resize_request(world, prefer_same_host=True, allow_same_host=False)
+    selection = scheduler.select_destinations(request)
+    assert [q.get("in_tree") for q in spy.candidate_queries()] == [None]
+    assert world.names(selection) == ["host2"]
+    assert selection.complete
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["disabled", "ignore_hosts", "force_hosts"],
+)
+def test_prefer_same_host_respects_host_filters_on_the_source(world: World, how: str) -> None:
+    """A disabled (or ignored, or not forced) source must not be chosen.
+
+    The prefer_same_host shortcut returned the source without filtering it.
+    """
+    world.add_host("host1")
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, _, _ = world.scheduler()
+    extra: dict[str, Any] = {}
+    if how == "disabled":
+        world.disabled = {"host1"}
+    elif how == "ignore_hosts":
+        extra["ignore_hosts"] = frozenset({"host1"})
+    else:
+        extra["force_hosts"] = frozenset({"host2"})
+    selection = scheduler.select_destinations(
+        resize_request(world, prefer_same_host=True, **extra)
+    )
+    assert world.names(selection) == ["host2"]
+    assert selection.complete
+
+
+def test_source_not_allowed_and_only_source_fits_is_infeasible(world: World) -> None:
+    """With allow_same_host off the source is no candidate: if no other host
+    could ever hold the flavor, waiting for room will not help."""
+    world.add_host("host1", vcpus=16)
+    world.add_host("host2", vcpus=1)
+    world.hold("host1", OLD)
+    scheduler, _, _ = world.scheduler()
+    request = resize_request(world, allow_same_host=False)
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")

@@ -1,0 +1,1 @@
+"""Unit tests of the API service: no database, no transport."""
