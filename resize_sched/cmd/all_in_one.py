@@ -1,0 +1,71 @@
+"""``resize-sched-all-in-one``: Placement, API, conductor and fake compute
+hosts in one process (see :mod:`resize_sched.all_in_one`). Serves until
+SIGTERM or SIGINT; SIGHUP reloads mutable options such as
+``[resize] claim_strategy``.
+"""
+
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+from oslo_log import log as logging
+
+from resize_sched import conf as rs_conf
+from resize_sched import exception
+
+LOG = logging.getLogger(__name__)
+
+PROG = "resize-sched-all-in-one"
+DESCRIPTION = (
+    "Run a real Placement (SQLite), the Compute API subset, a conductor and fake "
+    "compute hosts ([all_in_one] hosts) in one process on the in-memory transport. "
+    "For demos, development and evaluation."
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the all-in-one until SIGTERM or SIGINT."""
+    conf = rs_conf.new_conf()
+    # NOTE: the all-in-one is a local toy: listen on loopback and use noauth2
+    # unless the config file says otherwise.
+    conf.set_default("bind_host", "127.0.0.1", group="api")
+    conf.set_default("auth_strategy", "noauth2", group="api")
+    rs_conf.parse_args(
+        conf, sys.argv[1:] if argv is None else list(argv), description=DESCRIPTION, prog=PROG
+    )
+    logging.setup(conf, "resize_sched")
+    from resize_sched.all_in_one import AllInOne
+
+    stopped = threading.Event()
+
+    def _stop(signum: int, frame: object) -> None:
+        LOG.info("Caught %s, stopping", signal.Signals(signum).name)
+        stopped.set()
+
+    def _reload(signum: int, frame: object) -> None:
+        LOG.info("Caught SIGHUP, reloading mutable options")
+        conf.mutate_config_files()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGHUP, _reload)
+    try:
+        service = AllInOne(conf)
+        service.start()
+    except (exception.ResizeSchedException, OSError, ValueError) as exc:
+        LOG.error("%s", exc)
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    print(f"Compute API: {service.api_endpoint}  (X-Auth-Token: admin:admin)", flush=True)
+    print(f"Placement:   {service.placement.endpoint}  (X-Auth-Token: admin)", flush=True)
+    try:
+        stopped.wait()
+    finally:
+        service.stop()
+    LOG.info("%s stopped", PROG)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
