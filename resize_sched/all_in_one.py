@@ -165,18 +165,22 @@ class AllInOne:
         """Stop every part, newest first. Safe to call more than once."""
         if self.api_server is not None:
             self.api_server.close()
+            # NOTE: waitress's loop runs until its socket map is empty, and a
+            # client's keep-alive connection would hold it for its time-out:
+            # close every open channel too.
+            for channel in list(getattr(self.api_server, "_map", {}).values()):
+                channel.close()
             if self._api_thread is not None:
                 self._api_thread.join(timeout=10)
             self.api_server = None
-        if self.conductor is not None:
-            self.conductor.stop()
-            self.conductor = None
         # NOTE: each RPC server takes about a second to stop; side by side.
-        stoppers = [threading.Thread(target=c.stop) for c in self.computes]
+        services = ([self.conductor] if self.conductor is not None else []) + self.computes
+        stoppers = [threading.Thread(target=service.stop) for service in services]
         for t in stoppers:
             t.start()
         for t in stoppers:
             t.join()
+        self.conductor = None
         self.computes = []
         if self.transport is not None:
             self.transport.cleanup()

@@ -1,0 +1,123 @@
+"""The services end to end, in one process: openstacksdk -> API -> RPC ->
+conductor -> Placement, and conductor <-> compute hosts, on the in-memory
+transport. Placement's actual state is checked after every step.
+"""
+
+import pytest
+
+OLD = dict(vcpus=1, ram=1024, disk=10)
+NEW = dict(vcpus=2, ram=2048, disk=20)
+OLD_RES = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
+NEW_RES = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
+
+
+def _flavors(d):
+    return d.flavor("old", **OLD), d.flavor("new", **NEW)
+
+
+@pytest.mark.parametrize("decision", ["confirm", "revert"])
+def test_resize_other_host_through_the_api(deploy, decision):
+    d = deploy("[resize]\nallow_same_host = false\nclaim_strategy = max_flavor\n")
+    f_old, f_new = _flavors(d)
+    server = d.boot("vm", f_old)
+    source = server.compute_host
+    d.conn.compute.resize_server(server, f_new.id)
+    server = d.wait(server, "VERIFY_RESIZE")
+    d.check()
+    dest = server.compute_host
+    assert dest != source
+    assert d.holds(server.id) == {d.hosts[dest]: NEW_RES}
+    migration = d.migration(server)
+    assert (migration.status, migration.source_compute, migration.dest_compute) == (
+        "finished",
+        source,
+        dest,
+    )
+    assert d.usage(source) == OLD_RES  # held by the migration consumer
+    if decision == "confirm":
+        d.conn.compute.confirm_server_resize(server)
+        server = d.wait(server, "ACTIVE")
+        assert d.holds(server.id) == {d.hosts[dest]: NEW_RES}
+        assert d.usage(source) == {}
+    else:
+        d.conn.compute.revert_server_resize(server)
+        server = d.wait(server, "ACTIVE")
+        assert server.compute_host == source
+        assert d.holds(server.id) == {d.hosts[source]: OLD_RES}
+        assert d.usage(dest) == {}
+    d.check()
+
+
+@pytest.mark.parametrize("strategy", ["legacy", "drop_and_reclaim", "max_flavor"])
+def test_bug_1790204_through_the_api(deploy, strategy):
+    d = deploy(f"[resize]\nclaim_strategy = {strategy}\n", hosts="host1:2:8192:1028")
+    f_old = d.flavor("old", vcpus=1, ram=1024, disk=1028)
+    f_new = d.flavor("new", vcpus=2, ram=2048, disk=1028)
+    server = d.boot("vm", f_old)
+    d.conn.compute.resize_server(server, f_new.id)
+    server = d.wait(server, "VERIFY_RESIZE", "ACTIVE")
+    d.check()
+    migration = d.migration(server)
+    old = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 1028}
+    new = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 1028}
+    if strategy == "legacy":
+        assert server.status == "ACTIVE"
+        assert migration.status == "error"
+        assert d.holds(server.id) == {d.hosts["host1"]: old}
+        return
+    assert server.status == "VERIFY_RESIZE"
+    assert d.usage("host1") == new
+    d.conn.compute.confirm_server_resize(server)
+    server = d.wait(server, "ACTIVE")
+    d.check()
+    assert d.holds(server.id) == {d.hosts["host1"]: new}
+
+
+def test_prep_resize_failure_is_rescheduled(deploy):
+    d = deploy(
+        "[resize]\nallow_same_host = false\n[fake_driver]\nfail_on = host2:prep_resize\n",
+        # Spread by free RAM: boots on host1, resize tries host2 first.
+        hosts="host1:8:32768:200,host2:8:24576:200,host3:8:16384:200",
+    )
+    f_old, f_new = _flavors(d)
+    server = d.boot("vm", f_old)
+    assert server.compute_host == "host1"
+    d.conn.compute.resize_server(server, f_new.id)
+    server = d.wait(server, "VERIFY_RESIZE", "ACTIVE", "ERROR")
+    d.check()
+    assert server.status == "VERIFY_RESIZE"
+    assert server.compute_host == "host3"
+    assert d.usage("host2") == {}
+    assert d.holds(server.id) == {d.hosts["host3"]: NEW_RES}
+    migration = d.migration(server)
+    assert (migration.source_compute, migration.dest_compute) == ("host1", "host3")
+
+
+def test_finish_resize_failure_leaves_error_and_no_leak(deploy):
+    d = deploy(
+        "[resize]\nallow_same_host = false\n[fake_driver]\n"
+        "fail_on = host1:finish_resize,host2:finish_resize\n"
+    )
+    f_old, f_new = _flavors(d)
+    server = d.boot("vm", f_old)
+    source = server.compute_host
+    d.conn.compute.resize_server(server, f_new.id)
+    server = d.wait(server, "ERROR")
+    d.check()
+    assert server.compute_host == source
+    assert d.holds(server.id) == {d.hosts[source]: OLD_RES}
+    other = "host2" if source == "host1" else "host1"
+    assert d.usage(other) == {}
+    assert d.migration(server).status == "error"
+
+
+def test_delete_during_verify_resize_releases_everything(deploy):
+    d = deploy("[resize]\nallow_same_host = false\n")
+    f_old, f_new = _flavors(d)
+    server = d.boot("vm", f_old)
+    d.conn.compute.resize_server(server, f_new.id)
+    server = d.wait(server, "VERIFY_RESIZE")
+    d.conn.compute.delete_server(server)
+    d.conn.compute.wait_for_delete(server, wait=30, interval=0.05)
+    d.check()
+    assert d.usage("host1") == {} and d.usage("host2") == {}
