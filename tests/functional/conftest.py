@@ -15,6 +15,7 @@ from resize_sched.placement.client import PlacementClient
 from tests.functional.fixtures.cloud import Cloud
 from tests.functional.fixtures.database import fresh_sqlite_database
 from tests.functional.fixtures.placement import PlacementHTTP, PlacementInProcess
+from tests.functional.fixtures.rabbit import broker_url
 
 # -- Placement -------------------------------------------------------------------
 
@@ -57,3 +58,12 @@ def make_cloud(placement: PlacementInProcess, tmp_path: Path) -> Iterator[Callab
 
     yield factory
     db.dispose()
+
+
+# -- RabbitMQ ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def rabbit_url() -> str:
+    """The broker URL from the environment; skips (fails under CI=true) without it."""
+    return broker_url()

@@ -6,7 +6,6 @@ not see each other). The conductor side is a real RPC server on topic
 """
 
 import concurrent.futures
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,9 +22,7 @@ from resize_sched.compute.service import ComputeService
 from resize_sched.conductor import rpcapi as conductor_rpcapi
 from resize_sched.context import RequestContext
 from resize_sched.placement.embedded import PlacementInProcess
-from tests.functional.fixtures.database import in_ci
 
-RABBIT_ENV = "RESIZE_SCHED_TEST_RABBIT_URL"
 TIMEOUT = 10.0
 
 
@@ -182,18 +179,3 @@ def make_compute(
     with concurrent.futures.ThreadPoolExecutor() as pool:
         for future in [pool.submit(service.stop) for service in services]:
             future.result()
-
-
-@pytest.fixture
-def rabbit_url() -> str:
-    """The broker URL from the environment; skips (fails under CI=true) without it."""
-    url = os.environ.get(RABBIT_ENV, "").strip()
-    if not url:
-        reason = (
-            f"{RABBIT_ENV} is not set; set it to e.g. rabbit://guest:guest@127.0.0.1:5672/ "
-            "to run the tests that need RabbitMQ"
-        )
-        if in_ci():
-            pytest.fail(f"CI=true and {reason}", pytrace=False)
-        pytest.skip(reason)
-    return url

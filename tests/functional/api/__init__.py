@@ -1,0 +1,1 @@
+"""Functional tests of the API service: real database, real RPC transport."""
