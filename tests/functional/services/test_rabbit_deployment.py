@@ -229,3 +229,41 @@ def test_resize_with_prep_failure_rescheduled(deployment, flavors, decision):
     conn.compute.wait_for_delete(server, wait=60, interval=0.1)
     deployment["check"]()
     deployment["daemons"].check_running()
+
+
+def test_sighup_switches_the_strategy_for_new_resizes_only(deployment, flavors):
+    """Edit the config, SIGHUP the API and conductor: a resize in VERIFY_RESIZE
+    keeps the strategy it began with; a new one takes the new strategy."""
+    conn, db, daemons = deployment["conn"], deployment["db"], deployment["daemons"]
+    f_old, f_new = flavors
+    first = _wait_status(
+        conn, conn.compute.create_server(name="hup1", flavor_id=f_old.id), "ACTIVE"
+    )
+    conn.compute.resize_server(first, f_new.id)
+    first = _wait_status(conn, first, "VERIFY_RESIZE")
+    assert db.migration_get_in_progress_for_server(first.id).claim_strategy == "max_flavor"
+
+    config = daemons.workdir / "services.conf"
+    config.write_text(
+        config.read_text().replace("claim_strategy = max_flavor", "claim_strategy = legacy")
+    )
+    for name in ("api", "conductor"):
+        daemons.procs[name].send_signal(signal.SIGHUP)
+    _wait_for(lambda: "reload" in daemons.log("api").lower(), "the API to reload")
+
+    second = _wait_status(
+        conn, conn.compute.create_server(name="hup2", flavor_id=f_old.id), "ACTIVE"
+    )
+    conn.compute.resize_server(second, f_new.id)
+    second = _wait_status(conn, second, "VERIFY_RESIZE")
+    assert db.migration_get_in_progress_for_server(second.id).claim_strategy == "legacy"
+    # legacy keeps old on the source for the migration consumer.
+    migration = db.migration_get_in_progress_for_server(second.id)
+    assert deployment["client"].get_allocations(migration.uuid).allocations == {
+        deployment["hosts"]["host1"]: OLD
+    }
+    for server in (first, second):
+        conn.compute.revert_server_resize(server)
+        _wait_status(conn, server, "ACTIVE")
+        deployment["check"]()
+    daemons.check_running()
