@@ -1,0 +1,30 @@
+"""The API service: a subset of the Compute API v2.1 that openstacksdk and
+python-novaclient use unchanged.
+
+Layers, outermost first: :mod:`~resize_sched.api.app` (request ids, version
+documents, the route table), :mod:`~resize_sched.api.auth` (who is calling),
+:mod:`~resize_sched.api.microversion`, one module per resource under
+:mod:`~resize_sched.api.handlers`, :mod:`~resize_sched.api.schemas` (request
+bodies) and :mod:`~resize_sched.api.faults` (the only place domain errors
+become HTTP errors). :mod:`~resize_sched.api.deploy` builds it all from the
+configuration; :mod:`~resize_sched.api.wsgi` is the WSGI entry point.
+
+Microversions 2.1 to 2.80 (:data:`resize_sched.api.microversion.MAX_VERSION`).
+Those that change what we serve, and are reproduced:
+
+* servers: 2.3 admin extended attributes, 2.9 ``locked``, 2.16
+  ``host_status``, 2.19 ``description``, 2.26 ``tags``, 2.47 the flavor
+  embedded in the server, 2.63 ``trusted_image_certificates``, 2.71
+  ``server_groups``, 2.73 ``locked_reason`` (constant values: there are no
+  locks, tags or groups here);
+* flavors: 2.55 ``description`` (always null), 2.61 ``extra_specs``;
+* os-migrations: 2.23 ``migration_type``, 2.59 ``uuid`` with ``limit``,
+  ``marker`` and ``changes-since``, 2.66 ``changes-before``, 2.80
+  ``user_id``/``project_id``.
+
+Deliberate differences from Nova: ``networks`` stays optional after 2.37
+(there is no networking here; ``auto``/``none``/a list are accepted and
+ignored); ``swap`` is always an integer, also before 2.75; server create
+returns no ``adminPass``; flavors have no per-project access list (a private
+flavor is an administrator's); migrations show flavors by their API id.
+"""

@@ -1,0 +1,211 @@
+"""The WSGI application: version documents, authentication, the route table.
+
+Request flow::
+
+    ComputeApp            request id, access log; / and /v2.1 answered here
+      -> auth middleware  (noauth2 or keystone) puts a RequestContext in environ
+        -> Router         microversion, route table, handler, error responses
+
+The route table (:data:`ROUTES`) is the one place that says which handler
+serves which method and path under ``/v2.1``.
+"""
+
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import webob
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched import strategies
+from resize_sched.api import auth, faults, microversion
+from resize_sched.api.handlers import flavors, migrations, server_actions, servers, versions
+from resize_sched.api.request import PREFIX, REQUEST_ID_KEY, VERSION_KEY, ApiRequest
+from resize_sched.conductor.rpcapi import ConductorAPI
+from resize_sched.db.api import Database
+from resize_sched.strategies import ClaimStrategy
+
+LOG = logging.getLogger(__name__)
+
+Handler = Callable[..., webob.Response]
+StartResponse = Callable[..., Any]
+
+
+@dataclass
+class ApiState:
+    """What the handlers use: configuration, database, conductor client.
+
+    :ivar conf: the parsed configuration.
+    :ivar db: the :class:`resize_sched.db.api.Database`.
+    :ivar conductor: the conductor RPC client.
+    """
+
+    conf: cfg.ConfigOpts
+    db: Database
+    conductor: ConductorAPI
+    _strategies: dict[str, ClaimStrategy] = field(default_factory=dict)
+
+    def claim_strategy(self) -> ClaimStrategy:
+        """The strategy new resizes use: ``[resize] claim_strategy`` now.
+
+        :returns: the strategy (loaded once per name).
+        :raises StrategyNotFound: it is not installed.
+        """
+        name = self.conf.resize.claim_strategy
+        if name not in self._strategies:
+            self._strategies[name] = strategies.load(name)
+        return self._strategies[name]
+
+
+@dataclass(frozen=True)
+class Route:
+    """One method and path template (``/servers/{server_id}``) and its handler."""
+
+    method: str
+    template: str
+    handler: Handler
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The template as a regular expression; each ``{name}`` one path segment."""
+        regex = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", self.template)
+        return re.compile(f"^{regex}$")
+
+
+#: Every route under /v2.1. Literal paths come before templates that would
+#: also match them (``/flavors/detail`` before ``/flavors/{flavor_id}``).
+ROUTES = (
+    Route("GET", "/flavors", flavors.index),
+    Route("POST", "/flavors", flavors.create),
+    Route("GET", "/flavors/detail", flavors.detail),
+    Route("GET", "/flavors/{flavor_id}", flavors.show),
+    Route("DELETE", "/flavors/{flavor_id}", flavors.delete),
+    Route("GET", "/servers", servers.index),
+    Route("POST", "/servers", servers.create),
+    Route("GET", "/servers/detail", servers.detail),
+    Route("GET", "/servers/{server_id}", servers.show),
+    Route("DELETE", "/servers/{server_id}", servers.delete),
+    Route("POST", "/servers/{server_id}/action", server_actions.action),
+    Route("GET", "/os-migrations", migrations.index),
+)
+
+
+class Router:
+    """Dispatch an authenticated ``/v2.1/...`` request to its handler.
+
+    :param state: what the handlers use.
+    :param routes: the route table.
+    """
+
+    def __init__(self, state: ApiState, routes: Iterable[Route] = ROUTES) -> None:
+        self.state = state
+        self.routes = [(route, route.pattern) for route in routes]
+
+    def _match(self, method: str, path: str) -> tuple[Handler, dict[str, str]]:
+        allowed = []
+        for route, pattern in self.routes:
+            found = pattern.match(path)
+            if found is None:
+                continue
+            if route.method == method:
+                return route.handler, found.groupdict()
+            allowed.append(route.method)
+        if allowed:
+            raise faults.MethodNotAllowed(
+                f"Method {method} is not allowed on {PREFIX}{path}.",
+                headers=[("Allow", ", ".join(sorted(set(allowed))))],
+            )
+        raise faults.NotFound("The resource could not be found.")
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        req = ApiRequest(environ)
+        path = req.path_info[len(PREFIX) :].rstrip("/") or "/"
+        version = None
+        try:
+            version = microversion.from_headers(req.headers)
+            environ[VERSION_KEY] = version
+            handler, params = self._match(req.method, path)
+            response = handler(self.state, req, **params)
+        except Exception as exc:
+            response = faults.to_response(exc, req.request_id)
+        if version is not None:
+            for name, value in microversion.response_headers(version):
+                response.headers[name] = value
+        return response(environ, start_response)
+
+
+class ComputeApp:
+    """The whole API service as one WSGI application.
+
+    :param conf: the parsed configuration (``[api] auth_strategy``).
+    :param state: what the handlers use.
+    :raises ConfigurationError: the auth strategy cannot be set up.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts, state: ApiState) -> None:
+        self.state = state
+        self.versioned = auth.wrap(conf, Router(state))
+
+    def _unversioned(
+        self, handler: Handler, environ: dict[str, Any], start_response: StartResponse
+    ) -> Iterable[bytes]:
+        req = ApiRequest(environ)
+        if req.method not in ("GET", "HEAD"):
+            response = faults.error_response(
+                405, f"Method {req.method} is not allowed here.", [("Allow", "GET, HEAD")]
+            )
+        else:
+            try:
+                response = handler(self.state, req)
+            except Exception as exc:
+                response = faults.to_response(exc, req.request_id)
+        return response(environ, start_response)
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        request_id = f"req-{uuid.uuid4()}"
+        environ[REQUEST_ID_KEY] = request_id
+        started = time.monotonic()
+        status_seen: list[str] = []
+
+        def _start_response(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+            status_seen.append(status)
+            headers = [*headers, ("x-openstack-request-id", request_id)]
+            headers.append(("x-compute-request-id", request_id))
+            return start_response(status, headers, *args)
+
+        path = environ.get("PATH_INFO") or "/"
+        try:
+            if path == "/":
+                return self._unversioned(versions.root, environ, _start_response)
+            if path in (PREFIX, f"{PREFIX}/"):
+                return self._unversioned(versions.show, environ, _start_response)
+            if path.startswith(f"{PREFIX}/"):
+                return self.versioned(environ, _start_response)
+            return faults.error_response(404, "The resource could not be found.")(
+                environ, _start_response
+            )
+        finally:
+            LOG.info(
+                "%s %s status: %s time: %.3f (%s)",
+                environ.get("REQUEST_METHOD"),
+                path,
+                status_seen[0].split(" ", 1)[0] if status_seen else "-",
+                time.monotonic() - started,
+                request_id,
+            )
+
+
+def build_app(conf: cfg.ConfigOpts, db: Database, conductor: ConductorAPI) -> ComputeApp:
+    """The API application over a database and a conductor client.
+
+    :param conf: a parsed ``ConfigOpts`` with our options registered.
+    :param db: the :class:`resize_sched.db.api.Database`.
+    :param conductor: the conductor RPC client the API casts with.
+    :returns: the WSGI application.
+    :raises ConfigurationError: the auth strategy cannot be set up.
+    """
+    return ComputeApp(conf, ApiState(conf=conf, db=db, conductor=conductor))

@@ -1,0 +1,140 @@
+"""Migrations: ``GET /v2.1/os-migrations`` (admin only), every project's.
+
+Filters: ``instance_uuid``, ``status``, ``migration_type``,
+``source_compute``, ``host`` (source or destination); from 2.59
+``changes-since``, ``limit`` and ``marker`` (a migration uuid, newest
+first); from 2.66 ``changes-before``; from 2.80 ``user_id`` and
+``project_id``. Fields follow the microversion: ``migration_type`` from
+2.23, ``uuid`` from 2.59, ``user_id``/``project_id`` from 2.80.
+
+``old_instance_type_id`` and ``new_instance_type_id`` are the flavors' API
+ids (Nova shows its database ids there; ours are not visible anywhere
+else). ``dest_host`` is the destination host's name (Nova: its IP).
+
+Extension fields, always present: ``resize_sched:claim_strategy`` (the
+strategy the resize runs with) and, once a migration failed,
+``resize_sched:error_kind`` (``deferred``: no host has room now;
+``infeasible``: no host ever could; ``failed``: anything else) and
+``resize_sched:error_reason``.
+"""
+
+import datetime
+from typing import TYPE_CHECKING, Any
+
+import webob
+from oslo_log import log as logging
+
+from resize_sched.api import faults
+from resize_sched.api.request import ApiRequest, json_response, nova_timestamp, paginate
+from resize_sched.db import models
+
+if TYPE_CHECKING:
+    from resize_sched.api.app import ApiState
+
+LOG = logging.getLogger(__name__)
+
+EXTENSION = "resize_sched"
+
+
+def view(req: ApiRequest, migration: models.Migration) -> dict[str, Any]:
+    """A migration as os-migrations shows it at this microversion.
+
+    :param req: the request (for the microversion).
+    :param migration: the migration.
+    :returns: the body of one migration.
+    """
+    body: dict[str, Any] = {
+        "id": migration.id,
+        "instance_uuid": migration.server_uuid,
+        "status": migration.status,
+        "source_compute": migration.source_host,
+        "source_node": migration.source_node,
+        "dest_compute": migration.dest_host,
+        "dest_node": migration.dest_node,
+        "dest_host": migration.dest_host,
+        "source_region": None,
+        "dest_region": None,
+        "old_instance_type_id": migration.old_flavor.get("id"),
+        "new_instance_type_id": migration.new_flavor.get("id"),
+        "created_at": nova_timestamp(migration.created_at),
+        "updated_at": nova_timestamp(migration.updated_at),
+        f"{EXTENSION}:claim_strategy": migration.claim_strategy,
+    }
+    if req.version.at_least("2.23"):
+        body["migration_type"] = migration.migration_type
+    if req.version.at_least("2.59"):
+        body["uuid"] = migration.uuid
+    if req.version.at_least("2.80"):
+        body["user_id"] = migration.user_id
+        body["project_id"] = migration.project_id
+    if migration.status == models.MIGRATION_ERROR or migration.error_kind:
+        body[f"{EXTENSION}:error_kind"] = migration.error_kind
+        body[f"{EXTENSION}:error_reason"] = migration.error_reason
+    return body
+
+
+def _time_param(req: ApiRequest, name: str) -> datetime.datetime | None:
+    raw = req.GET.get(name)
+    if raw is None:
+        return None
+    try:
+        value = datetime.datetime.fromisoformat(raw.strip())
+    except ValueError:
+        raise faults.BadRequest(f"Invalid {name} {raw!r}: not an ISO 8601 time.") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    return value
+
+
+def _changed(migration: models.Migration) -> datetime.datetime:
+    return migration.updated_at or migration.created_at
+
+
+def _filtered(req: ApiRequest, migrations: list[models.Migration]) -> list[models.Migration]:
+    params = req.GET
+    equal = {
+        "migration_type": "migration_type",
+        "source_compute": "source_host",
+    }
+    if req.version.at_least("2.80"):
+        equal.update({"user_id": "user_id", "project_id": "project_id"})
+    for param, attribute in equal.items():
+        if param in params:
+            migrations = [m for m in migrations if getattr(m, attribute) == params[param]]
+    if "host" in params:
+        host = params["host"]
+        migrations = [m for m in migrations if host in (m.source_host, m.dest_host)]
+    since = _time_param(req, "changes-since") if req.version.at_least("2.59") else None
+    before = _time_param(req, "changes-before") if req.version.at_least("2.66") else None
+    if since is not None and before is not None and since > before:
+        raise faults.BadRequest("changes-since must not be later than changes-before.")
+    if since is not None:
+        migrations = [m for m in migrations if _changed(m) >= since]
+    if before is not None:
+        migrations = [m for m in migrations if _changed(m) <= before]
+    return migrations
+
+
+def index(state: "ApiState", req: ApiRequest) -> webob.Response:
+    """``GET /os-migrations`` (admin): migrations of every project.
+
+    :returns: ``{"migrations": [...]}``, 200 (with ``migrations_links`` when
+        a ``limit`` cut the list).
+    :raises faults.Forbidden: not an administrator.
+    :raises faults.BadRequest: a bad filter, limit or marker.
+    """
+    req.require_admin()
+    status = req.GET.get("status")
+    migrations = state.db.migration_list(
+        server_uuid=req.GET.get("instance_uuid"),
+        statuses=None if status is None else [status],
+    )
+    migrations = _filtered(req, migrations)
+    links: list[dict[str, str]] = []
+    if req.version.at_least("2.59"):
+        migrations.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        migrations, links = paginate(req, migrations, "uuid", "os-migrations")
+    body: dict[str, Any] = {"migrations": [view(req, m) for m in migrations]}
+    if links:
+        body["migrations_links"] = links
+    return json_response(body)

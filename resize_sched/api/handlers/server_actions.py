@@ -1,0 +1,103 @@
+"""Server actions: ``POST /v2.1/servers/{id}/action`` with ``resize``,
+``confirmResize`` or ``revertResize``.
+
+Each runs the database-only first step from :mod:`resize_sched.actions` (a
+compare-and-swap that records the intent, so of two concurrent requests one
+gets a 409) and then casts to the conductor, which does the Placement work.
+Every check happens before the first write: a refused action changes
+nothing. The server is looked up first, so an unknown (or another
+project's) server is a 404 whatever else is wrong with the request.
+"""
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import webob
+from oslo_log import log as logging
+
+from resize_sched import actions, exception
+from resize_sched.api import faults, schemas
+from resize_sched.api.handlers.flavors import visible_flavor
+from resize_sched.api.handlers.servers import flavor_ref
+from resize_sched.api.request import ApiRequest, empty_response
+
+if TYPE_CHECKING:
+    from resize_sched.api.app import ApiState
+
+LOG = logging.getLogger(__name__)
+
+#: Any action body: an object naming exactly one action.
+_ACTION = {"type": "object", "minProperties": 1, "maxProperties": 1}
+
+
+def _resize(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
+) -> webob.Response:
+    schemas.validate(body, schemas.RESIZE)
+    scope = req.project_scope()
+    state.db.server_get(server_id, project_id=scope)
+    flavorid = flavor_ref(body["resize"]["flavorRef"])
+    strategy = state.claim_strategy()
+    try:
+        visible_flavor(req, state.db, flavorid)
+        migration = actions.begin_resize(state.db, strategy, server_id, flavorid, project_id=scope)
+    except exception.FlavorNotFound:
+        raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
+    state.conductor.resize_server(req.context, migration.uuid)
+    LOG.info(
+        "Resize of server %s to flavor %s requested (migration %s)",
+        server_id,
+        flavorid,
+        migration.uuid,
+    )
+    return empty_response(202)
+
+
+def _confirm(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
+) -> webob.Response:
+    schemas.validate(body, schemas.CONFIRM_RESIZE)
+    migration = actions.begin_confirm(state.db, server_id, project_id=req.project_scope())
+    state.conductor.confirm_resize(req.context, migration.uuid)
+    LOG.info("Confirm of server %s requested (migration %s)", server_id, migration.uuid)
+    return empty_response(204)
+
+
+def _revert(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
+) -> webob.Response:
+    schemas.validate(body, schemas.REVERT_RESIZE)
+    migration = actions.begin_revert(state.db, server_id, project_id=req.project_scope())
+    state.conductor.revert_resize(req.context, migration.uuid)
+    LOG.info("Revert of server %s requested (migration %s)", server_id, migration.uuid)
+    return empty_response(202)
+
+
+Action = Callable[[Any, ApiRequest, str, dict[str, Any]], webob.Response]
+
+#: The actions served, by body key.
+ACTIONS: dict[str, Action] = {
+    "resize": _resize,
+    "confirmResize": _confirm,
+    "revertResize": _revert,
+}
+
+
+def action(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
+    """``POST /servers/{server_id}/action``.
+
+    :returns: 202 for ``resize`` and ``revertResize``, 204 for ``confirmResize``.
+    :raises faults.BadRequest: a bad body, an unknown action, an unknown
+        flavor, or a resize to the current flavor (Invalid).
+    :raises ServerNotFound: unknown, or another project's: 404.
+    :raises ServerStateConflict: the server is not in the state the action
+        needs (another action won): 409.
+    """
+    body = req.validated_body(_ACTION)
+    (name,) = body
+    handler = ACTIONS.get(name)
+    if handler is None:
+        # NOTE: Nova looks the server up first here too.
+        state.db.server_get(server_id, project_id=req.project_scope())
+        raise faults.BadRequest(f"There is no such action: {name}")
+    return handler(state, req, server_id, body)

@@ -1,0 +1,307 @@
+"""Servers: ``/v2.1/servers``.
+
+Create records the server in BUILD and casts ``build_server`` to the
+conductor; delete marks it ``deleting`` and casts ``delete_server``. A
+project sees only its own servers: another project's server is a 404, as an
+unknown one. An administrator may show or delete any server, and lists every
+project's with ``all_tenants`` (as in Nova; without it, only its own).
+
+Bodies follow the microversion for the changes that touch what we serve:
+2.3 (admin extended attributes), 2.9 ``locked``, 2.16 ``host_status``,
+2.19 ``description``, 2.26 ``tags``, 2.47 (the flavor embedded instead of a
+link), 2.63 ``trusted_image_certificates``, 2.71 ``server_groups``, 2.73
+``locked_reason``. Without images, networks, locks or tags these carry
+empty values.
+"""
+
+import hashlib
+import re
+from typing import TYPE_CHECKING, Any
+
+import webob
+from oslo_log import log as logging
+
+from resize_sched import actions, exception
+from resize_sched.api import faults, schemas
+from resize_sched.api.handlers.flavors import visible_flavor
+from resize_sched.api.request import (
+    ApiRequest,
+    empty_response,
+    isotime,
+    json_response,
+    paginate,
+    parse_bool,
+)
+from resize_sched.db import models
+
+if TYPE_CHECKING:
+    from resize_sched.api.app import ApiState
+
+LOG = logging.getLogger(__name__)
+
+#: Nova's power states, as ``OS-EXT-STS:power_state`` shows them.
+POWER_NOSTATE = 0
+POWER_RUNNING = 1
+
+
+def flavor_ref(value: int | str) -> str:
+    """The flavor id in a ``flavorRef``: an id, or a URL ending in one.
+
+    :param value: the ``flavorRef`` as sent.
+    :returns: the flavor id.
+    """
+    return str(value).rstrip("/").rsplit("/", 1)[-1]
+
+
+def _flavor_view(req: ApiRequest, flavor: dict[str, Any]) -> dict[str, Any]:
+    if req.version.at_least("2.47"):
+        return {
+            "original_name": flavor.get("name"),
+            "vcpus": flavor["vcpus"],
+            "ram": flavor["memory_mb"],
+            "disk": flavor["root_gb"],
+            "ephemeral": flavor.get("ephemeral_gb", 0),
+            "swap": flavor.get("swap", 0),
+            "extra_specs": dict(flavor.get("extra_specs") or {}),
+        }
+    flavorid = str(flavor["id"])
+    return {
+        "id": flavorid,
+        "links": [{"rel": "bookmark", "href": req.bookmark("flavors", flavorid)}],
+    }
+
+
+def _admin_fields(req: ApiRequest, server: models.Server) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "OS-EXT-SRV-ATTR:host": server.host,
+        "OS-EXT-SRV-ATTR:hypervisor_hostname": server.node,
+        "OS-EXT-SRV-ATTR:instance_name": f"instance-{server.uuid}",
+    }
+    if req.version.at_least("2.3"):
+        fields.update(
+            {
+                "OS-EXT-SRV-ATTR:reservation_id": "",
+                "OS-EXT-SRV-ATTR:launch_index": 0,
+                "OS-EXT-SRV-ATTR:hostname": server.name,
+                "OS-EXT-SRV-ATTR:kernel_id": "",
+                "OS-EXT-SRV-ATTR:ramdisk_id": "",
+                "OS-EXT-SRV-ATTR:root_device_name": None,
+                "OS-EXT-SRV-ATTR:user_data": None,
+            }
+        )
+    if req.version.at_least("2.16"):
+        fields["host_status"] = "UP" if server.host else ""
+    return fields
+
+
+def _versioned_fields(req: ApiRequest) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for version, key, value in (
+        ("2.9", "locked", False),
+        ("2.19", "description", None),
+        ("2.26", "tags", []),
+        ("2.63", "trusted_image_certificates", None),
+        ("2.71", "server_groups", []),
+        ("2.73", "locked_reason", None),
+    ):
+        if req.version.at_least(version):
+            fields[key] = value
+    return fields
+
+
+def view(req: ApiRequest, server: models.Server, *, detail: bool = True) -> dict[str, Any]:
+    """A server as the Compute API shows it to this caller at this microversion.
+
+    :param req: the request (caller, microversion, links).
+    :param server: the server.
+    :param detail: every field, or only id, name and links.
+    :returns: the body of one server.
+    """
+    body: dict[str, Any] = {
+        "id": server.uuid,
+        "name": server.name,
+        "links": req.links("servers", server.uuid),
+    }
+    if not detail:
+        return body
+    host_id = ""
+    if server.host:
+        host_id = hashlib.sha224(f"{server.project_id}{server.host}".encode()).hexdigest()
+    running = server.vm_state in (models.VM_ACTIVE, models.VM_RESIZED)
+    body.update(
+        {
+            "status": server.status,
+            "tenant_id": server.project_id,
+            "user_id": server.user_id,
+            "created": isotime(server.created_at),
+            "updated": isotime(server.updated_at or server.created_at),
+            "flavor": _flavor_view(req, server.flavor),
+            "image": "",
+            "addresses": {},
+            "metadata": {},
+            "hostId": host_id,
+            "accessIPv4": "",
+            "accessIPv6": "",
+            "key_name": None,
+            "config_drive": "",
+            "progress": 0,
+            "OS-DCF:diskConfig": "MANUAL",
+            "OS-EXT-STS:task_state": server.task_state,
+            "OS-EXT-STS:vm_state": server.vm_state,
+            "OS-EXT-STS:power_state": POWER_RUNNING if running else POWER_NOSTATE,
+            "os-extended-volumes:volumes_attached": [],
+            **_versioned_fields(req),
+        }
+    )
+    if req.context.is_admin:
+        body.update(_admin_fields(req, server))
+    if server.status == models.STATUS_ERROR and server.fault_message:
+        body["fault"] = {
+            "code": server.fault_code or 500,
+            "message": server.fault_message,
+            "created": isotime(server.fault_at or server.updated_at or server.created_at),
+        }
+    return body
+
+
+def _listed(
+    state: "ApiState", req: ApiRequest
+) -> tuple[list[models.Server], list[dict[str, str]]]:
+    ctxt = req.context
+    project_id: str | None = ctxt.project_id
+    if "all_tenants" in req.GET and parse_bool(req.GET["all_tenants"], "all_tenants"):
+        req.require_admin()
+        project_id = req.GET.get("project_id") or req.GET.get("tenant_id")
+    host = req.GET.get("host")
+    if host is not None:
+        req.require_admin()
+    servers = state.db.server_list(project_id, host=host)
+    statuses = {s.upper() for s in req.GET.getall("status")}
+    if statuses:
+        servers = [s for s in servers if s.status in statuses]
+    if "flavor" in req.GET:
+        servers = [s for s in servers if str(s.flavor.get("id")) == req.GET["flavor"]]
+    name = req.GET.get("name")
+    if name:
+        try:
+            pattern = re.compile(name)
+        except re.error:
+            raise faults.BadRequest(
+                f"Invalid name filter {name!r}: not a regular expression."
+            ) from None
+        servers = [s for s in servers if pattern.search(s.name)]
+    # NOTE: newest first, as Nova lists them.
+    servers.reverse()
+    return paginate(req, servers, "uuid", "servers")
+
+
+def _list_response(req: ApiRequest, servers: list[Any], links: list[Any], detail: bool) -> Any:
+    body: dict[str, Any] = {"servers": [view(req, s, detail=detail) for s in servers]}
+    if links:
+        body["servers_links"] = links
+    return json_response(body)
+
+
+def index(state: "ApiState", req: ApiRequest) -> webob.Response:
+    """``GET /servers``: id, name and links of the caller's servers.
+
+    Filters: ``name`` (a regular expression), ``status``, ``flavor``; for an
+    administrator also ``all_tenants`` (with ``project_id``) and ``host``.
+
+    :returns: ``{"servers": [...]}``, 200, newest first.
+    :raises faults.Forbidden: an admin-only filter from a non-admin.
+    :raises faults.BadRequest: a bad filter or marker.
+    """
+    servers, links = _listed(state, req)
+    return _list_response(req, servers, links, detail=False)
+
+
+def detail(state: "ApiState", req: ApiRequest) -> webob.Response:
+    """``GET /servers/detail``: every field of the caller's servers.
+
+    :returns: ``{"servers": [...]}``, 200, newest first.
+    :raises faults.Forbidden: an admin-only filter from a non-admin.
+    :raises faults.BadRequest: a bad filter or marker.
+    """
+    servers, links = _listed(state, req)
+    return _list_response(req, servers, links, detail=True)
+
+
+def show(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
+    """``GET /servers/{server_id}``.
+
+    :returns: ``{"server": {...}}``, 200.
+    :raises ServerNotFound: unknown, or another project's: 404.
+    """
+    server = state.db.server_get(server_id, project_id=req.project_scope())
+    return json_response({"server": view(req, server)})
+
+
+def create(state: "ApiState", req: ApiRequest) -> webob.Response:
+    """``POST /servers``: record a server in BUILD and ask the conductor to build it.
+
+    :returns: ``{"server": {"id", "links", "OS-DCF:diskConfig"}}``, 202, with
+        a ``Location`` header.
+    :raises faults.BadRequest: a bad body, or a flavor the caller cannot use.
+    """
+    body = req.validated_body(schemas.SERVER_CREATE)["server"]
+    ctxt = req.context
+    flavorid = flavor_ref(body["flavorRef"])
+    try:
+        visible_flavor(req, state.db, flavorid)
+        server = actions.create_server(
+            state.db,
+            name=body["name"],
+            flavorid=flavorid,
+            project_id=ctxt.project_id,
+            user_id=ctxt.user_id,
+        )
+    except exception.FlavorNotFound:
+        raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
+    state.conductor.build_server(ctxt, server.uuid)
+    LOG.info("Server %s created by %s/%s", server.uuid, ctxt.user_id, ctxt.project_id)
+    response = json_response(
+        {
+            "server": {
+                "id": server.uuid,
+                "links": req.links("servers", server.uuid),
+                "OS-DCF:diskConfig": "MANUAL",
+            }
+        },
+        status=202,
+    )
+    response.location = req.link("servers", server.uuid)
+    return response
+
+
+def delete(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
+    """``DELETE /servers/{server_id}``: mark it ``deleting`` and cast ``delete_server``.
+
+    Allowed in any state, as in Nova: the conductor also closes a resize in
+    flight. Deleting a server already being deleted casts again (a lost cast
+    is retried by repeating the call).
+
+    :returns: 204.
+    :raises ServerNotFound: unknown, or another project's: 404.
+    :raises ServerStateConflict: its task changed under us three times: 409.
+    """
+    scope = req.project_scope()
+    for attempt in range(3):
+        server = state.db.server_get(server_id, project_id=scope)
+        if server.task_state == models.TASK_DELETING:
+            break
+        try:
+            state.db.server_update(
+                server_id,
+                expected={"task_state": server.task_state},
+                operation="delete",
+                task_state=models.TASK_DELETING,
+            )
+            break
+        except exception.ServerStateConflict:
+            # NOTE: a conductor moved its task on between our read and write.
+            if attempt == 2:
+                raise
+    state.conductor.delete_server(req.context, server_id)
+    LOG.info("Server %s deletion requested", server_id)
+    return empty_response(204)

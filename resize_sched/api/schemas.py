@@ -1,0 +1,160 @@
+"""JSON schemas of request bodies, and the validator the handlers call.
+
+They follow Nova's (``nova/api/openstack/compute/schemas``) where we serve
+the same thing: counts may be integers or digit strings, a flavor id is a
+string or integer. Server create accepts, and ignores, the optional keys
+openstacksdk and the CLI send that mean nothing without images or networks
+here (``imageRef``, ``networks``, ``metadata``...); any other key is refused.
+"""
+
+from typing import Any
+
+import jsonschema
+
+from resize_sched.api import faults
+
+_NAME = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\s)(.*\S)?$"}
+_FLAVOR_REF = {"type": ["string", "integer"], "minLength": 1}
+_INT_STRING = r"^\s*[0-9]+\s*$"
+
+
+def _count(minimum: int) -> dict[str, Any]:
+    return {
+        "type": ["integer", "string"],
+        "pattern": _INT_STRING,
+        "minimum": minimum,
+        "maximum": 2**31 - 1,
+    }
+
+
+FLAVOR_CREATE = {
+    "type": "object",
+    "properties": {
+        "flavor": {
+            "type": "object",
+            "properties": {
+                "name": _NAME,
+                "id": {
+                    "type": ["string", "integer", "null"],
+                    "minLength": 1,
+                    "maxLength": 255,
+                    "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$",
+                },
+                "ram": _count(1),
+                "vcpus": _count(1),
+                "disk": _count(0),
+                "OS-FLV-EXT-DATA:ephemeral": _count(0),
+                # NOTE: Nova takes "" for no swap.
+                "swap": {"anyOf": [_count(0), {"type": "string", "enum": [""]}]},
+                # NOTE: only nova-network ever used it; accepted and ignored.
+                "rxtx_factor": {"type": "number", "exclusiveMinimum": 0},
+                "os-flavor-access:is_public": {"type": "boolean"},
+                "description": {"type": "null"},
+            },
+            "required": ["name", "ram", "vcpus", "disk"],
+            "additionalProperties": False,
+        }
+    },
+    "required": ["flavor"],
+    "additionalProperties": False,
+}
+
+_NETWORKS = {
+    "oneOf": [
+        {"type": "string", "enum": ["auto", "none"]},
+        {"type": "array", "items": {"type": "object"}},
+    ]
+}
+
+SERVER_CREATE = {
+    "type": "object",
+    "properties": {
+        "server": {
+            "type": "object",
+            "properties": {
+                "name": _NAME,
+                "flavorRef": _FLAVOR_REF,
+                # Accepted and ignored: no images, networks or metadata here.
+                "imageRef": {"type": "string"},
+                "networks": _NETWORKS,
+                "metadata": {"type": "object"},
+                "key_name": {"type": ["string", "null"]},
+                "security_groups": {"type": "array"},
+                "availability_zone": {"type": ["string", "null"]},
+                "user_data": {"type": ["string", "null"]},
+                "config_drive": {"type": ["boolean", "string"]},
+                "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+                # One server per request.
+                "min_count": {"type": ["integer", "string"], "enum": [1, "1"]},
+                "max_count": {"type": ["integer", "string"], "enum": [1, "1"]},
+            },
+            "required": ["name", "flavorRef"],
+            "additionalProperties": False,
+        },
+        "os:scheduler_hints": {"type": "object", "maxProperties": 0},
+        "OS-SCH-HNT:scheduler_hints": {"type": "object", "maxProperties": 0},
+    },
+    "required": ["server"],
+    "additionalProperties": False,
+}
+
+RESIZE = {
+    "type": "object",
+    "properties": {
+        "resize": {
+            "type": "object",
+            "properties": {
+                "flavorRef": _FLAVOR_REF,
+                "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+            },
+            "required": ["flavorRef"],
+            "additionalProperties": False,
+        }
+    },
+    "required": ["resize"],
+    "additionalProperties": False,
+}
+
+CONFIRM_RESIZE = {
+    "type": "object",
+    "properties": {"confirmResize": {"type": "null"}},
+    "required": ["confirmResize"],
+    "additionalProperties": False,
+}
+
+REVERT_RESIZE = {
+    "type": "object",
+    "properties": {"revertResize": {"type": "null"}},
+    "required": ["revertResize"],
+    "additionalProperties": False,
+}
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    path = "/".join(str(p) for p in error.absolute_path)
+    if error.validator == "additionalProperties" or not path:
+        return f"Invalid input: {error.message}"
+    return f"Invalid input for field/attribute {path}. Value: {error.instance!r}. {error.message}"
+
+
+def validate(body: Any, schema: dict[str, Any]) -> None:
+    """Check a request body against a schema.
+
+    :param body: the decoded JSON body.
+    :param schema: one of the schemas above.
+    :raises faults.BadRequest: the body does not match; the message names the
+        first offending field.
+    """
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(body))
+    if error is not None:
+        raise faults.BadRequest(_describe(error))
+
+
+def as_int(value: int | str) -> int:
+    """A count as validated above (an int or a digit string) as an int.
+
+    :param value: the value.
+    :returns: the integer.
+    """
+    return int(value)

@@ -1,0 +1,116 @@
+"""``resize-sched-api``: the Compute API subset, served by waitress.
+
+One process serving ``[api] bind_host``:``bind_port`` with a pool of
+threads. SIGTERM and SIGINT stop it cleanly (requests in hand are finished);
+SIGHUP reloads mutable options such as ``[resize] claim_strategy``. For a
+WSGI server of your choice use :mod:`resize_sched.api.wsgi` instead.
+"""
+
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import oslo_messaging as messaging
+import sqlalchemy as sa
+import waitress
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resize_sched import conf as rs_conf
+from resize_sched import exception
+from resize_sched.api import deploy
+
+LOG = logging.getLogger(__name__)
+
+PROG = "resize-sched-api"
+DESCRIPTION = (
+    "Serve the resize_sched Compute API v2.1 subset (flavors, servers, resize, "
+    "confirmResize, revertResize, os-migrations) that openstacksdk and "
+    "python-novaclient use. It records requests in the database ([database] "
+    "connection) and casts them to the conductor over [DEFAULT] transport_url; it "
+    "listens on [api] bind_host:bind_port and authenticates with [api] auth_strategy."
+)
+
+#: Threads serving requests; each may hold one database connection.
+THREADS = 8
+
+
+def _install_signal_handlers(conf: cfg.ConfigOpts) -> None:
+    def _stop(signum: int, frame: FrameType | None) -> None:
+        LOG.info("Caught %s, stopping", signal.Signals(signum).name)
+        # NOTE: waitress's loop ends on SystemExit and lets the worker
+        # threads finish the requests they hold.
+        raise SystemExit(0)
+
+    def _reload(signum: int, frame: FrameType | None) -> None:
+        LOG.info("Caught SIGHUP, reloading mutable options")
+        conf.mutate_config_files()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, _reload)
+
+
+def _listening(server: Any) -> list[tuple[str, int]]:
+    # NOTE: a host name that resolves to several addresses gets one socket
+    # each (waitress's MultiSocketServer); a single address, one server.
+    listen = getattr(server, "effective_listen", None)
+    if listen:
+        return [(str(host), int(port)) for host, port in listen]
+    return [(server.effective_host, server.effective_port)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve the API until SIGTERM or SIGINT.
+
+    :param argv: the arguments, without the program name; ``sys.argv[1:]``
+        when None.
+    :returns: the exit code: 0 after a clean stop, 1 when it cannot start.
+    :raises SystemExit: ``--help``, ``--version`` or a usage error (argparse).
+    """
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, sys.argv[1:] if argv is None else list(argv), description=DESCRIPTION)
+    logging.setup(conf, "resize_sched")
+    try:
+        deployment = deploy.load(conf)
+    except (
+        exception.ConfigurationError,
+        messaging.MessagingException,
+        sa.exc.ArgumentError,
+    ) as exc:
+        LOG.error("%s", exc)
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    try:
+        try:
+            server = waitress.create_server(
+                deployment.app,
+                host=conf.api.bind_host,
+                port=conf.api.bind_port,
+                threads=THREADS,
+                ident=PROG,
+                clear_untrusted_proxy_headers=True,
+            )
+        except OSError as exc:
+            LOG.error("Cannot listen on %s:%s: %s", conf.api.bind_host, conf.api.bind_port, exc)
+            print(
+                f"{PROG}: cannot listen on {conf.api.bind_host}:{conf.api.bind_port}: {exc}",
+                file=sys.stderr,
+            )
+            return 1
+        _install_signal_handlers(conf)
+        for host, port in _listening(server):
+            LOG.info("%s serving the Compute API at http://%s:%s/v2.1", PROG, host, port)
+        server.run()
+        server.close()
+        LOG.info("%s stopped", PROG)
+        return 0
+    finally:
+        deployment.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
