@@ -72,6 +72,16 @@ class ConductorManager:
         except (exception.NoValidHost, exception.RestoreFailed) as exc:
             LOG.warning("Resize %s ended without a host: %s", migration_uuid, exc)
             return
+        except exception.PlacementError as exc:
+            # NOTE: Placement failed part-way (down, or refused for another
+            # reason): put back what the server held. If even that fails, the
+            # journal and the migration's status let recovery finish it.
+            LOG.error("Resize %s: Placement failed: %s", migration_uuid, exc)
+            try:
+                self.resizes.fail(migration_uuid, kind="failed", reason=f"Placement: {exc}")
+            except exception.ResizeSchedException as again:
+                LOG.error("Resize %s left for recovery: %s", migration_uuid, again)
+            return
         self._prep(ctxt, migration_uuid, dest.host)
 
     def _prep(self, ctxt: RequestContext, migration_uuid: str, host: str) -> None:

@@ -78,15 +78,23 @@ class BuildTask:
                     LOG.info("Build of %s: claim on %s refused (%s)", server_uuid, dest.host, exc)
                     continue
                 LOG.info("Server %s placed on %s", server_uuid, dest.host)
-                return self.db.server_update(
-                    server_uuid,
-                    expected={"status": "BUILD"},
-                    task_state="spawning",
-                    host=dest.host,
-                    node=dest.host,
-                    rp_uuid=dest.provider,
-                    placement_generation=1,
-                )
+                try:
+                    return self.db.server_update(
+                        server_uuid,
+                        expected={"status": "BUILD", "task_state": "scheduling"},
+                        operation="place",
+                        task_state="spawning",
+                        host=dest.host,
+                        node=dest.host,
+                        rp_uuid=dest.provider,
+                        placement_generation=1,
+                    )
+                except (exception.ServerStateConflict, exception.ServerNotFound):
+                    # NOTE: deleted while we were claiming: give the room back
+                    # rather than leak it.
+                    write = ConsumerWrite({}, server.project_id, server.user_id, 1, INSTANCE)
+                    self.deps.client.put_allocations(server_uuid, write)
+                    raise
             raise exception.NoValidHost(
                 kind=exception.NoValidHost.DEFERRED,
                 reason="every candidate host refused the claim",

@@ -13,6 +13,8 @@ from resize_sched import rpc
 from resize_sched.compute.rpcapi import ComputeAPI
 from resize_sched.conductor import recovery
 from resize_sched.conductor.manager import ConductorManager
+from resize_sched.context import admin_context
+from resize_sched.placement.embedded import ROUTER, WSGITransport
 
 OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
 NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
@@ -163,3 +165,51 @@ def test_verify_resize_is_left_waiting(make_cloud):
     assert report.resumed == {migration.uuid: "nothing to do"}
     assert rs.add_allocations(cloud.holds(server.uuid), cloud.holds(migration.uuid)) == before
     assert cloud.db.server_get(server.uuid).status == "VERIFY_RESIZE"
+
+
+class _Outage:
+    """Placement becomes unreachable: its in-process route is withdrawn, so
+    requests go to a host name that does not resolve (a real connection
+    failure, surfaced by keystoneauth after its retries)."""
+
+    def __init__(self, placement) -> None:
+        self.placement = placement
+        self.prefix = placement._prefix + "/"
+
+    def __enter__(self):
+        ROUTER.unregister(self.prefix)
+        return self
+
+    def __exit__(self, *exc):
+        ROUTER.register(self.prefix, WSGITransport(self.placement.app, script_name="/placement"))
+
+
+@pytest.mark.parametrize("strategy", ["legacy", "max_flavor"])
+def test_placement_down_mid_resize_then_recovered(make_cloud, placement, strategy):
+    cloud, server, f_new = _two_hosts(make_cloud, strategy)
+    migration = cloud.resizes.begin(server.uuid, f_new.flavorid)
+    manager = _manager(cloud)
+    with _Outage(placement):
+        manager.resize_server(admin_context(), migration.uuid)
+    migration = cloud.db.migration_get(migration.uuid)
+    server_row = cloud.db.server_get(server.uuid)
+    if strategy == "max_flavor":
+        # Nothing had been written: the failure restores without Placement.
+        assert (migration.status, migration.error_kind) == ("error", "failed")
+        assert "unavailable" in migration.error_reason.lower()
+        assert server_row.status == "ACTIVE"
+        cloud.check()
+        return
+    # legacy's first write (old -> migration) met the outage: its outcome is
+    # unknown, so the resize is left for recovery, journal entry intended.
+    assert migration.status == "pre-migrating" and migration.holdings is None
+    assert _no_intended(cloud, migration.uuid) == ["intended"]
+    assert server_row.status == "RESIZE"
+    report = recovery.recover(_manager(cloud))
+    assert list(report.reconciled.values()) == ["abandoned"]
+    assert report.resumed[migration.uuid] == "scheduled again"
+    cloud.check()
+    migration = cloud.db.migration_get(migration.uuid)
+    assert (migration.status, migration.dest_host) == ("migrating", "host2")
+    assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
+    assert cloud.holds(migration.uuid) == cloud.on("host1", OLD)
