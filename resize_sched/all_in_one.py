@@ -13,6 +13,7 @@ Needs the ``placement`` extra (``pip install resize_sched[placement]``).
 import shutil
 import tempfile
 import threading
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +102,9 @@ class AllInOne:
 
         self.db = Database.from_conf(conf)
         self.db.sync()
-        self.transport = rpc.get_transport(conf, url="fake://")
+        self.transport = rpc.get_transport(
+            conf, url="fake://", exchange=f"all_in_one_{uuid.uuid4().hex[:8]}"
+        )
         self._start_computes()
         from resize_sched.conductor.service import ConductorService
 

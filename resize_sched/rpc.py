@@ -38,9 +38,23 @@ def _register_library_groups(conf: cfg.ConfigOpts) -> None:
             pass
 
 
-def get_transport(conf: cfg.ConfigOpts, url: str | None = None) -> messaging.Transport:
-    """The RPC transport named by ``[DEFAULT] transport_url`` (or ``url``)."""
+def get_transport(
+    conf: cfg.ConfigOpts, url: str | None = None, exchange: str | None = None
+) -> messaging.Transport:
+    """The RPC transport named by ``[DEFAULT] transport_url`` (or ``url``).
+
+    :param exchange: override ``control_exchange``. NOTE: ``fake://``
+        transports in one process share their exchanges by name, so each
+        in-process deployment (the all-in-one, a test's) needs its own.
+    """
     _register_library_groups(conf)
+    if exchange is not None:
+        from oslo_messaging import opts as messaging_opts
+
+        for group, opts in messaging_opts.list_opts():
+            if group is None:
+                conf.register_opts(opts)
+        conf.set_override("control_exchange", exchange)
     return messaging.get_rpc_transport(conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
 
 

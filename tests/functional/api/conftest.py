@@ -5,12 +5,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.functional.api.harness import ApiHarness
+from resize_sched import conf as rs_conf
+from tests.functional.api.harness import ApiHarness, CastBus
+
+
+@pytest.fixture(scope="session")
+def cast_bus() -> Iterator[CastBus]:
+    """One recording conductor on a fake:// transport for the whole session."""
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, [], default_config_files=[])
+    bus = CastBus(conf)
+    yield bus
+    bus.close()
 
 
 @pytest.fixture
-def api(tmp_path: Path) -> Iterator[ApiHarness]:
+def api(tmp_path: Path, cast_bus: CastBus) -> Iterator[ApiHarness]:
     """The API over a fresh SQLite database, its casts recorded."""
-    harness = ApiHarness(tmp_path)
+    harness = ApiHarness(tmp_path, bus=cast_bus)
     yield harness
     harness.close()

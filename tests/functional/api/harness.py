@@ -77,34 +77,70 @@ class CastRecorder:
         self._record("delete_server", ctxt, server_uuid=server_uuid)
 
 
-class ApiHarness:
-    """The API application, its database and a recorded conductor.
+class CastBus:
+    """A ``fake://`` transport with a recording conductor listening on it.
 
-    :param directory: where the SQLite database goes.
-    :param claim_strategy: ``[resize] claim_strategy``.
+    Shared by every test of a session: stopping a threading RPC server takes
+    about a second (its worker threads' idle time-out), so it is done once.
     """
 
-    def __init__(self, directory: pathlib.Path, claim_strategy: str = "max_flavor") -> None:
-        self.conf = rs_conf.new_conf()
-        rs_conf.parse_args(self.conf, [], default_config_files=[])
-        self.conf.set_override("auth_strategy", "noauth2", group="api")
-        self.conf.set_override("claim_strategy", claim_strategy, group="resize")
-        self.db = fresh_sqlite_database(directory)
-        self.transport = rpc.get_transport(self.conf, url="fake://")
+    def __init__(self, conf: Any) -> None:
+        self.transport = rpc.get_transport(
+            conf, url="fake://", exchange=f"api_tests_{uuid.uuid4().hex[:8]}"
+        )
         self.recorder = CastRecorder()
         self.rpc_server = rpc.get_server(
             self.transport,
             messaging.Target(topic=TOPIC, server="recorder"),
             [self.recorder],
         )
+        # NOTE: one handler thread, so casts are recorded in the order sent
+        # (the sentinel that ends each test's casts must come last). The
+        # option exists once the server is made, and is read at start.
+        conf.set_override("executor_thread_pool_size", 1)
         self.rpc_server.start()
-        self.conductor = ConductorAPI(self.conf, self.transport)
-        self.app: ComputeApp = build_app(self.conf, self.db, self.conductor)
 
     def close(self) -> None:
         self.rpc_server.stop()
         self.rpc_server.wait()
         self.transport.cleanup()
+
+
+class ApiHarness:
+    """The API application, its database and a recorded conductor.
+
+    :param directory: where the SQLite database goes.
+    :param claim_strategy: ``[resize] claim_strategy``.
+    :param bus: a shared :class:`CastBus`; a private one (closed with the
+        harness) when None.
+    """
+
+    def __init__(
+        self,
+        directory: pathlib.Path,
+        claim_strategy: str = "max_flavor",
+        bus: CastBus | None = None,
+    ) -> None:
+        self.conf = rs_conf.new_conf()
+        rs_conf.parse_args(self.conf, [], default_config_files=[])
+        self.conf.set_override("auth_strategy", "noauth2", group="api")
+        self.conf.set_override("claim_strategy", claim_strategy, group="resize")
+        self.db = fresh_sqlite_database(directory)
+        self._own_bus = bus is None
+        self.bus = bus or CastBus(self.conf)
+        self.transport = self.bus.transport
+        self.recorder = self.bus.recorder
+        self.conductor = ConductorAPI(self.conf, self.transport)
+        self.app: ComputeApp = build_app(self.conf, self.db, self.conductor)
+
+    def close(self) -> None:
+        if self._own_bus:
+            self.bus.close()
+        else:
+            # Leave the shared bus empty for the next test.
+            self.conductor.delete_server(admin_context(), SENTINEL)
+            while self.next_cast().kwargs.get("server_uuid") != SENTINEL:
+                pass
         self.db.dispose()
 
     # -- calling the API ------------------------------------------------------------

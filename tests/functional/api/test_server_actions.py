@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.functional.api.harness import ADMIN, ALICE, BOB, ApiHarness
+from tests.functional.api.harness import ADMIN, ALICE, BOB, ApiHarness, CastBus
 
 
 def _action(api: ApiHarness, server: Any, body: Any, token: str = ALICE, **kw: Any) -> Any:
@@ -213,8 +213,10 @@ def test_second_confirm_is_409(api: ApiHarness, flavors: tuple[Any, Any]) -> Non
     api.assert_no_cast()
 
 
-def test_unknown_strategy_is_a_500_that_changes_nothing(tmp_path: Path) -> None:
-    api = ApiHarness(tmp_path, claim_strategy="no_such_strategy")
+def test_unknown_strategy_is_a_500_that_changes_nothing(tmp_path: Path, cast_bus: CastBus) -> None:
+    # NOTE: fake:// transports in one process share their exchanges: use the
+    # session's bus, or a second recorder would steal its casts.
+    api = ApiHarness(tmp_path, claim_strategy="no_such_strategy", bus=cast_bus)
     try:
         small, _ = api.flavor("small"), api.flavor("big", memory_mb=1024)
         server = api.server(small)

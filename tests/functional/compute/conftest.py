@@ -8,6 +8,7 @@ not see each other). The conductor side is a real RPC server on topic
 import concurrent.futures
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,7 +132,10 @@ def parsed_conf(**groups: dict[str, Any]) -> cfg.ConfigOpts:
 @pytest.fixture
 def transport() -> Iterator[messaging.Transport]:
     """One in-memory transport for the test's services and its conductor."""
-    transport = rpc.get_transport(parsed_conf(), url="fake://")
+    # A private exchange: fake:// transports in one process share exchanges.
+    transport = rpc.get_transport(
+        parsed_conf(), url="fake://", exchange=f"compute_tests_{uuid.uuid4().hex[:8]}"
+    )
     yield transport
     transport.cleanup()
 

@@ -6,6 +6,8 @@ catches) at a precise point: just before a Placement write, or just after it
 but before the journal records it.
 """
 
+import uuid
+
 import pytest
 
 from resize_sched import resources as rs
@@ -52,7 +54,8 @@ def _crash_after_write(cloud):
 
 
 def _manager(cloud):
-    transport = rpc.get_transport(cloud.conf, "fake://")
+    # A private exchange: nobody listens for these casts to compute hosts.
+    transport = rpc.get_transport(cloud.conf, "fake://", exchange=f"recovery_{uuid.uuid4().hex}")
     return ConductorManager(cloud.deps, ComputeAPI(cloud.conf, transport))
 
 
