@@ -3,6 +3,8 @@ conductor -> Placement, and conductor <-> compute hosts, on the in-memory
 transport. Placement's actual state is checked after every step.
 """
 
+import time
+
 import pytest
 
 OLD = dict(vcpus=1, ram=1024, disk=10)
@@ -121,3 +123,61 @@ def test_delete_during_verify_resize_releases_everything(deploy):
     d.conn.compute.wait_for_delete(server, wait=30, interval=0.05)
     d.check()
     assert d.usage("host1") == {} and d.usage("host2") == {}
+
+
+def test_restart_on_the_same_state_path_recovers_a_resize_in_flight(tmp_path):
+    """Stop the all-in-one while a resize is with a compute host (its report
+    back is lost with the old process), start it again on the same state:
+    Placement and the database are as they were, and recovery takes the
+    resize on to VERIFY_RESIZE."""
+    from resize_sched import conf as rs_conf
+    from resize_sched.all_in_one import AllInOne
+    from tests.functional.services.conftest import Deployment
+
+    config = tmp_path / "aio.conf"
+    config.write_text(
+        "[api]\nbind_host = 127.0.0.1\nbind_port = 0\nauth_strategy = noauth2\n"
+        "[all_in_one]\nplacement_port = 0\nhosts = host1:8:16384:200,host2:8:8192:200\n"
+        f"state_path = {tmp_path / 'state'}\n"
+        "[compute]\nupdate_interval = 0\n[fake_driver]\ndelay_s = 0.5\n"
+        "[resize]\nallow_same_host = false\n"
+    )
+
+    def start() -> Deployment:
+        conf = rs_conf.new_conf()
+        rs_conf.parse_args(conf, ["--config-file", str(config)])
+        aio = AllInOne(conf)
+        aio.start()
+        return Deployment(aio)
+
+    d = start()
+    try:
+        f_old, f_new = _flavors(d)
+        server = d.boot("vm", f_old)
+        assert server.compute_host == "host1"
+        d.conn.compute.resize_server(server, f_new.id)
+        deadline = time.monotonic() + 30
+        while d.aio.db.migration_get_in_progress_for_server(server.id).status != "migrating":
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        d.aio.stop()
+
+    d = start()
+    try:
+        report = d.aio.conductor.recovery_report
+        assert report is not None and report.found == 1
+        migration_uuid = next(iter(report.resumed))
+        assert report.resumed[migration_uuid] == "prep_resize sent again to host2"
+        server = d.wait(server, "VERIFY_RESIZE")
+        d.check()
+        assert server.compute_host == "host2"
+        assert d.holds(server.id) == {d.hosts["host2"]: NEW_RES}
+        migration = d.aio.db.migration_get(migration_uuid)
+        assert d.holds(migration.uuid) == {d.hosts["host1"]: OLD_RES}
+        d.conn.compute.confirm_server_resize(server)
+        d.wait(server, "ACTIVE")
+        d.check()
+        assert d.usage("host1") == {}
+    finally:
+        d.aio.stop()
