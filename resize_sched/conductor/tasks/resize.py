@@ -242,25 +242,7 @@ class ResizeTask:
         :raises PlacementError: Placement refused or failed; the server is back
             in VERIFY_RESIZE and the confirm can be retried.
         """
-        migration = self.db.migration_get(migration_uuid)
-        strategy = self.deps.strategy(migration.claim_strategy)
-        facts = facts_of(migration)
-        dest = migration.dest_rp_uuid
-        try:
-            migration = self.deps.executor.apply(
-                migration, "confirm", lambda cur: strategy.confirm(facts, cur, dest)
-            )
-        except exception.PlacementError as exc:
-            self._undecide(migration, exc)
-            raise
-        return self._settle(
-            migration,
-            "confirmed",
-            flavor=migration.new_flavor,
-            host=migration.dest_host,
-            node=migration.dest_node,
-            rp_uuid=dest,
-        )
+        return self._decide(migration_uuid, "confirm")
 
     def complete_revert(self, migration_uuid: str) -> Any:
         """Go back to the old flavor on the source.
@@ -269,17 +251,31 @@ class ResizeTask:
             possible for a same-host ``drop_and_reclaim``); nothing changed, the
             server is back in VERIFY_RESIZE and the revert can be retried.
         """
+        return self._decide(migration_uuid, "revert")
+
+    def _decide(self, migration_uuid: str, decision: str) -> Any:
+        """Apply the recorded strategy's confirm or revert target, then settle."""
         migration = self.db.migration_get(migration_uuid)
         strategy = self.deps.strategy(migration.claim_strategy)
+        phase = strategy.confirm if decision == "confirm" else strategy.revert
         facts = facts_of(migration)
         dest = migration.dest_rp_uuid
         try:
             migration = self.deps.executor.apply(
-                migration, "revert", lambda cur: strategy.revert(facts, cur, dest)
+                migration, decision, lambda cur: phase(facts, cur, dest)
             )
         except exception.PlacementError as exc:
             self._undecide(migration, exc)
             raise
+        if decision == "confirm":
+            return self._settle(
+                migration,
+                "confirmed",
+                flavor=migration.new_flavor,
+                host=migration.dest_host,
+                node=migration.dest_node,
+                rp_uuid=dest,
+            )
         return self._settle(
             migration,
             "reverted",
