@@ -2,9 +2,13 @@
 
     resize-sched-manage [--config-file FILE] db sync [REVISION]
     resize-sched-manage [--config-file FILE] db version
+    resize-sched-manage [--config-file FILE] placement heal [--dry-run]
+    resize-sched-manage [--config-file FILE] placement audit [--delete]
 
 Results go to stdout, logs to stderr. Exit codes: 0 success, 1 error (with a
-one-line message on stderr).
+one-line message on stderr); ``placement heal`` also exits 1 when a server is
+still missing its allocation, ``placement audit`` 3 when orphaned allocations
+were found and left in place.
 """
 
 import argparse
@@ -18,7 +22,9 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
+from resize_sched.conductor import audit, heal
 from resize_sched.db.api import Database
+from resize_sched.placement.client import PlacementClient
 
 LOG = logging.getLogger(__name__)
 
@@ -28,7 +34,32 @@ DESCRIPTION = (
     "upgrades it to the version this code needs (run it before starting services after "
     "an install or upgrade; running it again changes nothing); 'db version' prints the "
     "schema revision the database is at. The database is [database] connection in the "
-    "config file."
+    "config file. 'placement heal' re-claims what servers should hold in Placement; "
+    "'placement audit' finds allocations no server or resize of ours accounts for "
+    "(Placement is reached through the [placement] options)."
+)
+
+#: ``placement audit``: orphaned allocations were found and are still there.
+EXIT_ORPHANS_LEFT = 3
+
+HEAL_HELP = (
+    "Give every live server that lacks it exactly its flavor's allocation on its host: "
+    "servers flagged by a failed restore (the resize's journal records the heal), and "
+    "ACTIVE or ERROR servers with a host whose allocation is missing or differs. Servers "
+    "with a resize in flight are skipped. Prints one line per server healed ('healed "
+    "UUID on HOST: RESOURCES') or not ('still missing UUID on HOST: REASON'), then "
+    "counts. Exit codes: 0 nothing is missing any more; 1 a server is still missing its "
+    "allocation (e.g. its host has no room: free some and run it again), or an error. "
+    "With --dry-run: 0 nothing to heal, 1 something would be healed or is missing."
+)
+AUDIT_HELP = (
+    "List, provider by provider, allocations whose consumer is neither a live server "
+    "of ours on that provider nor a resize of ours in flight (nor that resize's "
+    "server on its source or destination). Prints one line per orphan, then counts. "
+    "With --delete, each orphan is re-read and removed with a generation-checked "
+    "write (the consumer's allocations on other providers are kept); one that changed "
+    "meanwhile is left and reported. Exit codes: 0 no orphans, or all deleted; 1 an "
+    "error; 3 orphans found and left in place."
 )
 
 Command = Callable[[cfg.ConfigOpts], int]
@@ -61,6 +92,56 @@ def _db_version(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def _placement_heal(conf: cfg.ConfigOpts) -> int:
+    db = Database.from_conf(conf)
+    try:
+        report = heal.heal(db, PlacementClient.from_conf(conf), dry_run=conf.category.dry_run)
+    finally:
+        db.dispose()
+    for result in report.results:
+        print(result.line())
+    print(report.summary())
+    return 0 if report.complete else 1
+
+
+def _placement_audit(conf: cfg.ConfigOpts) -> int:
+    db = Database.from_conf(conf)
+    try:
+        report = audit.audit(db, PlacementClient.from_conf(conf), delete=conf.category.delete)
+    finally:
+        db.dispose()
+    for orphan in report.orphans:
+        print(orphan.line())
+    print(report.summary())
+    return EXIT_ORPHANS_LEFT if report.left else 0
+
+
+def _add_placement_parsers(subparsers: argparse._SubParsersAction) -> None:
+    placement = subparsers.add_parser(
+        "placement",
+        help="Heal and audit allocations in Placement.",
+        description="Compare what Placement holds with what servers and resizes need.",
+    )
+    actions = placement.add_subparsers(
+        title="placement commands", dest="action", metavar="{heal,audit}"
+    )
+    actions.required = True
+    heal_parser = actions.add_parser(
+        "heal", help="Re-claim missing or wrong server allocations.", description=HEAL_HELP
+    )
+    heal_parser.add_argument(
+        "--dry-run", action="store_true", help="Print what would be healed; write nothing."
+    )
+    heal_parser.set_defaults(action_fn=_placement_heal)
+    audit_parser = actions.add_parser(
+        "audit", help="Find (and delete) orphaned allocations.", description=AUDIT_HELP
+    )
+    audit_parser.add_argument(
+        "--delete", action="store_true", help="Remove the orphaned allocations found."
+    )
+    audit_parser.set_defaults(action_fn=_placement_audit)
+
+
 def _add_command_parsers(subparsers: argparse._SubParsersAction) -> None:
     db = subparsers.add_parser(
         "db", help="Manage the database schema.", description="Manage the database schema."
@@ -84,6 +165,7 @@ def _add_command_parsers(subparsers: argparse._SubParsersAction) -> None:
         "schema was never created).",
     )
     version.set_defaults(action_fn=_db_version)
+    _add_placement_parsers(subparsers)
 
 
 CATEGORY_OPT = cfg.SubCommandOpt(
@@ -111,7 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     :param argv: the arguments, without the program name; ``sys.argv[1:]``
         when None.
-    :returns: the exit code: 0 success, 1 error.
+    :returns: the exit code: 0 success, 1 error (or, for ``placement heal``,
+        a server still missing its allocation), 3 orphaned allocations left
+        by ``placement audit``.
     """
     conf = rs_conf.new_conf()
     conf.register_cli_opt(CATEGORY_OPT)

@@ -10,7 +10,9 @@ Two steps per migration:
 2. **Resume** from the migration's status: a resize not yet claimed is
    scheduled again; one claimed is handed to its destination again (compute
    operations are idempotent); a confirm or revert in progress is completed;
-   a failed restore (``missing`` holdings) is retried.
+   a failed restore (``missing`` holdings) is retried, as
+   :func:`resize_sched.conductor.heal.restore_missing` does for the heal
+   command.
 """
 
 from dataclasses import dataclass, field
@@ -19,6 +21,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import exception
+from resize_sched.conductor import heal
 from resize_sched.context import admin_context
 from resize_sched.strategies import Holdings
 
@@ -78,13 +81,9 @@ def resume(manager: Any, migration: Any) -> str:
         manager.revert_resize(ctxt, migration.uuid)
         return "revert completed"
     if status == "error" and migration.missing:
-        manager.resizes.fail(
-            migration.uuid,
-            kind=migration.error_kind or "failed",
-            reason=migration.error_reason or "restore retried",
-        )
-        manager.db.migration_update(migration.uuid, missing=None)
-        manager.db.server_update(migration.server_uuid, needs_heal=False)
+        # NOTE: the same step as 'resize-sched-manage placement heal'; the
+        # server's status was settled when the restore first failed.
+        heal.restore_missing(manager.db, manager.deps.executor, migration, "restore")
         return "restore retried"
     return "nothing to do"
 

@@ -44,6 +44,9 @@ ERROR_CODE_VERSION = (1, 23)  # errors carry a code: the floor of every call
 INVENTORY_VERSION = (1, 26)  # reserved may equal total
 IN_TREE_VERSION = (1, 31)  # in_tree on allocation candidates, root/parent in summaries
 CONSUMER_TYPE_VERSION = (1, 38)  # consumer_type, used when the server has it
+# GET /resource_providers/{uuid}/allocations is as old as Placement (1.0) and
+# its answer never changed shape; the floor of every call is error codes.
+PROVIDER_ALLOCATIONS_VERSION = ERROR_CODE_VERSION
 
 INSTANCE = "INSTANCE"
 MIGRATION = "MIGRATION"
@@ -341,6 +344,22 @@ class PlacementClient:
         """
         path = f"/resource_providers/{rp_uuid}/usages"
         return normalize(self._request("GET", path, self._pin()).json()["usages"])
+
+    def get_provider_allocations(self, rp_uuid: str) -> dict[str, Resources]:
+        """What each consumer holds on one provider (audit tools).
+
+        :param rp_uuid: the provider.
+        :returns: consumer uuid -> its resources there (zeros dropped,
+            consumers left with nothing omitted).
+        :raises PlacementNotFound: there is no such provider.
+        """
+        path = f"/resource_providers/{rp_uuid}/allocations"
+        body = self._request("GET", path, self._pin(PROVIDER_ALLOCATIONS_VERSION)).json()
+        held = {
+            consumer: normalize(alloc.get("resources", {}))
+            for consumer, alloc in body.get("allocations", {}).items()
+        }
+        return {consumer: res for consumer, res in held.items() if res}
 
     # -- candidates -------------------------------------------------------------
 

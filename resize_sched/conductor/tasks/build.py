@@ -136,11 +136,15 @@ class BuildTask:
                 ),
             )
         LOG.warning("Build of server %s failed: %s", server_uuid, reason)
+        # NOTE: the server is on no host now; heal must not give it room back.
         return self.db.server_update(
             server_uuid,
             status="ERROR",
             vm_state="error",
             task_state=None,
+            host=None,
+            node=None,
+            rp_uuid=None,
             placement_generation=None,
             fault_message=reason,
             fault_code=500,

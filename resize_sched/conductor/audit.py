@@ -1,0 +1,221 @@
+"""Find allocations nothing of ours accounts for (``resize-sched-manage placement audit``).
+
+:func:`audit` lists, provider by provider, the allocations whose consumer is
+neither a live server of ours on that provider nor a resize of ours in flight
+(like ``nova-manage placement audit``), and with ``delete`` removes them.
+
+As in :mod:`resize_sched.conductor.heal`, a consumer is read from Placement
+before the database is asked about it, and written with the generation read:
+a build or resize that touches it in between makes the write fail with a
+generation conflict, and the consumer is reported as left, never retried.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched import resources as rs
+from resize_sched.db import models
+from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient
+from resize_sched.resources import Resources
+
+LOG = logging.getLogger(__name__)
+
+FOUND = "orphan"
+DELETED = "deleted"
+LEFT = "left"
+
+# Per-consumer refusals that must not stop the other consumers.
+_PER_CONSUMER_ERRORS = (exception.PlacementConflict, exception.PlacementBadRequest)
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """One consumer's allocation on one provider that nothing of ours accounts for."""
+
+    consumer: str
+    rp_uuid: str
+    provider: str  # the provider's name
+    resources: Resources
+    reason: str  # why it is an orphan
+    outcome: str = FOUND  # FOUND, DELETED or LEFT (asked to delete, but not deleted)
+    detail: str = ""  # why it was left
+
+    def line(self) -> str:
+        """``orphan|deleted|left <consumer> on <provider> (<rp>): <resources>: <why>``."""
+        text = (
+            f"{self.outcome} {self.consumer} on {self.provider} ({self.rp_uuid}): "
+            f"{rs.format_resources(self.resources)}: {self.reason}"
+        )
+        return f"{text}; {self.detail}" if self.detail else text
+
+
+@dataclass
+class AuditReport:
+    """Every provider and allocation audit read, and the orphans among them."""
+
+    providers: int = 0
+    allocations: int = 0
+    orphans: list[Orphan] = field(default_factory=list)
+
+    @property
+    def left(self) -> list[Orphan]:
+        """Orphans that still hold their allocation."""
+        return [o for o in self.orphans if o.outcome != DELETED]
+
+    def summary(self) -> str:
+        """The last line the command prints."""
+        head = f"Audited {self.providers} provider(s), {self.allocations} allocation(s):"
+        if not self.orphans:
+            return f"{head} no orphaned allocations."
+        deleted = len(self.orphans) - len(self.left)
+        return f"{head} {len(self.orphans)} orphaned, {deleted} deleted, {len(self.left)} left."
+
+
+def _why_orphan(rp: str, server: Any, migration: Any, in_flight: Any) -> str | None:
+    """Why the consumer's allocation on ``rp`` is an orphan; None when it is not.
+
+    :param server: the consumer as a server of ours (deleted ones too), or None.
+    :param migration: the consumer as a migration of ours, or None.
+    :param in_flight: the server's resize in flight, if any.
+    """
+    if migration is not None:
+        if migration.status in models.IN_FLIGHT_STATUSES:
+            return None
+        return f"migration of server {migration.server_uuid}, {migration.status}"
+    if server is None:
+        return "neither a server nor a migration of ours"
+    if server.deleted_at is not None or server.status == models.STATUS_DELETED:
+        return "server deleted"
+    if rp == server.rp_uuid:
+        return None
+    if in_flight is not None and (
+        # NOTE: while pre-migrating a claim may land on any candidate before
+        # the migration records it as the destination.
+        in_flight.status == models.MIGRATION_PRE_MIGRATING
+        or rp in (in_flight.source_rp_uuid, in_flight.dest_rp_uuid)
+    ):
+        return None
+    if server.status == models.STATUS_BUILD and server.rp_uuid is None:
+        return None  # being placed: claimed before the database records where
+    return f"server runs on {server.host or 'no host'}"
+
+
+def _lookup(db: Any, consumer: str) -> tuple[Any, Any, Any]:
+    """(server, migration, server's resize in flight) of ``consumer``, fresh."""
+    try:
+        return None, db.migration_get(consumer), None
+    except exception.MigrationNotFound:
+        pass
+    try:
+        server = db.server_get(consumer, read_deleted=True)
+    except exception.ServerNotFound:
+        return None, None, None
+    return server, None, db.migration_get_in_progress_for_server(consumer)
+
+
+def _delete(db: Any, client: PlacementClient, consumer: str, found: list[Orphan]) -> list[Orphan]:
+    """Remove ``consumer``'s orphaned allocations, generation-checked; keep the rest."""
+    current = client.get_allocations(consumer)  # before the database: see the module's note
+    server, migration, in_flight = _lookup(db, consumer)
+    done: list[Orphan] = []
+    drop: list[Orphan] = []
+    for orphan in found:
+        held = current.allocations.get(orphan.rp_uuid, {})
+        if not held:
+            done.append(_outcome(orphan, DELETED, "already gone"))
+        elif _why_orphan(orphan.rp_uuid, server, migration, in_flight) is None:
+            done.append(_outcome(orphan, LEFT, "no longer an orphan"))
+        elif held != orphan.resources:
+            done.append(_outcome(orphan, LEFT, "changed since it was listed; audit again"))
+        else:
+            drop.append(orphan)
+    if not drop:
+        return done
+    gone = {o.rp_uuid for o in drop}
+    remaining = {rp: res for rp, res in current.allocations.items() if rp not in gone}
+    write = ConsumerWrite(
+        remaining,
+        current.project_id or "",
+        current.user_id or "",
+        current.generation,
+        current.consumer_type or INSTANCE,
+    )
+    try:
+        client.put_allocations(consumer, write)
+    except exception.ConsumerGenerationConflict:
+        detail = "changed in Placement meanwhile (generation conflict); audit again"
+        return done + [_outcome(o, LEFT, detail) for o in drop]
+    except _PER_CONSUMER_ERRORS as exc:
+        return done + [_outcome(o, LEFT, str(exc)) for o in drop]
+    if server is not None and server.deleted_at is None and current.generation is not None:
+        # NOTE: our own server's consumer moved on; keep its known generation right.
+        generation = current.generation + 1 if remaining else None
+        db.server_update(consumer, placement_generation=generation)
+    LOG.info("Deleted orphaned allocations of %s on %s", consumer, sorted(gone))
+    return done + [_outcome(o, DELETED) for o in drop]
+
+
+def _outcome(orphan: Orphan, outcome: str, detail: str = "") -> Orphan:
+    return Orphan(
+        orphan.consumer,
+        orphan.rp_uuid,
+        orphan.provider,
+        orphan.resources,
+        orphan.reason,
+        outcome,
+        detail,
+    )
+
+
+def audit(db: Any, client: PlacementClient, *, delete: bool = False) -> AuditReport:
+    """Find (and optionally delete) allocations nothing of ours accounts for.
+
+    An allocation of consumer C on provider P is ours when C is a live server
+    whose provider is P, a migration in flight, or a server with a resize in
+    flight and P its source or destination (any provider while the resize is
+    still being claimed), or a server still being placed.
+
+    :param db: the :class:`~resize_sched.db.api.Database`.
+    :param client: the Placement client.
+    :param delete: remove the orphans: for each consumer, re-read it, check
+        again that it is an orphan holding what was listed, and write what
+        it holds elsewhere (``{}`` when nothing) with the generation read. A
+        consumer that changed meanwhile is left and reported.
+    :returns: the report.
+    :raises PlacementUnavailable: Placement could not be reached.
+    """
+    report = AuditReport()
+    held: list[tuple[dict, dict[str, Resources]]] = []
+    for provider in client.list_resource_providers():
+        try:
+            held.append((provider, client.get_provider_allocations(provider["uuid"])))
+        except exception.PlacementNotFound:
+            continue  # deleted meanwhile
+    servers = {s.uuid: s for s in db.server_list(read_deleted=True)}
+    migrations = {m.uuid: m for m in db.migration_list()}
+    in_flight = {
+        m.server_uuid: m for m in migrations.values() if m.status in models.IN_FLIGHT_STATUSES
+    }
+    for provider, allocations in held:
+        report.providers += 1
+        for consumer, resources in sorted(allocations.items()):
+            report.allocations += 1
+            migration = migrations.get(consumer)
+            server = None if migration else servers.get(consumer)
+            reason = _why_orphan(provider["uuid"], server, migration, in_flight.get(consumer))
+            if reason is not None:
+                orphan = Orphan(consumer, provider["uuid"], provider["name"], resources, reason)
+                report.orphans.append(orphan)
+    if delete and report.orphans:
+        by_consumer: dict[str, list[Orphan]] = {}
+        for orphan in report.orphans:
+            by_consumer.setdefault(orphan.consumer, []).append(orphan)
+        report.orphans = [
+            outcome
+            for consumer, found in by_consumer.items()
+            for outcome in _delete(db, client, consumer, found)
+        ]
+    return report
