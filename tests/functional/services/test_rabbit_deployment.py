@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import signal
 import socket
 import subprocess
@@ -267,3 +268,26 @@ def test_sighup_switches_the_strategy_for_new_resizes_only(deployment, flavors):
         _wait_status(conn, server, "ACTIVE")
         deployment["check"]()
     daemons.check_running()
+
+
+def test_broker_restart_between_resizes(deployment, flavors):
+    """RabbitMQ restarts; every daemon reconnects and the next resize works."""
+    ctl = shutil.which("rabbitmqctl")
+    if ctl is None:
+        pytest.skip("rabbitmqctl is not on PATH: cannot restart the broker")
+    conn, client, hosts = deployment["conn"], deployment["client"], deployment["hosts"]
+    f_old, f_new = flavors
+    server = _wait_status(
+        conn, conn.compute.create_server(name="bounce", flavor_id=f_old.id), "ACTIVE"
+    )
+    subprocess.run([ctl, "stop_app"], check=True, capture_output=True)
+    subprocess.run([ctl, "start_app"], check=True, capture_output=True)
+    subprocess.run([ctl, "await_startup"], check=True, capture_output=True)
+    deployment["daemons"].check_running()
+    conn.compute.resize_server(server, f_new.id)
+    server = _wait_status(conn, server, "VERIFY_RESIZE")
+    assert client.get_allocations(server.id).allocations == {hosts["host3"]: NEW}
+    conn.compute.confirm_server_resize(server)
+    server = _wait_status(conn, server, "ACTIVE")
+    deployment["check"]()
+    deployment["daemons"].check_running()
