@@ -15,6 +15,7 @@ Two steps per migration:
    command.
 """
 
+import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,15 +89,30 @@ def resume(manager: Any, migration: Any) -> str:
     return "nothing to do"
 
 
-def recover(manager: Any) -> RecoveryReport:
+def _idle(migration: Any, now: datetime.datetime) -> float:
+    """Seconds since the migration last changed."""
+    changed = migration.updated_at or migration.created_at
+    if changed.tzinfo is None:
+        changed = changed.replace(tzinfo=datetime.UTC)
+    return (now - changed).total_seconds()
+
+
+def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
     """Reconcile and resume every migration in flight.
 
     :param manager: the :class:`~resize_sched.conductor.manager.ConductorManager`.
+    :param idle_for: only those that have not changed for this many seconds
+        (the periodic sweep); all of them when None (start-up).
     :returns: what was found and done; failures are logged, never raised, so
         one stuck migration cannot keep the conductor from starting.
     """
     report = RecoveryReport()
+    now = datetime.datetime.now(datetime.UTC)
     for migration in manager.db.migration_list_in_flight():
+        if idle_for is not None and (
+            migration.status == "finished" or _idle(migration, now) < idle_for
+        ):
+            continue
         report.found += 1
         try:
             migration = reconcile(manager, migration, report)

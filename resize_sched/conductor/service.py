@@ -4,6 +4,8 @@ Usable in-process (the all-in-one and the tests run it on the ``fake://``
 transport) and as a worker of the ``resize-sched-conductor`` daemon.
 """
 
+import threading
+
 import oslo_messaging as messaging
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -48,6 +50,8 @@ class ConductorService:
         self._recover = recover
         self.server: messaging.MessageHandlingServer | None = None
         self.recovery_report: recovery.RecoveryReport | None = None
+        self._stopping = threading.Event()
+        self._sweeper: threading.Thread | None = None
 
     def start(self) -> None:
         """Recover in-flight resizes, then serve the conductor topic."""
@@ -58,12 +62,32 @@ class ConductorService:
         target = messaging.Target(topic=TOPIC, server=self.conf.host)
         self.server = rpc.get_server(self.transport, target, [self.manager])
         self.server.start()
+        interval = self.conf.conductor.stuck_check_interval
+        if self._recover and interval > 0:
+            self._sweeper = threading.Thread(
+                target=self._sweep_loop, args=(interval,), name="conductor-sweep", daemon=True
+            )
+            self._sweeper.start()
         LOG.info(
             "Conductor on %s serving topic %s (claim strategy %s)",
             self.conf.host,
             TOPIC,
             self.conf.resize.claim_strategy,
         )
+
+    def sweep(self) -> recovery.RecoveryReport:
+        """Take on the resizes that stopped moving (see ``[conductor] stuck_after``)."""
+        report = recovery.recover(self.manager, idle_for=self.conf.conductor.stuck_after)
+        if report.found:
+            LOG.warning("Sweep took on %d stuck resize(s): %s", report.found, report.resumed)
+        return report
+
+    def _sweep_loop(self, interval: float) -> None:
+        while not self._stopping.wait(interval):
+            try:
+                self.sweep()
+            except Exception:
+                LOG.exception("Sweep for stuck resizes failed; trying again later")
 
     def reload(self) -> None:
         """Re-read mutable options (SIGHUP); new resizes use the new strategy."""
@@ -77,6 +101,10 @@ class ConductorService:
 
     def stop(self) -> None:
         """Stop taking messages, finish those in hand, release connections."""
+        self._stopping.set()
+        if self._sweeper is not None:
+            self._sweeper.join(timeout=30)
+            self._sweeper = None
         if self.server is not None:
             self.server.stop()
             self.server.wait()

@@ -216,3 +216,45 @@ def test_placement_down_mid_resize_then_recovered(make_cloud, placement, strateg
     assert (migration.status, migration.dest_host) == ("migrating", "host2")
     assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
     assert cloud.holds(migration.uuid) == cloud.on("host1", OLD)
+
+
+def _age(cloud, migration_uuid, seconds):
+    """Pretend the migration last changed ``seconds`` ago."""
+    import datetime
+
+    import sqlalchemy as sa
+
+    from resize_sched.db import models
+
+    then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+    with cloud.db.engine.begin() as conn:
+        conn.execute(
+            sa.update(models.Migration)
+            .where(models.Migration.uuid == migration_uuid)
+            .values(updated_at=then)
+        )
+
+
+def test_sweep_takes_on_only_resizes_that_stopped_moving(make_cloud):
+    cloud = make_cloud("max_flavor", resize={"allow_same_host": False})
+    cloud.add_host("host1", vcpus=8, memory_mb=8192, disk_gb=100)
+    cloud.add_host("host2", vcpus=8, memory_mb=8192, disk_gb=100)
+    f_old = cloud.flavor("old", 1, 1024, 10)
+    f_new = cloud.flavor("new", 2, 2048, 20)
+    stuck_server = cloud.boot("stuck", f_old, host="host1")
+    fresh_server = cloud.boot("fresh", f_old, host="host1")
+    waiting_server = cloud.boot("waiting", f_old, host="host1")
+    stuck, _ = cloud.resize(stuck_server, f_new)
+    fresh, _ = cloud.resize(fresh_server, f_new)
+    waiting, _ = cloud.resize_to_verify(waiting_server, f_new)
+    _age(cloud, stuck.uuid, 3600)
+    _age(cloud, waiting.uuid, 3600)
+
+    report = recovery.recover(_manager(cloud), idle_for=300)
+    assert report.found == 1
+    assert report.resumed == {stuck.uuid: "prep_resize sent again to host2"}
+    cloud.check()
+    # Nothing about Placement changed: the claim stands, the step is re-sent.
+    assert cloud.holds(stuck_server.uuid) == cloud.on("host2", NEW)
+    assert cloud.db.migration_get(waiting.uuid).status == "finished"
+    assert cloud.db.migration_get(fresh.uuid).status == "migrating"
