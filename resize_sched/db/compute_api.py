@@ -17,6 +17,7 @@ from resize_sched.db.session import (
     describe_expected,
     match,
     text,
+    update_where,
     whole_number,
 )
 
@@ -363,23 +364,13 @@ class ComputeApi(SessionSource):
             values["flavor"] = _flavor_snapshot(values["flavor"])
         if values.get("status") == models.STATUS_DELETED:
             values.setdefault("deleted_at", models.utcnow())
-        conditions = [models.Server.uuid == uuid, models.Server.deleted_at.is_(None)]
+        conditions = [models.Server.deleted_at.is_(None)]
         conditions += [match(getattr(models.Server, k), v) for k, v in expected.items()]
         with self._writer() as session:
-            result = session.execute(
-                sa.update(models.Server)
-                .where(*conditions)
-                .values(**values)
-                .execution_options(synchronize_session=False)
-            )
-            server = session.scalars(
-                sa.select(models.Server)
-                .where(models.Server.uuid == uuid)
-                .execution_options(populate_existing=True)
-            ).first()
-        if server is None or (result.rowcount == 0 and server.deleted_at is not None):
+            changed, server = update_where(session, models.Server, uuid, conditions, values)
+        if server is None or (changed == 0 and server.deleted_at is not None):
             raise exception.ServerNotFound(server_id=uuid)
-        if result.rowcount == 0:
+        if changed == 0:
             raise exception.ServerStateConflict(
                 server_id=uuid,
                 actual=describe(server, expected),

@@ -16,7 +16,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, check_values
+from resize_sched.db.session import SessionSource, check_values, update_where
 
 LOG = logging.getLogger(__name__)
 
@@ -211,25 +211,15 @@ class MigrationApi(SessionSource):
         for key in ("old_resources", "new_resources"):
             if key in values:
                 values[key] = _resources(values[key], key)
-        conditions = [models.Migration.uuid == uuid]
+        conditions = []
         expected = None if expected_status is None else _statuses(expected_status)
         if expected is not None:
             conditions.append(models.Migration.status.in_(expected))
         with self._writer() as session:
-            result = session.execute(
-                sa.update(models.Migration)
-                .where(*conditions)
-                .values(**values)
-                .execution_options(synchronize_session=False)
-            )
-            migration = session.scalars(
-                sa.select(models.Migration)
-                .where(models.Migration.uuid == uuid)
-                .execution_options(populate_existing=True)
-            ).first()
+            changed, migration = update_where(session, models.Migration, uuid, conditions, values)
         if migration is None:
             raise exception.MigrationNotFound(migration_id=uuid)
-        if result.rowcount == 0:
+        if changed == 0:
             raise exception.MigrationStateConflict(
                 migration_id=uuid,
                 actual=migration.status,

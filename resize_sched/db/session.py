@@ -81,6 +81,31 @@ def match(column: InstrumentedAttribute[Any], value: Any) -> sa.ColumnElement[bo
     return column == value
 
 
+def update_where(
+    session: Session,
+    model: type,
+    uuid: str,
+    conditions: Iterable[sa.ColumnElement[bool]],
+    values: Mapping[str, Any],
+) -> tuple[int, Any]:
+    """Compare-and-swap: update the row ``uuid`` only where ``conditions`` hold.
+
+    :returns: (rows changed, 0 or 1; the row as it is now, or None if absent),
+        so a caller can tell "not found" from "not in the expected state".
+    """
+    key = model.uuid  # type: ignore[attr-defined]
+    result = session.execute(
+        sa.update(model)
+        .where(key == uuid, *conditions)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+    row = session.scalars(
+        sa.select(model).where(key == uuid).execution_options(populate_existing=True)
+    ).first()
+    return result.rowcount, row
+
+
 def describe(obj: object, keys: Iterable[str]) -> str:
     """``status=ACTIVE, task_state=None``: the named fields of ``obj``."""
     return ", ".join(f"{k}={getattr(obj, k)}" for k in keys)
