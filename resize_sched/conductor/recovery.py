@@ -116,6 +116,9 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
         report.found += 1
         try:
             migration = reconcile(manager, migration, report)
+            # NOTE: reconcile() rewrote the known holdings, which stamps
+            # updated_at: the next sweep gives the re-sent step another
+            # stuck_after seconds before sending it again.
             report.resumed[migration.uuid] = resume(manager, migration)
         except exception.ResizeSchedException as exc:
             LOG.warning("Recovery of migration %s: %s", migration.uuid, exc)

@@ -258,3 +258,5 @@ def test_sweep_takes_on_only_resizes_that_stopped_moving(make_cloud):
     assert cloud.holds(stuck_server.uuid) == cloud.on("host2", NEW)
     assert cloud.db.migration_get(waiting.uuid).status == "finished"
     assert cloud.db.migration_get(fresh.uuid).status == "migrating"
+    # The step was sent again: the next sweep gives it stuck_after seconds.
+    assert recovery.recover(_manager(cloud), idle_for=300).found == 0

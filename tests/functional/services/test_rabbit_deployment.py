@@ -61,13 +61,18 @@ class Daemons:
         self.procs: dict[str, subprocess.Popen] = {}
 
     def start(self, name: str, module: str, config: pathlib.Path) -> None:
-        log = open(self.workdir / f"{name}.log", "w")  # noqa: SIM115
+        log = open(self.workdir / f"{name}.log", "a")  # noqa: SIM115
         self.procs[name] = subprocess.Popen(
             [sys.executable, "-m", module, "--config-file", str(config)],
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.workdir,
         )
+
+    def stop_one(self, name: str) -> int:
+        proc = self.procs[name]
+        proc.send_signal(signal.SIGTERM)
+        return proc.wait(timeout=30)
 
     def log(self, name: str) -> str:
         return (self.workdir / f"{name}.log").read_text()
@@ -115,6 +120,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
             auth_strategy = noauth2
             [conductor]
             workers = 2
+            # A step sitting for 5 s is stuck here (they take well under 1 s).
+            stuck_check_interval = 1
+            stuck_after = 5
             [resize]
             claim_strategy = max_flavor
             allow_same_host = false
@@ -291,3 +299,40 @@ def test_broker_restart_between_resizes(deployment, flavors):
     server = _wait_status(conn, server, "ACTIVE")
     deployment["check"]()
     deployment["daemons"].check_running()
+
+
+def test_step_lost_with_the_broker_is_taken_on_by_the_sweep(deployment, flavors):
+    """host3's compute is down, so prep_resize waits in its queue; the broker
+    restarts and the queued message is gone. Once host3 is back, the
+    conductor's sweep sees the resize has not moved and sends the step again."""
+    ctl = shutil.which("rabbitmqctl")
+    if ctl is None:
+        pytest.skip("rabbitmqctl is not on PATH: cannot restart the broker")
+    conn, client, hosts = deployment["conn"], deployment["client"], deployment["hosts"]
+    daemons, db = deployment["daemons"], deployment["db"]
+    f_old, f_new = flavors
+    server = _wait_status(
+        conn, conn.compute.create_server(name="lost", flavor_id=f_old.id), "ACTIVE"
+    )
+    assert daemons.stop_one("host3") == 0
+    conn.compute.resize_server(server, f_new.id)
+    # host2 refuses prep_resize; the reschedule claims host3 and casts to it.
+    _wait_for(
+        lambda: (
+            (m := db.migration_get_in_progress_for_server(server.id)) is not None
+            and m.dest_host == "host3"
+        ),
+        "the reschedule to host3",
+    )
+    subprocess.run([ctl, "stop_app"], check=True, capture_output=True)
+    subprocess.run([ctl, "start_app"], check=True, capture_output=True)
+    subprocess.run([ctl, "await_startup"], check=True, capture_output=True)
+    daemons.start("host3", "resize_sched.cmd.compute", daemons.workdir / "host3.conf")
+    server = _wait_status(conn, server, "VERIFY_RESIZE")
+    assert server.compute_host == "host3"
+    assert client.get_allocations(server.id).allocations == {hosts["host3"]: NEW}
+    assert "stuck resize" in daemons.log("conductor")
+    conn.compute.confirm_server_resize(server)
+    _wait_status(conn, server, "ACTIVE")
+    deployment["check"]()
+    daemons.check_running()
