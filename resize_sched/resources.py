@@ -13,7 +13,7 @@ functions here always return new, normalised dicts.
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,13 +138,3 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
         elif key.startswith(_TRAIT_PREFIX) and str(value).lower() == "required":
             traits.add(key[len(_TRAIT_PREFIX) :])
     return ResourceRequest(normalize(resources), frozenset(traits))
-
-
-def parse_resources(items: Iterable[str]) -> Resources:
-    """Parse ``CLASS:N`` or ``CLASS=N`` strings (CLI and config input)."""
-    out: Resources = {}
-    for item in items:
-        sep = ":" if ":" in item else "="
-        rc, _, amount = item.partition(sep)
-        out[rc.strip()] = int(amount)
-    return normalize(out)

@@ -121,9 +121,6 @@ class Scheduler:
             and request.allow_same_host
             and source not in request.ignore_providers
         )
-        scored: list[tuple[float, Destination]] = []
-        complete = True
-
         if source_allowed and request.prefer_same_host:
             found = self._ask_source(request)
             # NOTE: the shortcut must not skip the filters: a disabled, ignored
@@ -137,7 +134,7 @@ class Scheduler:
             request.destination_request
         )
         candidates = self._query(request.destination_request, request)
-        scored.extend(self._score(candidates, request, keep_source=one_query))
+        scored = self._score(candidates, request, keep_source=one_query)
         if source_allowed and not one_query:
             found = self._ask_source(request)
             if found is not None:
@@ -154,7 +151,7 @@ class Scheduler:
             len(chosen) - 1,
             len(allowed),
         )
-        return Selection(chosen, complete=complete)
+        return Selection(chosen)
 
     # -- queries ----------------------------------------------------------------
 

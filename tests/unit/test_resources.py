@@ -130,21 +130,6 @@ def test_format_resources_is_sorted_and_skips_zeros() -> None:
     assert rs.format_resources({}) == ""
 
 
-def test_parse_resources() -> None:
-    assert rs.parse_resources(["VCPU:2", "MEMORY_MB=512", " DISK_GB :3", "CUSTOM_X:0"]) == {
-        "VCPU": 2,
-        "MEMORY_MB": 512,
-        "DISK_GB": 3,
-    }
-    with pytest.raises(ValueError):
-        rs.parse_resources(["VCPU"])
-    with pytest.raises(ValueError):
-        rs.parse_resources(["VCPU:-1"])
-
-
-# -- flavor_request ----------------------------------------------------------------------
-
-
 def _flavor(**kw: object) -> dict:
     flavor: dict = {"vcpus": 2, "memory_mb": 2048, "root_gb": 20, "ephemeral_gb": 0, "swap": 0}
     flavor.update(kw)

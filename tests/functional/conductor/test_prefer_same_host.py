@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from resize_sched import resources as rs
-from resize_sched.placement.client import PlacementClient
 from resize_sched.scheduler.manager import Selection
 from tests.functional.fixtures.cloud import Cloud, expect_no_valid_host
+from tests.functional.fixtures.spy import Spy
 
 STRATEGIES = ["legacy", "drop_and_reclaim", "max_flavor"]
 
@@ -38,23 +38,6 @@ SAME_HOST_HOLDS = {
 #: Requests from prepare to a same-host claim: prepare's write (none for
 #: max_flavor, which moves nothing), the source-only query, the claim.
 SAME_HOST_REQUESTS = {"legacy": 3, "drop_and_reclaim": 3, "max_flavor": 2}
-
-
-class Spy:
-    """Records each request of a real client as ``(method, path, params)``."""
-
-    def __init__(self, client: PlacementClient) -> None:
-        self.calls: list[tuple[str, str, dict[str, str]]] = []
-        real = client._request
-
-        def request(method: str, path: str, version: Any, **kwargs: Any) -> Any:
-            self.calls.append((method, path, dict(kwargs.get("params") or ())))
-            return real(method, path, version, **kwargs)
-
-        client._request = request  # type: ignore[method-assign]
-
-    def candidate_queries(self) -> list[dict[str, str]]:
-        return [params for _, path, params in self.calls if path == "/allocation_candidates"]
 
 
 def _cloud(make_cloud: Any, strategy: str, host1_vcpus: int) -> tuple[Cloud, Any, Any]:

@@ -17,28 +17,12 @@ from resize_sched import resources as rs
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
 from resize_sched.scheduler.manager import Scheduler, SchedulingRequest, Selection
 from tests.functional.fixtures.placement import PlacementInProcess
+from tests.functional.fixtures.spy import Spy
 
 OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
 NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
 SHRUNK = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 10}
 LIMIT = "1000"
-
-
-class Spy:
-    """Records each request of a real client as ``(method, path, params)``."""
-
-    def __init__(self, client: PlacementClient) -> None:
-        self.calls: list[tuple[str, str, dict[str, str]]] = []
-        real = client._request
-
-        def request(method: str, path: str, version: Any, **kwargs: Any) -> Any:
-            self.calls.append((method, path, dict(kwargs.get("params") or ())))
-            return real(method, path, version, **kwargs)
-
-        client._request = request  # type: ignore[method-assign]
-
-    def candidate_queries(self) -> list[dict[str, str]]:
-        return [params for _, path, params in self.calls if path == "/allocation_candidates"]
 
 
 class World:
