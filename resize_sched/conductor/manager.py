@@ -53,13 +53,25 @@ class ConductorManager:
 
     @messaging.expected_exceptions(*_EXPECTED)
     def build_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        server = self.db.server_get(server_uuid)
+        if (server.status, server.task_state) != ("BUILD", "scheduling"):
+            # NOTE: a duplicate (recovery re-sent it while the first was queued).
+            LOG.info("Build of server %s already past scheduling; nothing to do", server_uuid)
+            return
         try:
             server = self.builds.schedule(server_uuid)
         except exception.NoValidHost as exc:
             LOG.warning("Build of server %s: %s", server_uuid, exc)
             return
+        except exception.PlacementError as exc:
+            # NOTE: the server stays BUILD/scheduling; whether a claim landed
+            # is unknown, so the sweep (or the next start) adopts it or
+            # schedules again.
+            LOG.error("Build of server %s left for the sweep: Placement: %s", server_uuid, exc)
+            return
         self.compute.spawn(ctxt, server.host, server_message(server))
 
+    @messaging.expected_exceptions(*_EXPECTED)
     def build_done(self, ctxt: RequestContext, server_uuid: str) -> None:
         self.builds.spawned(server_uuid)
 

@@ -1,4 +1,4 @@
-"""Crash recovery: finish or roll back every resize found in flight at start.
+"""Crash recovery: finish or roll back every resize and build found in flight.
 
 Two steps per migration:
 
@@ -13,6 +13,15 @@ Two steps per migration:
    a failed restore (``missing`` holdings) is retried, as
    :func:`resize_sched.conductor.heal.restore_missing` does for the heal
    command.
+
+A build has no journal (one consumer, one write): a server still ``BUILD``
+is resumed from its task state. In ``scheduling``, a claim Placement already
+holds is adopted, else the server is scheduled again; in ``spawning``, the
+spawn is sent to its host again (spawning is idempotent).
+
+The same code serves the conductor's start (everything in flight) and its
+periodic sweep (only what has not changed for ``[conductor] stuck_after``
+seconds: a step whose message was lost, or whose Placement call failed).
 """
 
 import datetime
@@ -22,6 +31,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import exception
+from resize_sched.compute.rpcapi import server_message
 from resize_sched.conductor import heal
 from resize_sched.context import admin_context
 from resize_sched.strategies import Holdings
@@ -35,8 +45,8 @@ class RecoveryReport:
 
     found: int = 0
     reconciled: dict[str, str] = field(default_factory=dict)  # journal entry id -> state
-    resumed: dict[str, str] = field(default_factory=dict)  # migration uuid -> action
-    failed: dict[str, str] = field(default_factory=dict)  # migration uuid -> error
+    resumed: dict[str, str] = field(default_factory=dict)  # migration or server uuid -> action
+    failed: dict[str, str] = field(default_factory=dict)  # migration or server uuid -> error
 
 
 def reconcile(manager: Any, migration: Any, report: RecoveryReport) -> Any:
@@ -89,16 +99,46 @@ def resume(manager: Any, migration: Any) -> str:
     return "nothing to do"
 
 
-def _idle(migration: Any, now: datetime.datetime) -> float:
-    """Seconds since the migration last changed."""
-    changed = migration.updated_at or migration.created_at
+def resume_build(manager: Any, server: Any) -> str:
+    """Take one server still in BUILD on from where it stopped."""
+    ctxt = admin_context()
+    if server.task_state not in ("scheduling", "spawning"):
+        return "nothing to do"
+    # NOTE: stamp the server first, compare-and-swap on when it last changed:
+    # of two conductors sweeping at once exactly one takes it on, and the next
+    # sweep leaves it another stuck_after seconds.
+    server = manager.db.server_touch(
+        server.uuid,
+        expected={
+            "status": "BUILD",
+            "task_state": server.task_state,
+            "updated_at": server.updated_at,
+        },
+        operation="resume the build",
+    )
+    if server.task_state == "scheduling":
+        adopted = manager.builds.adopt(server.uuid)
+        if adopted is None:
+            manager.build_server(ctxt, server.uuid)
+            after = manager.db.server_get(server.uuid)
+            if after.task_state == "spawning":
+                return f"scheduled again, spawn sent to {after.host}"
+            return f"scheduled again, now {after.status}/{after.task_state}"
+        server = adopted
+    manager.compute.spawn(ctxt, server.host, server_message(server))
+    return f"spawn sent to {server.host}"
+
+
+def _idle(row: Any, now: datetime.datetime) -> float:
+    """Seconds since the migration or server last changed."""
+    changed = row.updated_at or row.created_at
     if changed.tzinfo is None:
         changed = changed.replace(tzinfo=datetime.UTC)
     return (now - changed).total_seconds()
 
 
 def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
-    """Reconcile and resume every migration in flight.
+    """Reconcile and resume every migration and build in flight.
 
     :param manager: the :class:`~resize_sched.conductor.manager.ConductorManager`.
     :param idle_for: only those that have not changed for this many seconds
@@ -108,10 +148,12 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
     """
     report = RecoveryReport()
     now = datetime.datetime.now(datetime.UTC)
+
+    def stale(row: Any) -> bool:
+        return idle_for is None or _idle(row, now) >= idle_for
+
     for migration in manager.db.migration_list_in_flight():
-        if idle_for is not None and (
-            migration.status == "finished" or _idle(migration, now) < idle_for
-        ):
+        if idle_for is not None and (migration.status == "finished" or not stale(migration)):
             continue
         report.found += 1
         try:
@@ -123,9 +165,18 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
         except exception.ResizeSchedException as exc:
             LOG.warning("Recovery of migration %s: %s", migration.uuid, exc)
             report.failed[migration.uuid] = str(exc)
+    for server in manager.db.server_list(status="BUILD"):
+        if not stale(server):
+            continue
+        report.found += 1
+        try:
+            report.resumed[server.uuid] = resume_build(manager, server)
+        except exception.ResizeSchedException as exc:
+            LOG.warning("Recovery of the build of server %s: %s", server.uuid, exc)
+            report.failed[server.uuid] = str(exc)
     if report.found:
         LOG.info(
-            "Recovery: %d migration(s) in flight, %d journal entr(ies) settled, %s",
+            "Recovery: %d resize(s) and build(s) in flight, %d journal entr(ies) settled, %s",
             report.found,
             len(report.reconciled),
             report.resumed,

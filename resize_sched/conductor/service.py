@@ -76,10 +76,12 @@ class ConductorService:
         )
 
     def sweep(self) -> recovery.RecoveryReport:
-        """Take on the resizes that stopped moving (see ``[conductor] stuck_after``)."""
+        """Take on the resizes and builds that stopped moving (see ``[conductor] stuck_after``)."""
         report = recovery.recover(self.manager, idle_for=self.conf.conductor.stuck_after)
         if report.found:
-            LOG.warning("Sweep took on %d stuck resize(s): %s", report.found, report.resumed)
+            LOG.warning(
+                "Sweep took on %d stuck resize(s) and build(s): %s", report.found, report.resumed
+            )
         return report
 
     def _sweep_loop(self, interval: float) -> None:

@@ -24,16 +24,16 @@ OPTS = [
         "stuck_check_interval",
         default=60,
         min=0,
-        help="Seconds between sweeps for resizes that stopped moving: a report "
-        "from a compute host lost with a broker restart, or Placement down when a "
-        "step ran. Each sweep takes such resizes on exactly as crash recovery does "
-        "at start. 0 disables the sweep (recovery still runs at start).",
+        help="Seconds between sweeps for resizes and builds that stopped moving: "
+        "a message lost with a broker restart, or Placement down when a step ran. "
+        "Each sweep takes them on exactly as crash recovery does at start. 0 "
+        "disables the sweep (recovery still runs at start).",
     ),
     cfg.IntOpt(
         "stuck_after",
         default=300,
         min=1,
-        help="Seconds a resize may stay in one in-flight status before a sweep "
+        help="Seconds a resize or build may stay in one in-flight state before a sweep "
         "takes it on. Keep it well above the slowest prep/resize/finish of your "
         "hypervisors, or the sweep re-sends steps that are merely slow (harmless "
         "but noisy: compute operations are idempotent).",

@@ -308,6 +308,7 @@ class ComputeApi(SessionSource):
         project_id: str | None = None,
         *,
         host: str | None = None,
+        status: str | None = None,
         needs_heal: bool | None = None,
         read_deleted: bool = False,
     ) -> list[models.Server]:
@@ -315,6 +316,7 @@ class ComputeApi(SessionSource):
 
         :param project_id: only this project's.
         :param host: only those on this host.
+        :param status: only those in this status (``BUILD``, ``ACTIVE``...).
         :param needs_heal: only those flagged (True) or not (False).
         :param read_deleted: include deleted servers.
         """
@@ -323,6 +325,8 @@ class ComputeApi(SessionSource):
             query = query.where(models.Server.project_id == project_id)
         if host is not None:
             query = query.where(models.Server.host == host)
+        if status is not None:
+            query = query.where(models.Server.status == status)
         if needs_heal is not None:
             query = query.where(models.Server.needs_heal == needs_heal)
         if not read_deleted:
@@ -357,13 +361,31 @@ class ComputeApi(SessionSource):
         """
         expected = dict(expected or {})
         check_values(models.Server, values, what="server")
-        check_values(models.Server, expected, what="server")
+        check_values(models.Server, expected, what="server", compared=True)
         if "status" in values and values["status"] not in models.SERVER_STATUSES:
             raise exception.Invalid(reason=f"unknown server status {values['status']!r}")
         if "flavor" in values:
             values["flavor"] = _flavor_snapshot(values["flavor"])
         if values.get("status") == models.STATUS_DELETED:
             values.setdefault("deleted_at", models.utcnow())
+        return self._server_swap(uuid, expected, operation, values)
+
+    def server_touch(
+        self, uuid: str, /, *, expected: Mapping[str, Any], operation: str
+    ) -> models.Server:
+        """Stamp the server's ``updated_at`` now, if it is still as ``expected``.
+
+        For a worker taking a stalled server on: expecting the ``updated_at``
+        it saw makes it the only one of several that does.
+
+        :raises resize_sched.exception.ServerStateConflict: it is not as expected.
+        """
+        check_values(models.Server, expected, what="server", compared=True)
+        return self._server_swap(uuid, expected, operation, {"updated_at": models.utcnow()})
+
+    def _server_swap(
+        self, uuid: str, expected: Mapping[str, Any], operation: str, values: dict[str, Any]
+    ) -> models.Server:
         conditions = [models.Server.deleted_at.is_(None)]
         conditions += [match(getattr(models.Server, k), v) for k, v in expected.items()]
         with self._writer() as session:

@@ -48,16 +48,21 @@ class SessionSource:
             yield session
 
 
-def check_values(model: type, values: Mapping[str, Any], *, what: str) -> None:
+def check_values(
+    model: type, values: Mapping[str, Any], *, what: str, compared: bool = False
+) -> None:
     """Reject values for columns that do not exist or may not change.
 
     :param model: the ORM class.
     :param values: column name -> new value.
     :param what: the object's name, for the message.
+    :param compared: the values are only compared (a compare-and-swap's
+        expectations), so immutable columns are allowed.
     :raises resize_sched.exception.Invalid: an unknown or immutable column.
     """
     columns = set(sa.inspect(model).columns.keys())
-    bad = sorted(k for k in values if k not in columns or k in _IMMUTABLE)
+    fixed = frozenset() if compared else _IMMUTABLE
+    bad = sorted(k for k in values if k not in columns or k in fixed)
     if bad:
         raise exception.Invalid(reason=f"cannot update {what} field(s) {', '.join(bad)}")
 

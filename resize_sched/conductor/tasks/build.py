@@ -110,6 +110,36 @@ class BuildTask:
             )
             raise
 
+    def adopt(self, server_uuid: str) -> Any | None:
+        """Take on a claim that Placement holds but the database never recorded.
+
+        The conductor stopped (or its message was lost) between the claim and
+        the database update that names the host. The claim names the host, so
+        the build goes on there rather than claiming a second time.
+
+        :returns: the server, now ``spawning`` on the claimed host, or None
+            when Placement holds nothing for it (it must be scheduled again).
+        :raises ServerStateConflict: the build moved on meanwhile.
+        """
+        held = self.deps.client.get_allocations(server_uuid)
+        if held.generation is None or not held.allocations:
+            return None
+        # NOTE: a build claims on one provider (compute nodes have no
+        # children here), named after its host.
+        (rp_uuid,) = held.allocations
+        host = self.deps.client.get_resource_provider(rp_uuid)["name"]
+        LOG.info("Server %s: adopting its claim on %s", server_uuid, host)
+        return self.db.server_update(
+            server_uuid,
+            expected={"status": "BUILD", "task_state": "scheduling"},
+            operation="adopt the claim",
+            task_state="spawning",
+            host=host,
+            node=host,
+            rp_uuid=rp_uuid,
+            placement_generation=held.generation,
+        )
+
     def spawned(self, server_uuid: str) -> Any:
         """The host spawned the server: it becomes ACTIVE."""
         return self.db.server_update(

@@ -6,17 +6,21 @@ catches) at a precise point: just before a Placement write, or just after it
 but before the journal records it.
 """
 
+import datetime
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
+from resize_sched import exception, rpc
 from resize_sched import resources as rs
-from resize_sched import rpc
 from resize_sched.compute.rpcapi import ComputeAPI
 from resize_sched.conductor import recovery
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.context import admin_context
+from resize_sched.db import models
 from resize_sched.placement.embedded import ROUTER, WSGITransport
+from tests.functional.fixtures.cloud import PROJECT, USER
 
 OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
 NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
@@ -218,21 +222,11 @@ def test_placement_down_mid_resize_then_recovered(make_cloud, placement, strateg
     assert cloud.holds(migration.uuid) == cloud.on("host1", OLD)
 
 
-def _age(cloud, migration_uuid, seconds):
-    """Pretend the migration last changed ``seconds`` ago."""
-    import datetime
-
-    import sqlalchemy as sa
-
-    from resize_sched.db import models
-
+def _age(cloud, uuid_, seconds, model=models.Migration):
+    """Pretend the migration (or server) last changed ``seconds`` ago."""
     then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
     with cloud.db.engine.begin() as conn:
-        conn.execute(
-            sa.update(models.Migration)
-            .where(models.Migration.uuid == migration_uuid)
-            .values(updated_at=then)
-        )
+        conn.execute(sa.update(model).where(model.uuid == uuid_).values(updated_at=then))
 
 
 def test_sweep_takes_on_only_resizes_that_stopped_moving(make_cloud):
@@ -260,3 +254,146 @@ def test_sweep_takes_on_only_resizes_that_stopped_moving(make_cloud):
     assert cloud.db.migration_get(fresh.uuid).status == "migrating"
     # The step was sent again: the next sweep gives it stuck_after seconds.
     assert recovery.recover(_manager(cloud), idle_for=300).found == 0
+
+
+# -- builds ---------------------------------------------------------------------------
+
+
+class _SpawnLog:
+    """Records the spawns the manager sends (nobody listens on its exchange)."""
+
+    def __init__(self, manager) -> None:
+        self.sent: list[tuple[str, str]] = []
+        real = manager.compute.spawn
+
+        def spawn(ctxt, host, server):
+            self.sent.append((host, server["uuid"]))
+            return real(ctxt, host, server)
+
+        manager.compute.spawn = spawn
+
+
+def _one_host(make_cloud):
+    cloud = make_cloud("max_flavor")
+    cloud.add_host("host1", vcpus=8, memory_mb=8192, disk_gb=100)
+    return cloud, cloud.flavor("old", 1, 1024, 10)
+
+
+def _recorded(cloud, flavor, name="vm"):
+    """A server the API recorded, whose build_server cast never arrived."""
+    return cloud.builds.create(
+        name=name, flavorid=flavor.flavorid, project_id=PROJECT, user_id=USER
+    )
+
+
+def test_lost_build_is_scheduled_again(make_cloud):
+    cloud, flavor = _one_host(make_cloud)
+    server = _recorded(cloud, flavor)
+    manager = _manager(cloud)
+    spawns = _SpawnLog(manager)
+
+    report = recovery.recover(manager)
+    assert report.resumed == {server.uuid: "scheduled again, spawn sent to host1"}
+    assert spawns.sent == [("host1", server.uuid)]
+    row = cloud.db.server_get(server.uuid)
+    assert (row.status, row.task_state, row.host) == ("BUILD", "spawning", "host1")
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+    cloud.check()
+
+
+def test_claim_landed_but_not_recorded_is_adopted_not_claimed_twice(make_cloud):
+    cloud, flavor = _one_host(make_cloud)
+    server = _recorded(cloud, flavor)
+    real = cloud.db.server_update
+
+    def update(uuid_, /, **kwargs):
+        if kwargs.get("operation") == "place":
+            cloud.db.server_update = real
+            raise Crash()
+        return real(uuid_, **kwargs)
+
+    cloud.db.server_update = update
+    with pytest.raises(Crash):
+        cloud.builds.schedule(server.uuid)
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+    assert cloud.db.server_get(server.uuid).task_state == "scheduling"
+
+    manager = _manager(cloud)
+    spawns = _SpawnLog(manager)
+    cloud.client.reset_request_count()
+    report = recovery.recover(manager)
+    assert report.resumed == {server.uuid: "spawn sent to host1"}
+    assert spawns.sent == [("host1", server.uuid)]
+    # Two reads (the consumer, then its provider's name) and no write.
+    assert cloud.client.request_count == 2
+    assert cloud.client.get_allocations(server.uuid).generation == 1
+    row = cloud.db.server_get(server.uuid)
+    assert (row.task_state, row.host, row.placement_generation) == ("spawning", "host1", 1)
+    assert row.rp_uuid == cloud.hosts["host1"]
+    cloud.check()
+
+
+def test_lost_spawn_is_sent_again_once_per_stuck_after(make_cloud):
+    cloud, flavor = _one_host(make_cloud)
+    stuck = _recorded(cloud, flavor, "stuck")
+    fresh = _recorded(cloud, flavor, "fresh")
+    cloud.builds.schedule(stuck.uuid)
+    cloud.builds.schedule(fresh.uuid)
+    _age(cloud, stuck.uuid, 3600, model=models.Server)
+    manager = _manager(cloud)
+    spawns = _SpawnLog(manager)
+    cloud.client.reset_request_count()
+
+    report = recovery.recover(manager, idle_for=300)
+    assert report.resumed == {stuck.uuid: "spawn sent to host1"}
+    assert spawns.sent == [("host1", stuck.uuid)]
+    assert cloud.client.request_count == 0
+    # Re-sending stamped the server: the next sweep leaves it alone.
+    assert recovery.recover(manager, idle_for=300).found == 0
+    assert len(spawns.sent) == 1
+
+
+def test_two_sweeps_racing_take_a_build_on_once(make_cloud):
+    cloud, flavor = _one_host(make_cloud)
+    server = _recorded(cloud, flavor)
+    seen = cloud.db.server_get(server.uuid)
+    first, second = _manager(cloud), _manager(cloud)
+    spawns = _SpawnLog(first), _SpawnLog(second)
+
+    assert recovery.resume_build(first, seen) == "scheduled again, spawn sent to host1"
+    with pytest.raises(exception.ServerStateConflict):
+        recovery.resume_build(second, seen)
+    assert [len(log.sent) for log in spawns] == [1, 0]
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+
+
+def test_duplicate_build_server_changes_nothing(make_cloud):
+    cloud, flavor = _one_host(make_cloud)
+    server = _recorded(cloud, flavor)
+    manager = _manager(cloud)
+    spawns = _SpawnLog(manager)
+    manager.build_server(admin_context(), server.uuid)
+    cloud.client.reset_request_count()
+    manager.build_server(admin_context(), server.uuid)
+    assert cloud.client.request_count == 0
+    assert spawns.sent == [("host1", server.uuid)]
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+
+
+def test_placement_down_during_build_then_swept(make_cloud, placement):
+    cloud, flavor = _one_host(make_cloud)
+    server = _recorded(cloud, flavor)
+    manager = _manager(cloud)
+    spawns = _SpawnLog(manager)
+    with _Outage(placement):
+        manager.build_server(admin_context(), server.uuid)
+    row = cloud.db.server_get(server.uuid)
+    assert (row.status, row.task_state, row.host) == ("BUILD", "scheduling", None)
+    assert cloud.holds(server.uuid) == {}
+    assert spawns.sent == []
+
+    _age(cloud, server.uuid, 3600, model=models.Server)
+    report = recovery.recover(manager, idle_for=300)
+    assert report.resumed == {server.uuid: "scheduled again, spawn sent to host1"}
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+    cloud.check()

@@ -149,6 +149,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         endpoint = f"http://127.0.0.1:{api_port}/v2.1"
         try:
             _wait_for(lambda: len(client.list_resource_providers()) == len(HOSTS), "computes")
+            # A cast to a topic nobody consumes yet is dropped by the broker
+            # (the sweep would re-send it, but only after stuck_after).
+            _wait_for(lambda: vhost.consumers("conductor") != 0, "the conductor to consume")
 
             def api_up() -> bool:
                 daemons.check_running()
@@ -334,5 +337,29 @@ def test_step_lost_with_the_broker_is_taken_on_by_the_sweep(deployment, flavors)
     assert "stuck resize" in daemons.log("conductor")
     conn.compute.confirm_server_resize(server)
     _wait_status(conn, server, "ACTIVE")
+    deployment["check"]()
+    daemons.check_running()
+
+
+def test_build_lost_while_the_conductor_is_down_is_recovered_at_its_start(deployment, flavors):
+    """The conductor is down and the broker restarts, so no conductor queue
+    exists: the API's build_server cast is dropped. The conductor's start-up
+    recovery finds the server still BUILD/scheduling and builds it."""
+    ctl = shutil.which("rabbitmqctl")
+    if ctl is None:
+        pytest.skip("rabbitmqctl is not on PATH: cannot restart the broker")
+    conn, client, hosts = deployment["conn"], deployment["client"], deployment["hosts"]
+    daemons = deployment["daemons"]
+    f_old, _ = flavors
+    assert daemons.stop_one("conductor") == 0
+    subprocess.run([ctl, "stop_app"], check=True, capture_output=True)
+    subprocess.run([ctl, "start_app"], check=True, capture_output=True)
+    subprocess.run([ctl, "await_startup"], check=True, capture_output=True)
+    server = conn.compute.create_server(name="orphan", flavor_id=f_old.id)
+    assert conn.compute.get_server(server.id).task_state == "scheduling"
+    daemons.start("conductor", "resize_sched.cmd.conductor", daemons.workdir / "services.conf")
+    server = _wait_status(conn, server, "ACTIVE")
+    assert client.get_allocations(server.id).allocations == {hosts[server.compute_host]: OLD}
+    assert f"{server.id}': 'scheduled again, spawn sent to" in daemons.log("conductor")
     deployment["check"]()
     daemons.check_running()
