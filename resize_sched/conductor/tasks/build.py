@@ -91,9 +91,11 @@ class BuildTask:
                     )
                 except (exception.ServerStateConflict, exception.ServerNotFound):
                     # NOTE: deleted while we were claiming: give the room back
-                    # rather than leak it.
-                    write = ConsumerWrite({}, server.project_id, server.user_id, 1, INSTANCE)
-                    self.deps.client.put_allocations(server_uuid, write)
+                    # rather than leak it; unless recovery adopted this very
+                    # claim meanwhile (it is the server's now).
+                    if not self._adopted(server_uuid, dest.provider):
+                        write = ConsumerWrite({}, server.project_id, server.user_id, 1, INSTANCE)
+                        self.deps.client.put_allocations(server_uuid, write)
                     raise
             raise exception.NoValidHost(
                 kind=exception.NoValidHost.DEFERRED,
@@ -139,6 +141,13 @@ class BuildTask:
             rp_uuid=rp_uuid,
             placement_generation=held.generation,
         )
+
+    def _adopted(self, server_uuid: str, rp_uuid: str) -> bool:
+        try:
+            server = self.db.server_get(server_uuid)
+        except exception.ServerNotFound:
+            return False
+        return server.rp_uuid == rp_uuid and server.placement_generation is not None
 
     def spawned(self, server_uuid: str) -> Any:
         """The host spawned the server: it becomes ACTIVE."""

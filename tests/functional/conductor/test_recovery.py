@@ -397,3 +397,44 @@ def test_placement_down_during_build_then_swept(make_cloud, placement):
     assert report.resumed == {server.uuid: "scheduled again, spawn sent to host1"}
     assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
     cloud.check()
+
+
+def test_claim_adopted_by_recovery_mid_build_is_not_given_back(make_cloud):
+    """A second conductor's start-up recovery adopts a claim between the first
+    conductor's claim and its database update: the first must not release it."""
+    cloud, flavor = _one_host(make_cloud)
+    server = _recorded(cloud, flavor)
+    other = _manager(cloud)
+    real = cloud.db.server_update
+
+    def update(uuid_, /, **kwargs):
+        if kwargs.get("operation") == "place":
+            cloud.db.server_update = real
+            recovery.recover(other)
+        return real(uuid_, **kwargs)
+
+    cloud.db.server_update = update
+    with pytest.raises(exception.ServerStateConflict):
+        cloud.builds.schedule(server.uuid)
+    row = cloud.db.server_get(server.uuid)
+    assert (row.task_state, row.host, row.placement_generation) == ("spawning", "host1", 1)
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+    cloud.check()
+
+
+def test_server_deleted_mid_build_gets_its_claim_given_back(make_cloud):
+    cloud, flavor = _one_host(make_cloud)
+    server = _recorded(cloud, flavor)
+    real = cloud.db.server_update
+
+    def update(uuid_, /, **kwargs):
+        if kwargs.get("operation") == "place":
+            cloud.db.server_update = real
+            cloud.db.server_delete(uuid_)
+        return real(uuid_, **kwargs)
+
+    cloud.db.server_update = update
+    with pytest.raises(exception.ServerNotFound):
+        cloud.builds.schedule(server.uuid)
+    assert cloud.holds(server.uuid) == {}
+    assert cloud.usage("host1") == {}
