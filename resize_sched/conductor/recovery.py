@@ -157,10 +157,10 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
             continue
         report.found += 1
         try:
+            # NOTE: the stamp makes this worker the only one to take it on,
+            # and gives the re-sent step another stuck_after seconds.
+            migration = manager.db.migration_touch(migration.uuid, seen=migration)
             migration = reconcile(manager, migration, report)
-            # NOTE: reconcile() rewrote the known holdings, which stamps
-            # updated_at: the next sweep gives the re-sent step another
-            # stuck_after seconds before sending it again.
             report.resumed[migration.uuid] = resume(manager, migration)
         except exception.ResizeSchedException as exc:
             LOG.warning("Recovery of migration %s: %s", migration.uuid, exc)

@@ -16,7 +16,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, check_values, update_where
+from resize_sched.db.session import SessionSource, check_values, match, update_where
 
 LOG = logging.getLogger(__name__)
 
@@ -225,6 +225,33 @@ class MigrationApi(SessionSource):
                 actual=migration.status,
                 expected=" or ".join(expected or ()),
                 operation=operation,
+            )
+        return migration
+
+    def migration_touch(self, uuid: str, *, seen: models.Migration) -> models.Migration:
+        """Stamp ``updated_at`` now, if the migration is unchanged since ``seen``.
+
+        For a worker taking a stalled migration on: of several that saw the
+        same row, exactly one wins.
+
+        :raises resize_sched.exception.MigrationStateConflict: it changed.
+        """
+        conditions = [
+            models.Migration.status == seen.status,
+            match(models.Migration.updated_at, seen.updated_at),
+        ]
+        with self._writer() as session:
+            changed, migration = update_where(
+                session, models.Migration, uuid, conditions, {"updated_at": models.utcnow()}
+            )
+        if migration is None:
+            raise exception.MigrationNotFound(migration_id=uuid)
+        if changed == 0:
+            raise exception.MigrationStateConflict(
+                migration_id=uuid,
+                actual=f"{migration.status} (changed at {migration.updated_at})",
+                expected=f"{seen.status} (changed at {seen.updated_at})",
+                operation="take on the stalled migration",
             )
         return migration
 

@@ -438,3 +438,19 @@ def test_server_deleted_mid_build_gets_its_claim_given_back(make_cloud):
         cloud.builds.schedule(server.uuid)
     assert cloud.holds(server.uuid) == {}
     assert cloud.usage("host1") == {}
+
+
+def test_two_sweeps_racing_take_a_resize_on_once(make_cloud, monkeypatch):
+    cloud, server, f_new = _two_hosts(make_cloud, "max_flavor")
+    migration, _ = cloud.resize(server, f_new)
+    _age(cloud, migration.uuid, 3600)
+    seen = cloud.db.migration_list_in_flight()  # what a second conductor read too
+
+    first = recovery.recover(_manager(cloud), idle_for=300)
+    assert first.resumed == {migration.uuid: "prep_resize sent again to host2"}
+    monkeypatch.setattr(cloud.db, "migration_list_in_flight", lambda: seen)
+    second = recovery.recover(_manager(cloud), idle_for=300)
+    assert second.resumed == {}
+    assert "take on the stalled migration" in second.failed[migration.uuid]
+    assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
+    cloud.check()

@@ -48,6 +48,23 @@ def _race(calls: list[Callable[[], Any]], conflict: type[Exception]) -> list[obj
     return results
 
 
+def _migration(db: Database, server: Any, flavor: Any, **kw: Any) -> models.Migration:
+    return db.migration_create(
+        server_uuid=server.uuid,
+        source_host="h1",
+        source_node=None,
+        source_rp_uuid="rp1",
+        old_flavor=flavor.to_snapshot(),
+        new_flavor=flavor.to_snapshot(),
+        old_resources={"VCPU": 1},
+        new_resources={"VCPU": 1},
+        claim_strategy="legacy",
+        project_id="p",
+        user_id="u",
+        **kw,
+    )
+
+
 def test_two_resizes_of_one_server(db: Database, other_worker: Database) -> None:
     flavor = db.flavor_create("m1", 1, 512, 1)
     for round_ in range(ROUNDS):
@@ -76,20 +93,7 @@ def test_two_status_changes_of_one_migration(db: Database, other_worker: Databas
     flavor = db.flavor_create("m1", 1, 512, 1)
     server = db.server_create(name="vm", project_id="p", user_id="u", flavor=flavor)
     for round_ in range(ROUNDS):
-        migration = db.migration_create(
-            server_uuid=server.uuid,
-            source_host="h1",
-            source_node=None,
-            source_rp_uuid="rp1",
-            old_flavor=flavor.to_snapshot(),
-            new_flavor=flavor.to_snapshot(),
-            old_resources={"VCPU": 1},
-            new_resources={"VCPU": 1},
-            claim_strategy="legacy",
-            project_id="p",
-            user_id="u",
-            status=models.MIGRATION_FINISHED,
-        )
+        migration = _migration(db, server, flavor, status=models.MIGRATION_FINISHED)
         results = _race(
             [
                 lambda uuid=migration.uuid: db.migration_update(
@@ -107,19 +111,7 @@ def test_two_status_changes_of_one_migration(db: Database, other_worker: Databas
 def test_journal_appends_never_share_a_seq(db: Database, other_worker: Database) -> None:
     flavor = db.flavor_create("m1", 1, 512, 1)
     server = db.server_create(name="vm", project_id="p", user_id="u", flavor=flavor)
-    migration = db.migration_create(
-        server_uuid=server.uuid,
-        source_host="h1",
-        source_node=None,
-        source_rp_uuid="rp1",
-        old_flavor=flavor.to_snapshot(),
-        new_flavor=flavor.to_snapshot(),
-        old_resources={"VCPU": 1},
-        new_resources={"VCPU": 1},
-        claim_strategy="legacy",
-        project_id="p",
-        user_id="u",
-    )
+    migration = _migration(db, server, flavor)
 
     def append(database: Database) -> None:
         for _ in range(20):
@@ -128,3 +120,36 @@ def test_journal_appends_never_share_a_seq(db: Database, other_worker: Database)
     results = _race([lambda: append(db), lambda: append(other_worker)], exception.Conflict)
     assert results == [WON, WON]
     assert [e.seq for e in db.journal_list(migration.uuid)] == list(range(1, 41))
+
+
+def test_two_sweepers_take_one_stalled_server_or_migration_on(
+    db: Database, other_worker: Database
+) -> None:
+    """Each sweeper read the row itself; stamping it is a compare-and-swap on
+    when it last changed, so exactly one of them takes it on."""
+    flavor = db.flavor_create("m1", 1, 512, 1)
+    for round_ in range(ROUNDS // 2):
+        server = db.server_create(name=f"vm{round_}", project_id="p", user_id="u", flavor=flavor)
+        seen = [w.server_get(server.uuid) for w in (db, other_worker)]
+        results = _race(
+            [
+                lambda w=w, row=row: w.server_touch(
+                    row.uuid,
+                    expected={"status": row.status, "updated_at": row.updated_at},
+                    operation="resume the build",
+                )
+                for w, row in zip((db, other_worker), seen, strict=True)
+            ],
+            exception.ServerStateConflict,
+        )
+        assert sorted(map(str, results)) == [LOST, WON], f"server round {round_}: {results}"
+        migration = _migration(db, server, flavor)
+        seen = [db.migration_get(migration.uuid), other_worker.migration_get(migration.uuid)]
+        results = _race(
+            [
+                lambda w=w, row=row: w.migration_touch(row.uuid, seen=row)
+                for w, row in zip((db, other_worker), seen, strict=True)
+            ],
+            exception.MigrationStateConflict,
+        )
+        assert sorted(map(str, results)) == [LOST, WON], f"migration round {round_}: {results}"
