@@ -301,18 +301,30 @@ def test_lost_build_is_scheduled_again(make_cloud):
     cloud.check()
 
 
-def test_claim_landed_but_not_recorded_is_adopted_not_claimed_twice(make_cloud):
-    cloud, flavor = _one_host(make_cloud)
-    server = _recorded(cloud, flavor)
+def _before_placing(cloud, action):
+    """Run ``action(server_uuid)`` once, just before a build records its host."""
     real = cloud.db.server_update
 
     def update(uuid_, /, **kwargs):
         if kwargs.get("operation") == "place":
             cloud.db.server_update = real
-            raise Crash()
+            action(uuid_)
         return real(uuid_, **kwargs)
 
     cloud.db.server_update = update
+
+
+def _raise(error):
+    def action(_):
+        raise error
+
+    return action
+
+
+def test_claim_landed_but_not_recorded_is_adopted_not_claimed_twice(make_cloud):
+    cloud, flavor = _one_host(make_cloud)
+    server = _recorded(cloud, flavor)
+    _before_placing(cloud, _raise(Crash()))
     with pytest.raises(Crash):
         cloud.builds.schedule(server.uuid)
     assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
@@ -405,15 +417,7 @@ def test_claim_adopted_by_recovery_mid_build_is_not_given_back(make_cloud):
     cloud, flavor = _one_host(make_cloud)
     server = _recorded(cloud, flavor)
     other = _manager(cloud)
-    real = cloud.db.server_update
-
-    def update(uuid_, /, **kwargs):
-        if kwargs.get("operation") == "place":
-            cloud.db.server_update = real
-            recovery.recover(other)
-        return real(uuid_, **kwargs)
-
-    cloud.db.server_update = update
+    _before_placing(cloud, lambda _: recovery.recover(other))
     with pytest.raises(exception.ServerStateConflict):
         cloud.builds.schedule(server.uuid)
     row = cloud.db.server_get(server.uuid)
@@ -425,15 +429,7 @@ def test_claim_adopted_by_recovery_mid_build_is_not_given_back(make_cloud):
 def test_server_deleted_mid_build_gets_its_claim_given_back(make_cloud):
     cloud, flavor = _one_host(make_cloud)
     server = _recorded(cloud, flavor)
-    real = cloud.db.server_update
-
-    def update(uuid_, /, **kwargs):
-        if kwargs.get("operation") == "place":
-            cloud.db.server_update = real
-            cloud.db.server_delete(uuid_)
-        return real(uuid_, **kwargs)
-
-    cloud.db.server_update = update
+    _before_placing(cloud, cloud.db.server_delete)
     with pytest.raises(exception.ServerNotFound):
         cloud.builds.schedule(server.uuid)
     assert cloud.holds(server.uuid) == {}
