@@ -121,6 +121,11 @@ class FlavorNotFound(NotFound):
     code = "resize_sched.not_found.flavor"
 
 
+class FlavorExtraSpecNotFound(NotFound):
+    msg_fmt = "Flavor %(flavor_id)s has no extra spec %(key)s."
+    code = "resize_sched.not_found.flavor_extra_spec"
+
+
 class ServerNotFound(NotFound):
     msg_fmt = "Server %(server_id)s could not be found."
     code = "resize_sched.not_found.server"

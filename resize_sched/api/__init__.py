@@ -17,7 +17,8 @@ Those that change what we serve, and are reproduced:
   embedded in the server, 2.63 ``trusted_image_certificates``, 2.71
   ``server_groups``, 2.73 ``locked_reason`` (constant values: there are no
   locks, tags or groups here);
-* flavors: 2.55 ``description`` (always null), 2.61 ``extra_specs``;
+* flavors: 2.55 ``description`` (always null), 2.61 ``extra_specs``
+  (which ``/flavors/{id}/os-extra_specs`` reads and writes at any version);
 * os-migrations: 2.23 ``migration_type``, 2.59 ``uuid`` with ``limit``,
   ``marker`` and ``changes-since``, 2.66 ``changes-before``, 2.80
   ``user_id``/``project_id``.

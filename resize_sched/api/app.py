@@ -23,7 +23,14 @@ from oslo_log import log as logging
 
 from resize_sched import strategies
 from resize_sched.api import auth, faults, microversion
-from resize_sched.api.handlers import flavors, migrations, server_actions, servers, versions
+from resize_sched.api.handlers import (
+    flavor_extra_specs,
+    flavors,
+    migrations,
+    server_actions,
+    servers,
+    versions,
+)
 from resize_sched.api.request import PREFIX, REQUEST_ID_KEY, VERSION_KEY, ApiRequest
 from resize_sched.conductor.rpcapi import ConductorAPI
 from resize_sched.db.api import Database
@@ -84,6 +91,11 @@ ROUTES = (
     Route("GET", "/flavors/detail", flavors.detail),
     Route("GET", "/flavors/{flavor_id}", flavors.show),
     Route("DELETE", "/flavors/{flavor_id}", flavors.delete),
+    Route("GET", "/flavors/{flavor_id}/os-extra_specs", flavor_extra_specs.index),
+    Route("POST", "/flavors/{flavor_id}/os-extra_specs", flavor_extra_specs.create),
+    Route("GET", "/flavors/{flavor_id}/os-extra_specs/{key}", flavor_extra_specs.show),
+    Route("PUT", "/flavors/{flavor_id}/os-extra_specs/{key}", flavor_extra_specs.update),
+    Route("DELETE", "/flavors/{flavor_id}/os-extra_specs/{key}", flavor_extra_specs.delete),
     Route("GET", "/servers", servers.index),
     Route("POST", "/servers", servers.create),
     Route("GET", "/servers/detail", servers.detail),

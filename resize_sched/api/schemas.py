@@ -59,6 +59,30 @@ FLAVOR_CREATE = {
     "additionalProperties": False,
 }
 
+_SPEC_KEY = r"^[a-zA-Z0-9-_:. ]{1,255}$"
+_SPEC_VALUE = {"type": ["string", "number", "boolean"], "minLength": 0, "maxLength": 255}
+
+EXTRA_SPECS_CREATE = {
+    "type": "object",
+    "properties": {
+        "extra_specs": {
+            "type": "object",
+            "patternProperties": {_SPEC_KEY: _SPEC_VALUE},
+            "additionalProperties": False,
+        }
+    },
+    "required": ["extra_specs"],
+    "additionalProperties": False,
+}
+
+EXTRA_SPEC_UPDATE = {
+    "type": "object",
+    "patternProperties": {_SPEC_KEY: _SPEC_VALUE},
+    "minProperties": 1,
+    "maxProperties": 1,
+    "additionalProperties": False,
+}
+
 _NETWORKS = {
     "oneOf": [
         {"type": "string", "enum": ["auto", "none"]},

@@ -50,6 +50,20 @@ def _string_list(value: Iterable[str], name: str) -> list[str]:
     return items
 
 
+def _checked_specs(sizes: Mapping[str, Any], specs: dict[str, Any]) -> dict[str, str]:
+    """Flavor extra specs, each a string, that make a valid resource request.
+
+    :raises ValueError: a bad key or value, or a ``resources:``/``trait:``
+        spec the scheduler could not use.
+    """
+    for key, value in specs.items():
+        text(key, "extra spec key")
+        if not isinstance(value, str) or len(value) > 255:
+            raise ValueError(f"extra spec {key} must be a string of at most 255")
+    resources.flavor_request({**sizes, "extra_specs": specs})
+    return specs
+
+
 def _check_request_spec(values: dict[str, Any]) -> dict[str, Any]:
     unknown = sorted(set(values) - _REQUEST_SPEC_FIELDS)
     if unknown:
@@ -125,14 +139,9 @@ class ComputeApi(SessionSource):
                     "'-' and inner spaces"
                 )
             flavorid = text(flavorid, "flavorid")
-            specs = dict(extra_specs or {})
-            for key, value in specs.items():
-                text(key, "extra spec key")
-                if not isinstance(value, str) or len(value) > 255:
-                    raise ValueError(f"extra spec {key} must be a string of at most 255")
+            specs = _checked_specs(sizes, dict(extra_specs or {}))
             if not isinstance(is_public, bool):
                 raise ValueError(f"is_public must be true or false, got {is_public!r}")
-            resources.flavor_request({**sizes, "extra_specs": specs})
         except ValueError as exc:
             raise exception.InvalidFlavor(reason=str(exc)) from None
 
@@ -212,6 +221,48 @@ class ComputeApi(SessionSource):
         query = query.order_by(models.Flavor.memory_mb, models.Flavor.vcpus, models.Flavor.id)
         with self._reader() as session:
             return list(session.scalars(query))
+
+    def flavor_update_extra_specs(
+        self,
+        flavorid: str,
+        *,
+        updates: Mapping[str, str] | None = None,
+        remove: str | None = None,
+    ) -> models.Flavor:
+        """Set some extra specs of a live flavor, or remove one.
+
+        Servers keep the snapshot they were built or resized with; new builds
+        and resizes see the change.
+
+        :param updates: keys to set (added or replaced).
+        :param remove: a key to remove.
+        :returns: the flavor as updated.
+        :raises resize_sched.exception.FlavorNotFound: no such live flavor.
+        :raises resize_sched.exception.FlavorExtraSpecNotFound: ``remove`` is not set.
+        :raises resize_sched.exception.InvalidFlavor: the specs would not be
+            valid; nothing written.
+        """
+        with self._writer() as session:
+            flavor = session.scalars(
+                sa.select(models.Flavor)
+                .where(models.Flavor.flavorid == flavorid, models.Flavor.deleted == 0)
+                .with_for_update()
+            ).first()
+            if flavor is None:
+                raise exception.FlavorNotFound(flavor_id=flavorid)
+            specs = {**(flavor.extra_specs or {}), **(updates or {})}
+            if remove is not None:
+                if remove not in specs:
+                    raise exception.FlavorExtraSpecNotFound(flavor_id=flavorid, key=remove)
+                del specs[remove]
+            sizes = {k: getattr(flavor, k) for k in ("vcpus", "memory_mb", "root_gb")}
+            sizes.update(ephemeral_gb=flavor.ephemeral_gb, swap=flavor.swap)
+            try:
+                flavor.extra_specs = _checked_specs(sizes, specs)
+            except ValueError as exc:
+                raise exception.InvalidFlavor(reason=str(exc)) from None
+        LOG.info("Flavor %s extra specs now %s", flavorid, specs)
+        return flavor
 
     def flavor_delete(self, flavorid: str) -> None:
         """Soft-delete a flavor; servers keep their snapshot of it.

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from resize_sched import conf as rs_conf
-from tests.functional.api.harness import ApiHarness, CastBus
+from tests.functional.api.harness import ApiHarness, CastBus, WaitressThread
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +25,10 @@ def api(tmp_path: Path, cast_bus: CastBus) -> Iterator[ApiHarness]:
     harness = ApiHarness(tmp_path, bus=cast_bus)
     yield harness
     harness.close()
+
+
+@pytest.fixture
+def served(api: ApiHarness) -> Iterator[WaitressThread]:
+    """``api`` served by waitress on 127.0.0.1, for real HTTP clients."""
+    with WaitressThread(api.app) as server:
+        yield server

@@ -1,6 +1,5 @@
 """openstacksdk, unchanged, against the API served by waitress on 127.0.0.1."""
 
-from collections.abc import Iterator
 from typing import Any
 
 import openstack
@@ -8,12 +7,6 @@ import pytest
 from openstack import exceptions as sdk_exc
 
 from tests.functional.api.harness import ApiHarness, WaitressThread
-
-
-@pytest.fixture
-def served(api: ApiHarness) -> Iterator[WaitressThread]:
-    with WaitressThread(api.app) as server:
-        yield server
 
 
 def _connect(endpoint: str, token: str = "admin:admin") -> Any:

@@ -1,0 +1,92 @@
+"""Flavor extra specs: ``/v2.1/flavors/{flavor_id}/os-extra_specs``.
+
+Extra specs are how an operator asks the scheduler for more than the
+flavor's sizes: ``resources:CLASS=N`` for other resource classes (or to
+override a standard one), ``trait:NAME=required|forbidden`` for traits.
+Anyone who may see the flavor may read them; only an administrator sets or
+removes them. A change is checked as a whole (a bad ``resources:`` value is
+refused with 400 and nothing written) and applies to builds and resizes from
+then on; servers keep the flavor they have.
+"""
+
+from typing import TYPE_CHECKING
+
+import webob
+
+from resize_sched import exception
+from resize_sched.api import faults, schemas
+from resize_sched.api.handlers.flavors import visible_flavor
+from resize_sched.api.request import ApiRequest, empty_response, json_response
+
+if TYPE_CHECKING:
+    from resize_sched.api.app import ApiState
+
+
+def index(state: "ApiState", req: ApiRequest, flavor_id: str) -> webob.Response:
+    """``GET .../os-extra_specs``: every extra spec of the flavor.
+
+    :returns: ``{"extra_specs": {...}}``, 200.
+    :raises FlavorNotFound: unknown (or private, for a non-admin): 404.
+    """
+    flavor = visible_flavor(req, state.db, flavor_id)
+    return json_response({"extra_specs": dict(flavor.extra_specs or {})})
+
+
+def create(state: "ApiState", req: ApiRequest, flavor_id: str) -> webob.Response:
+    """``POST .../os-extra_specs`` (admin): add or replace the given specs.
+
+    :returns: ``{"extra_specs": {...}}`` with the specs given, 200.
+    :raises faults.Forbidden: not an administrator.
+    :raises faults.BadRequest: a bad body.
+    :raises InvalidFlavor: specs the scheduler could not use: 400.
+    :raises FlavorNotFound: unknown: 404.
+    """
+    req.require_admin()
+    specs = _strings(req.validated_body(schemas.EXTRA_SPECS_CREATE)["extra_specs"])
+    state.db.flavor_update_extra_specs(flavor_id, updates=specs)
+    return json_response({"extra_specs": specs})
+
+
+def show(state: "ApiState", req: ApiRequest, flavor_id: str, key: str) -> webob.Response:
+    """``GET .../os-extra_specs/{key}``.
+
+    :returns: ``{key: value}``, 200.
+    :raises FlavorNotFound, FlavorExtraSpecNotFound: 404.
+    """
+    specs = visible_flavor(req, state.db, flavor_id).extra_specs or {}
+    if key not in specs:
+        raise exception.FlavorExtraSpecNotFound(flavor_id=flavor_id, key=key)
+    return json_response({key: specs[key]})
+
+
+def update(state: "ApiState", req: ApiRequest, flavor_id: str, key: str) -> webob.Response:
+    """``PUT .../os-extra_specs/{key}`` (admin): the body is ``{key: value}``.
+
+    :returns: ``{key: value}``, 200.
+    :raises faults.Forbidden: not an administrator.
+    :raises faults.BadRequest: a bad body, or one naming another key.
+    :raises FlavorNotFound: unknown: 404.
+    """
+    req.require_admin()
+    specs = _strings(req.validated_body(schemas.EXTRA_SPEC_UPDATE))
+    if list(specs) != [key]:
+        raise faults.BadRequest(f"The body must set exactly the key in the URL, {key!r}.")
+    state.db.flavor_update_extra_specs(flavor_id, updates=specs)
+    return json_response(specs)
+
+
+def delete(state: "ApiState", req: ApiRequest, flavor_id: str, key: str) -> webob.Response:
+    """``DELETE .../os-extra_specs/{key}`` (admin).
+
+    :returns: 200 without a body (as Nova).
+    :raises faults.Forbidden: not an administrator.
+    :raises FlavorNotFound, FlavorExtraSpecNotFound: 404.
+    """
+    req.require_admin()
+    state.db.flavor_update_extra_specs(flavor_id, remove=key)
+    return empty_response(200)
+
+
+def _strings(specs: dict[str, object]) -> dict[str, str]:
+    # NOTE: as Nova, numbers and booleans are taken and stored as strings.
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in specs.items()}
