@@ -114,3 +114,23 @@ def test_duplicate_flavorid(db: Database) -> None:
 def test_root_disk_zero_is_allowed(db: Database) -> None:
     # NOTE: as in Nova: a zero root disk means the server boots from a volume.
     assert db.flavor_create("bfv", 1, 512, 0).root_gb == 0
+
+
+def test_extra_specs_are_updated_as_a_whole_or_not_at_all(db: Database) -> None:
+    db.flavor_create("m1", 1, 512, 1, flavorid="m1", extra_specs={"a": "1"})
+    updated = db.flavor_update_extra_specs("m1", updates={"resources:CUSTOM_GPU": "2"})
+    assert updated.extra_specs == {"a": "1", "resources:CUSTOM_GPU": "2"}
+    assert db.flavor_get("m1").extra_specs == {"a": "1", "resources:CUSTOM_GPU": "2"}
+
+    with pytest.raises(exception.InvalidFlavor, match="not a whole number"):
+        db.flavor_update_extra_specs("m1", updates={"b": "2", "resources:VCPU": "many"})
+    with pytest.raises(exception.FlavorExtraSpecNotFound):
+        db.flavor_update_extra_specs("m1", remove="missing")
+    assert db.flavor_get("m1").extra_specs == {"a": "1", "resources:CUSTOM_GPU": "2"}
+
+    assert db.flavor_update_extra_specs("m1", remove="a").extra_specs == {
+        "resources:CUSTOM_GPU": "2"
+    }
+    db.flavor_delete("m1")
+    with pytest.raises(exception.FlavorNotFound):
+        db.flavor_update_extra_specs("m1", updates={"a": "1"})
