@@ -278,8 +278,12 @@ class MigrationApi(SessionSource):
                 with self._writer() as session:
                     # NOTE: locking the migration row serialises appenders to
                     # one journal (MySQL, PostgreSQL; SQLite has one writer
-                    # anyway), and the locking read of the last seq sees the
-                    # newest commit even under MySQL's REPEATABLE READ.
+                    # anyway). The read of the last seq that follows is plain:
+                    # it takes its snapshot after the lock is ours, so it sees
+                    # the previous appender's commit even under MySQL's
+                    # REPEATABLE READ; a locking read there would take a gap
+                    # lock on an empty journal, and two resizes' first entries
+                    # would deadlock each other.
                     migration = session.scalars(
                         sa.select(models.Migration.id)
                         .where(models.Migration.uuid == migration_uuid)
@@ -292,7 +296,6 @@ class MigrationApi(SessionSource):
                         .where(models.JournalEntry.migration_uuid == migration_uuid)
                         .order_by(models.JournalEntry.seq.desc())
                         .limit(1)
-                        .with_for_update()
                     ).first()
                     entry = models.JournalEntry(
                         migration_uuid=migration_uuid,

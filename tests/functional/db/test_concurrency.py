@@ -153,3 +153,30 @@ def test_two_sweepers_take_one_stalled_server_or_migration_on(
             exception.MigrationStateConflict,
         )
         assert sorted(map(str, results)) == [LOST, WON], f"migration round {round_}: {results}"
+
+
+def test_first_journal_entries_of_different_migrations_never_deadlock(
+    db: Database, backend_url: str
+) -> None:
+    """Four executors each start their own resizes' journals at once. (A
+    locking read of a journal with no entries took a gap lock on MariaDB,
+    and such inserts deadlocked each other.)"""
+    flavor = db.flavor_create("m1", 1, 512, 1)
+    server = db.server_create(name="vm", project_id="p", user_id="u", flavor=flavor)
+    migrations = [_migration(db, server, flavor).uuid for _ in range(ROUNDS * 4)]
+    workers = [Database(backend_url) for _ in range(4)]
+
+    def append(database: Database, mine: list[str]) -> None:
+        for uuid in mine:
+            database.journal_intend(uuid, phase="claim", before={}, target={})
+
+    try:
+        results = _race(
+            [lambda w=w, i=i: append(w, migrations[i::4]) for i, w in enumerate(workers)],
+            exception.Conflict,
+        )
+    finally:
+        for worker in workers:
+            worker.dispose()
+    assert results == [WON] * 4
+    assert all([e.seq for e in db.journal_list(m)] == [1] for m in migrations)
