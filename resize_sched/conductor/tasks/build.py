@@ -73,7 +73,7 @@ class BuildTask:
                     consumer_type=INSTANCE,
                 )
                 try:
-                    self.deps.client.put_allocations(server_uuid, write)
+                    self._claim(server_uuid, write)
                 except exception.ClaimRefused as exc:
                     LOG.info("Build of %s: claim on %s refused (%s)", server_uuid, dest.host, exc)
                     continue
@@ -111,6 +111,30 @@ class BuildTask:
                 fault_code=500,
             )
             raise
+
+    def _claim(self, server_uuid: str, write: ConsumerWrite) -> None:
+        """Claim for a new consumer, again on a provider generation conflict.
+
+        A concurrent claim on the same provider makes Placement answer 409
+        ``placement.concurrent_update`` (at once when it is set not to retry
+        itself, see ``allocation_conflict_retry_count``); the server's own
+        consumer still does not exist, so the same claim is simply sent again.
+
+        :raises ConsumerGenerationConflict: still conflicting after
+            ``[placement] generation_conflict_retries``, or the consumer now
+            exists (another build of the same server claimed first).
+        """
+        retries = self.deps.conf.placement.generation_conflict_retries
+        for attempt in range(retries + 1):
+            try:
+                self.deps.client.put_allocations(server_uuid, write)
+                return
+            except exception.ConsumerGenerationConflict:
+                if attempt == retries:
+                    raise
+                if self.deps.client.get_allocations(server_uuid).generation is not None:
+                    raise
+                LOG.info("Build of %s: provider generation conflict, claiming again", server_uuid)
 
     def adopt(self, server_uuid: str) -> Any | None:
         """Take on a claim that Placement holds but the database never recorded.
