@@ -260,7 +260,64 @@ ROUTER = _Router()
 # -- fixtures ----------------------------------------------------------------------
 
 
-class PlacementInProcess:
+class PlacementEndpoint:
+    """Clients and hosts for a Placement reached at :attr:`endpoint` with noauth2.
+
+    Shared by the embedded fixtures below and by the benchmark's Placement in
+    its own process.
+    """
+
+    endpoint = ""
+    _client: PlacementClient | None = None
+
+    def configure(self, conf: cfg.ConfigOpts, **overrides: Any) -> cfg.ConfigOpts:
+        """Point ``conf``'s ``[placement]`` group at this Placement.
+
+        :param conf: a ConfigOpts made by :func:`resize_sched.conf.new_conf`.
+        :param overrides: further ``[placement]`` options (e.g. retry counts).
+        :returns: ``conf``.
+        """
+        group = "placement"
+        conf.register_opts(ks_loading.get_auth_plugin_conf_options("admin_token"), group=group)
+        options = {
+            "auth_type": "admin_token",
+            "endpoint": self.endpoint,
+            "token": "admin",
+            "connect_retry_delay": 0.001,
+            "status_code_retry_delay": 0.001,
+        }
+        options.update(overrides)
+        for name, value in options.items():
+            conf.set_override(name, value, group=group)
+        return conf
+
+    def make_conf(self, **overrides: Any) -> cfg.ConfigOpts:
+        """A fresh resize_sched ConfigOpts whose ``[placement]`` is this one."""
+        return self.configure(rs_conf.new_conf(), **overrides)
+
+    def client(self, **overrides: Any) -> PlacementClient:
+        """A new :class:`PlacementClient` built from config, as daemons build it."""
+        return PlacementClient.from_conf(self.make_conf(**overrides))
+
+    def add_host(
+        self, name: str, vcpus: int, memory_mb: int, disk_gb: int, **extra_inventory: Any
+    ) -> str:
+        """Create a compute-host provider with inventory; return its uuid.
+
+        ``extra_inventory`` adds classes (``CUSTOM_FPGA=2``) or replaces the
+        default records with full ones (``DISK_GB={"total": 10, "reserved": 2}``).
+        """
+        if self._client is None:
+            self._client = self.client()
+        rp = self._client.create_resource_provider(name)
+        inventory: dict[str, Any] = {"VCPU": vcpus, "MEMORY_MB": memory_mb, "DISK_GB": disk_gb}
+        inventory.update(extra_inventory)
+        inventory = {rc: v for rc, v in inventory.items() if v}
+        self._client.set_inventory(rp["uuid"], inventory, generation=rp["generation"])
+        return rp["uuid"]
+
+
+class PlacementInProcess(PlacementEndpoint):
     """A real Placement on a fresh SQLite database, reached without a socket.
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`.
@@ -341,54 +398,6 @@ class PlacementInProcess:
 
     def _unserve(self) -> None:
         ROUTER.unregister(self._prefix + "/")
-
-    # configuration and clients
-
-    def configure(self, conf: cfg.ConfigOpts, **overrides: Any) -> cfg.ConfigOpts:
-        """Point ``conf``'s ``[placement]`` group at this Placement.
-
-        :param conf: a ConfigOpts made by :func:`resize_sched.conf.new_conf`.
-        :param overrides: further ``[placement]`` options (e.g. retry counts).
-        :returns: ``conf``.
-        """
-        group = "placement"
-        conf.register_opts(ks_loading.get_auth_plugin_conf_options("admin_token"), group=group)
-        options = {
-            "auth_type": "admin_token",
-            "endpoint": self.endpoint,
-            "token": "admin",
-            "connect_retry_delay": 0.001,
-            "status_code_retry_delay": 0.001,
-        }
-        options.update(overrides)
-        for name, value in options.items():
-            conf.set_override(name, value, group=group)
-        return conf
-
-    def make_conf(self, **overrides: Any) -> cfg.ConfigOpts:
-        """A fresh resize_sched ConfigOpts whose ``[placement]`` is this one."""
-        return self.configure(rs_conf.new_conf(), **overrides)
-
-    def client(self, **overrides: Any) -> PlacementClient:
-        """A new :class:`PlacementClient` built from config, as daemons build it."""
-        return PlacementClient.from_conf(self.make_conf(**overrides))
-
-    def add_host(
-        self, name: str, vcpus: int, memory_mb: int, disk_gb: int, **extra_inventory: Any
-    ) -> str:
-        """Create a compute-host provider with inventory; return its uuid.
-
-        ``extra_inventory`` adds classes (``CUSTOM_FPGA=2``) or replaces the
-        default records with full ones (``DISK_GB={"total": 10, "reserved": 2}``).
-        """
-        if self._client is None:
-            self._client = self.client()
-        rp = self._client.create_resource_provider(name)
-        inventory: dict[str, Any] = {"VCPU": vcpus, "MEMORY_MB": memory_mb, "DISK_GB": disk_gb}
-        inventory.update(extra_inventory)
-        inventory = {rc: v for rc, v in inventory.items() if v}
-        self._client.set_inventory(rp["uuid"], inventory, generation=rp["generation"])
-        return rp["uuid"]
 
 
 class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
