@@ -234,23 +234,25 @@ class ApiHarness:
         )
         if not active:
             return server
+        return self.place(server.uuid)
+
+    def place(self, server_uuid: str, host: str = "h1") -> Any:
+        """Do the conductor's part of a build: the server is ACTIVE on ``host``."""
         return self.db.server_update(
-            server.uuid,
+            server_uuid,
             status="ACTIVE",
             vm_state="active",
             task_state=None,
-            host="h1",
-            node="h1",
+            host=host,
+            node=host,
             rp_uuid=str(uuid.uuid4()),
             placement_generation=1,
         )
 
-    def verify_resize(self, server: Any, new_flavor: Any) -> Any:
-        """Take an ACTIVE server to VERIFY_RESIZE on ``h2`` with a ``finished`` migration."""
-        strategy = strategies.load(self.conf.resize.claim_strategy)
-        migration = actions.begin_resize(self.db, strategy, server.uuid, new_flavor.flavorid)
+    def finish_resize(self, server_uuid: str, migration_uuid: str, new_flavor: Any) -> Any:
+        """Do the conductor's and hosts' part of a resize: VERIFY_RESIZE on ``h2``."""
         self.db.server_update(
-            server.uuid,
+            server_uuid,
             status="VERIFY_RESIZE",
             vm_state="resized",
             task_state=None,
@@ -259,12 +261,18 @@ class ApiHarness:
             flavor=new_flavor,
         )
         return self.db.migration_update(
-            migration.uuid,
+            migration_uuid,
             status="finished",
             dest_host="h2",
             dest_node="h2",
             dest_rp_uuid=str(uuid.uuid4()),
         )
+
+    def verify_resize(self, server: Any, new_flavor: Any) -> Any:
+        """Take an ACTIVE server to VERIFY_RESIZE on ``h2`` with a ``finished`` migration."""
+        strategy = strategies.load(self.conf.resize.claim_strategy)
+        migration = actions.begin_resize(self.db, strategy, server.uuid, new_flavor.flavorid)
+        return self.finish_resize(server.uuid, migration.uuid, new_flavor)
 
 
 class WaitressThread:

@@ -46,16 +46,7 @@ def test_novaclient_drives_flavors_servers_resize_and_migrations(
     assert [s.id for s in nova.servers.list()] == [server.id]
 
     # The conductor (not running here) would have placed it.
-    api.db.server_update(
-        server.id,
-        status="ACTIVE",
-        vm_state="active",
-        task_state=None,
-        host="h1",
-        node="h1",
-        rp_uuid="0b9d6f5c-9a3e-4d1c-8a43-3f2a0c6b7e11",
-        placement_generation=1,
-    )
+    api.place(server.id)
     assert getattr(nova.servers.get(server.id), "OS-EXT-SRV-ATTR:host") == "h1"
 
     nova.servers.resize(server.id, big.id)
@@ -67,14 +58,7 @@ def test_novaclient_drives_flavors_servers_resize_and_migrations(
     assert (migration.status, migration.migration_type) == ("pre-migrating", "resize")
     assert (migration.source_compute, migration.instance_uuid) == ("h1", server.id)
 
-    api.db.server_update(
-        server.id,
-        status="VERIFY_RESIZE",
-        vm_state="resized",
-        task_state=None,
-        flavor=api.db.flavor_get(big.id),
-    )
-    api.db.migration_update(migration.uuid, status="finished", dest_host="h2", dest_node="h2")
+    api.finish_resize(server.id, migration.uuid, api.db.flavor_get(big.id))
     nova.servers.confirm_resize(server.id)
     cast = api.next_cast()
     assert (cast.method, cast.kwargs) == ("confirm_resize", {"migration_uuid": migration.uuid})

@@ -41,16 +41,7 @@ def test_sdk_drives_flavors_servers_resize_and_migrations(
     assert [s.id for s in conn.compute.servers()] == [server.id]
 
     # The conductor (not running here) would have placed it.
-    api.db.server_update(
-        server.id,
-        status="ACTIVE",
-        vm_state="active",
-        task_state=None,
-        host="h1",
-        node="h1",
-        rp_uuid="0b9d6f5c-9a3e-4d1c-8a43-3f2a0c6b7e11",
-        placement_generation=1,
-    )
+    api.place(server.id)
     assert conn.compute.get_server(server.id).compute_host == "h1"
 
     conn.compute.resize_server(server, big.id)
@@ -68,14 +59,7 @@ def test_sdk_drives_flavors_servers_resize_and_migrations(
     assert migration.user_id == "admin"
 
     # The conductor and the destination would have finished it.
-    api.db.server_update(
-        server.id,
-        status="VERIFY_RESIZE",
-        vm_state="resized",
-        task_state=None,
-        flavor=api.db.flavor_get(big.id),
-    )
-    api.db.migration_update(migration.uuid, status="finished", dest_host="h2", dest_node="h2")
+    api.finish_resize(server.id, migration.uuid, api.db.flavor_get(big.id))
     conn.compute.confirm_server_resize(server)
     cast = api.next_cast()
     assert cast.method == "confirm_resize"
