@@ -33,9 +33,12 @@ OPTS = [
         "generation_conflict_retries",
         default=3,
         min=0,
-        help="How many times one allocation transition is re-read and re-sent "
-        "after Placement answers 409 placement.concurrent_update (someone else "
-        "wrote the same consumer in between). Capacity refusals are never retried.",
+        help="How many times one allocation write (a resize's transition, a "
+        "build's claim) is re-read and re-sent after Placement answers 409 "
+        "placement.concurrent_update: someone else wrote the same consumer, or a "
+        "concurrent claim changed the provider, in between. With Placement's own "
+        "allocation_conflict_retry_count = 1 (recommended, see the README) these "
+        "retries are what absorbs contention. Capacity refusals are never retried.",
     ),
 ]
 
