@@ -320,10 +320,7 @@ def check_consistency(db: Database, client: PlacementClient, hosts: dict[str, st
         usage = client.get_usages(rp)
         inventories, _generation = client.get_inventories(rp)
         for rc, used in usage.items():
-            inv = inventories.get(rc, {})
-            capacity = (inv.get("total", 0) - inv.get("reserved", 0)) * inv.get(
-                "allocation_ratio", 1.0
-            )
+            capacity = rs.capacity(inventories.get(rc, {}))
             if used > capacity:
                 result.over_capacity.setdefault(name, {})[rc] = (used, capacity)
         if usage != expected.get(rp, {}):

@@ -88,6 +88,14 @@ def total(allocations: Mapping[str, Mapping[str, int]]) -> Resources:
     return out
 
 
+def capacity(inventory: Mapping[str, Any]) -> float:
+    """What one inventory record can hold in all, as Placement counts it:
+    ``(total - reserved) * allocation_ratio``."""
+    return (inventory.get("total", 0) - inventory.get("reserved", 0)) * inventory.get(
+        "allocation_ratio", 1.0
+    )
+
+
 def format_resources(resources: Mapping[str, int]) -> str:
     """``VCPU:2,MEMORY_MB:2048``: Placement's query syntax, sorted for stable logs."""
     return ",".join(f"{rc}:{amount}" for rc, amount in sorted(normalize(resources).items()))

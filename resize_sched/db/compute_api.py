@@ -25,6 +25,7 @@ LOG = logging.getLogger(__name__)
 
 # As in Nova: letters, digits, '.', '_', '-' and inner spaces.
 _FLAVORID_RE = re.compile(r"^(?! )[a-zA-Z0-9. _-]+(?<! )$")
+_FLAVOR_SIZES = ("vcpus", "memory_mb", "root_gb", "ephemeral_gb", "swap")
 _REQUEST_SPEC_FIELDS = frozenset(
     {"resources", "required_traits", "ignore_hosts", "force_hosts", "scheduler_hints"}
 )
@@ -255,8 +256,7 @@ class ComputeApi(SessionSource):
                 if remove not in specs:
                     raise exception.FlavorExtraSpecNotFound(flavor_id=flavorid, key=remove)
                 del specs[remove]
-            sizes = {k: getattr(flavor, k) for k in ("vcpus", "memory_mb", "root_gb")}
-            sizes.update(ephemeral_gb=flavor.ephemeral_gb, swap=flavor.swap)
+            sizes = {k: getattr(flavor, k) for k in _FLAVOR_SIZES}
             try:
                 flavor.extra_specs = _checked_specs(sizes, specs)
             except ValueError as exc:

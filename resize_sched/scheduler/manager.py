@@ -300,8 +300,7 @@ def _fits_empty(inventories: dict[str, dict], amounts: Resources) -> bool:
         inv = inventories.get(rc)
         if inv is None:
             return False
-        capacity = (inv["total"] - inv.get("reserved", 0)) * inv.get("allocation_ratio", 1.0)
-        if amount > capacity or amount > inv.get("max_unit", amount):
+        if amount > rs.capacity(inv) or amount > inv.get("max_unit", amount):
             return False
         if amount < inv.get("min_unit", 1) or amount % inv.get("step_size", 1):
             return False
