@@ -4,11 +4,16 @@
     resize-sched-manage [--config-file FILE] db version
     resize-sched-manage [--config-file FILE] placement heal [--dry-run]
     resize-sched-manage [--config-file FILE] placement audit [--delete]
+    resize-sched-manage [--config-file FILE] host disable HOST
+    resize-sched-manage [--config-file FILE] host enable HOST
 
 Results go to stdout, logs to stderr. Exit codes: 0 success, 1 error (with a
 one-line message on stderr); ``placement heal`` also exits 1 when a server is
 still missing its allocation, ``placement audit`` 3 when orphaned allocations
 were found and left in place.
+
+The ``placement`` and ``host`` commands see only this deployment's hosts:
+resource providers with the owner trait of ``[placement] deployment_name``.
 """
 
 import argparse
@@ -24,7 +29,8 @@ from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched.conductor import audit, heal
 from resize_sched.db.api import Database
-from resize_sched.placement.client import PlacementClient
+from resize_sched.placement.client import PlacementClient, owner_trait
+from resize_sched.scheduler import hosts
 
 LOG = logging.getLogger(__name__)
 
@@ -36,7 +42,10 @@ DESCRIPTION = (
     "schema revision the database is at. The database is [database] connection in the "
     "config file. 'placement heal' re-claims what servers should hold in Placement; "
     "'placement audit' finds allocations no server or resize of ours accounts for "
-    "(Placement is reached through the [placement] options)."
+    "(Placement is reached through the [placement] options); 'host disable' and 'host "
+    "enable' stop and resume scheduling to a host. Only this deployment's hosts, the "
+    "providers with the owner trait of [placement] deployment_name, are ever read or "
+    "changed."
 )
 
 #: ``placement audit``: orphaned allocations were found and are still there.
@@ -50,7 +59,9 @@ HEAL_HELP = (
     "UUID on HOST: RESOURCES') or not ('still missing UUID on HOST: REASON'), then "
     "counts. Exit codes: 0 nothing is missing any more; 1 a server is still missing its "
     "allocation (e.g. its host has no room: free some and run it again), or an error. "
-    "With --dry-run: 0 nothing to heal, 1 something would be healed or is missing."
+    "With --dry-run: 0 nothing to heal, 1 something would be healed or is missing. Only "
+    "this deployment's hosts are healed; a server's allocations on providers that are "
+    "not ours are left as they are."
 )
 AUDIT_HELP = (
     "List, provider by provider, allocations whose consumer is neither a live server "
@@ -58,8 +69,18 @@ AUDIT_HELP = (
     "server on its source or destination). Prints one line per orphan, then counts. "
     "With --delete, each orphan is re-read and removed with a generation-checked "
     "write (the consumer's allocations on other providers are kept); one that changed "
-    "meanwhile is left and reported. Exit codes: 0 no orphans, or all deleted; 1 an "
-    "error; 3 orphans found and left in place."
+    "meanwhile is left and reported. Only this deployment's hosts are audited: "
+    "providers registered by other services or deployments, and their consumers, are "
+    "never listed or changed. Exit codes: 0 no orphans, or all deleted; 1 an error; 3 "
+    "orphans found and left in place."
+)
+HOST_HELP = (
+    "Disable a host (no new build or resize lands on it, not even a resize that stays "
+    "on it; its servers keep running and resizes in flight finish) or enable it again, "
+    "by setting or clearing the COMPUTE_STATUS_DISABLED trait on its resource provider "
+    "in Placement, as Nova does for a disabled compute service. HOST is the compute "
+    "service's [DEFAULT] host. Exit codes: 0 done (or it already was so); 1 no host "
+    "of this deployment has that name, or an error."
 )
 
 Command = Callable[[cfg.ConfigOpts], int]
@@ -92,10 +113,19 @@ def _db_version(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def _owner(conf: cfg.ConfigOpts) -> str:
+    return owner_trait(conf.placement.deployment_name)
+
+
 def _placement_heal(conf: cfg.ConfigOpts) -> int:
     db = Database.from_conf(conf)
     try:
-        report = heal.heal(db, PlacementClient.from_conf(conf), dry_run=conf.category.dry_run)
+        report = heal.heal(
+            db,
+            PlacementClient.from_conf(conf),
+            owner_trait=_owner(conf),
+            dry_run=conf.category.dry_run,
+        )
     finally:
         db.dispose()
     for result in report.results:
@@ -107,13 +137,44 @@ def _placement_heal(conf: cfg.ConfigOpts) -> int:
 def _placement_audit(conf: cfg.ConfigOpts) -> int:
     db = Database.from_conf(conf)
     try:
-        report = audit.audit(db, PlacementClient.from_conf(conf), delete=conf.category.delete)
+        report = audit.audit(
+            db,
+            PlacementClient.from_conf(conf),
+            owner_trait=_owner(conf),
+            delete=conf.category.delete,
+        )
     finally:
         db.dispose()
     for orphan in report.orphans:
         print(orphan.line())
     print(report.summary())
     return EXIT_ORPHANS_LEFT if report.left else 0
+
+
+def _host_set_disabled(conf: cfg.ConfigOpts) -> int:
+    disabled = conf.category.action == "disable"
+    host = conf.category.host_name
+    changed = hosts.set_disabled(PlacementClient.from_conf(conf), _owner(conf), host, disabled)
+    state = "disabled" if disabled else "enabled"
+    print(f"Host {host} {state}." if changed else f"Host {host} was already {state}.")
+    return 0
+
+
+def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
+    host = subparsers.add_parser(
+        "host",
+        help="Disable or enable scheduling to a host.",
+        description=HOST_HELP,
+    )
+    actions = host.add_subparsers(title="host commands", dest="action", metavar="{disable,enable}")
+    actions.required = True
+    for action, text in (
+        ("disable", "Stop scheduling new work to HOST."),
+        ("enable", "Schedule new work to HOST again."),
+    ):
+        parser = actions.add_parser(action, help=text, description=HOST_HELP)
+        parser.add_argument("host_name", metavar="HOST", help="The compute host's name.")
+        parser.set_defaults(action_fn=_host_set_disabled)
 
 
 def _add_placement_parsers(subparsers: argparse._SubParsersAction) -> None:
@@ -166,6 +227,7 @@ def _add_command_parsers(subparsers: argparse._SubParsersAction) -> None:
     )
     version.set_defaults(action_fn=_db_version)
     _add_placement_parsers(subparsers)
+    _add_host_parsers(subparsers)
 
 
 CATEGORY_OPT = cfg.SubCommandOpt(

@@ -1,11 +1,18 @@
 """The compute service: one host's resource provider, RPC server and driver.
 
 On start the service finds (by name, ``[DEFAULT] host``) or creates its
-resource provider in Placement and sets the provider's inventory from
-``[compute]``; then it serves the compute RPC API on topic ``compute`` with
-``server=<host>``; every ``[compute] update_interval`` seconds a background
-thread puts the inventory right again if it drifted (or re-creates the
-provider if it was deleted).
+resource provider in Placement, marks it as this deployment's with the owner
+trait (``CUSTOM_RESIZE_SCHED_<[placement] deployment_name>``) and sets the
+provider's inventory from ``[compute]``; then it serves the compute RPC API
+on topic ``compute`` with ``server=<host>``; every ``[compute]
+update_interval`` seconds a background thread puts the mark and the inventory
+right again if they drifted (or re-creates the provider if it was deleted).
+
+A provider of that name already marked as someone else's (another
+deployment's owner trait, or Nova's ``COMPUTE_NODE``) is never taken over:
+the service refuses to start. An unmarked one, as an older resize_sched left
+it, is marked and adopted. Marking keeps the provider's other traits, among
+them ``COMPUTE_STATUS_DISABLED`` (see :mod:`resize_sched.scheduler.hosts`).
 
 Nothing here is global: the all-in-one deployment runs several services, each
 with its own ``ConfigOpts`` and host, in one process on one shared transport.
@@ -25,7 +32,12 @@ from resize_sched.compute.driver import base as driver_base
 from resize_sched.compute.driver.fake import FakeDriver
 from resize_sched.compute.manager import ComputeManager
 from resize_sched.conductor import rpcapi as conductor_rpcapi
-from resize_sched.placement.client import PlacementClient
+from resize_sched.placement.client import (
+    NOVA_COMPUTE_TRAIT,
+    OWNER_TRAIT_PREFIX,
+    PlacementClient,
+    owner_trait,
+)
 from resize_sched.resources import DISK_GB, MEMORY_MB, VCPU
 
 LOG = logging.getLogger(__name__)
@@ -123,6 +135,7 @@ class ComputeService:
     ) -> None:
         self.conf = conf
         self.host: str = conf.host
+        self.owner_trait = owner_trait(conf.placement.deployment_name)
         self.inventory = inventory_from_conf(conf)
         self.driver = driver if driver is not None else FakeDriver.from_conf(conf)
         self.placement = placement
@@ -150,6 +163,8 @@ class ComputeService:
         for this host can arrive before anyone listens for it.
 
         :raises PlacementError: Placement refused or could not be reached.
+        :raises ConfigurationError: the provider named ``[DEFAULT] host`` is
+            someone else's.
         """
         if self.placement is None:
             self.placement = PlacementClient.from_conf(self.conf)
@@ -203,29 +218,35 @@ class ComputeService:
     # -- Placement --------------------------------------------------------------------
 
     def refresh_inventory(self) -> bool:
-        """Make this host's provider exist with exactly the configured inventory.
+        """Make this host's provider exist, marked ours, with exactly the configured inventory.
 
         :returns: whether the inventory was written.
         :raises PlacementError: Placement refused or could not be reached.
+        :raises ConfigurationError: the provider named ``[DEFAULT] host`` is
+            someone else's.
         """
         assert self.placement is not None, "start() builds the client"
         known: tuple[dict[str, dict[str, Any]], int] | None = None
-        if self.provider_uuid is None:
-            provider, created = self._find_or_create_provider()
-            self.provider_uuid = provider["uuid"]
-            if created:  # a new provider has no inventory: skip reading it
-                known = ({}, provider["generation"])
+        try:
+            if self.provider_uuid is None:
+                provider, created = self._find_or_create_provider()
+                self.provider_uuid = provider["uuid"]
+                if created:  # a new provider has no traits and no inventory
+                    generation = self.placement.put_traits(
+                        self.provider_uuid, [self.owner_trait], provider["generation"]
+                    )
+                    known = ({}, generation)
+                else:
+                    self._mark_owned(refuse_foreign=True)
+            else:
+                self._mark_owned(refuse_foreign=False)
+        except exception.PlacementNotFound:
+            return self._register_again()
         for attempt in range(INVENTORY_CONFLICT_RETRIES + 1):
             try:
                 current, generation = known or self.placement.get_inventories(self.provider_uuid)
             except exception.PlacementNotFound:
-                LOG.warning(
-                    "Resource provider %s of %s is gone; registering again",
-                    self.provider_uuid,
-                    self.host,
-                )
-                self.provider_uuid = None
-                return self.refresh_inventory()
+                return self._register_again()
             known = None
             if inventory_matches(current, self.inventory):
                 return False
@@ -244,6 +265,44 @@ class ComputeService:
             )
             return True
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _register_again(self) -> bool:
+        LOG.warning(
+            "Resource provider %s of %s is gone; registering again", self.provider_uuid, self.host
+        )
+        self.provider_uuid = None
+        return self.refresh_inventory()
+
+    def _mark_owned(self, *, refuse_foreign: bool) -> None:
+        """Put the owner trait on the provider if it lacks it, keeping its other traits.
+
+        :param refuse_foreign: raise when the provider is marked as someone
+            else's (registration); otherwise only warn (a later refresh).
+        :raises ConfigurationError: it is someone else's and ``refuse_foreign``.
+        """
+        assert self.placement is not None and self.provider_uuid is not None
+        traits, _ = self.placement.get_traits(self.provider_uuid)
+        foreign = sorted(t for t in traits if _foreign_mark(t, self.owner_trait))
+        if foreign:
+            message = (
+                f"resource provider {self.provider_uuid} named {self.host} is marked "
+                f"{', '.join(foreign)}: another deployment's or service's host. Give "
+                "this host a [DEFAULT] host no one else registers, or check "
+                "[placement] deployment_name"
+            )
+            if refuse_foreign:
+                self.provider_uuid = None
+                raise exception.ConfigurationError(reason=message)
+            LOG.warning("Compute host %s: %s", self.host, message)
+        if self.owner_trait in traits:
+            return
+        if self.placement.update_traits(self.provider_uuid, add=[self.owner_trait]):
+            LOG.info(
+                "Marked resource provider %s of %s with %s",
+                self.provider_uuid,
+                self.host,
+                self.owner_trait,
+            )
 
     def _find_or_create_provider(self) -> tuple[dict[str, Any], bool]:
         assert self.placement is not None
@@ -270,6 +329,11 @@ class ComputeService:
                 LOG.warning("Could not refresh the inventory of %s: %s", self.host, exc)
             except Exception:
                 LOG.exception("Inventory refresh of %s failed", self.host)
+
+
+def _foreign_mark(trait: str, own: str) -> bool:
+    """Whether ``trait`` marks a provider as someone else's than ``own``'s."""
+    return trait != own and (trait.startswith(OWNER_TRAIT_PREFIX) or trait == NOVA_COMPUTE_TRAIT)
 
 
 def _describe(inventory: dict[str, dict[str, Any]]) -> str:

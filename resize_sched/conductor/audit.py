@@ -4,6 +4,12 @@
 neither a live server of ours on that provider nor a resize of ours in flight
 (like ``nova-manage placement audit``), and with ``delete`` removes them.
 
+Only this deployment's providers (those with its owner trait, see
+:mod:`resize_sched.scheduler.hosts`) are read: in a Placement shared with
+Nova or other deployments, their providers and the consumers on them are
+never listed, and a deletion only ever removes the part of a consumer's
+allocations that is on one of our providers.
+
 As in :mod:`resize_sched.conductor.heal`, a consumer is read from Placement
 before the database is asked about it, and written with the generation read:
 a build or resize that touches it in between makes the write fail with a
@@ -20,6 +26,7 @@ from resize_sched import resources as rs
 from resize_sched.db import models
 from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient
 from resize_sched.resources import Resources
+from resize_sched.scheduler import hosts
 
 LOG = logging.getLogger(__name__)
 
@@ -170,7 +177,9 @@ def _outcome(orphan: Orphan, outcome: str, detail: str = "") -> Orphan:
     )
 
 
-def audit(db: Any, client: PlacementClient, *, delete: bool = False) -> AuditReport:
+def audit(
+    db: Any, client: PlacementClient, *, owner_trait: str, delete: bool = False
+) -> AuditReport:
     """Find (and optionally delete) allocations nothing of ours accounts for.
 
     An allocation of consumer C on provider P is ours when C is a live server
@@ -180,6 +189,8 @@ def audit(db: Any, client: PlacementClient, *, delete: bool = False) -> AuditRep
 
     :param db: the :class:`~resize_sched.db.api.Database`.
     :param client: the Placement client.
+    :param owner_trait: this deployment's owner trait: only providers with
+        it are audited.
     :param delete: remove the orphans: for each consumer, re-read it, check
         again that it is an orphan holding what was listed, and write what
         it holds elsewhere (``{}`` when nothing) with the generation read. A
@@ -189,7 +200,7 @@ def audit(db: Any, client: PlacementClient, *, delete: bool = False) -> AuditRep
     """
     report = AuditReport()
     held: list[tuple[dict, dict[str, Resources]]] = []
-    for provider in client.list_resource_providers():
+    for provider in hosts.list_owned(client, owner_trait):
         try:
             held.append((provider, client.get_provider_allocations(provider["uuid"])))
         except exception.PlacementNotFound:

@@ -15,6 +15,11 @@ knows nothing of servers or flavors). A failed restore is healed by
 migration's journal records the heal. Allocations not tied to a migration are
 written with one generation-checked ``PUT /allocations/{consumer}``.
 
+Only this deployment's providers (those with its owner trait) are ever
+written: a server recorded on a provider that is not one of ours is reported,
+never healed there, and what a server's consumer holds on providers that are
+not ours is neither compared nor changed (a write keeps it as it is).
+
 Ordering against running conductors: each consumer is read from Placement
 first, the database second, and written last with the generation read, so a
 resize or build that starts in between makes the write fail with a
@@ -38,6 +43,7 @@ from resize_sched.placement.client import (
 )
 from resize_sched.placement.executor import Known, TransitionExecutor
 from resize_sched.resources import Resources
+from resize_sched.scheduler import hosts
 from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)
@@ -145,7 +151,12 @@ def _needs_look(server: Any) -> bool:
 
 
 def _heal_server(
-    db: Any, client: PlacementClient, executor: TransitionExecutor, uuid: str, report: HealReport
+    db: Any,
+    client: PlacementClient,
+    executor: TransitionExecutor,
+    uuid: str,
+    report: HealReport,
+    owned: frozenset[str],
 ) -> HealResult | None:
     actual = client.get_allocations(uuid)  # before the database: see the module's note
     try:
@@ -163,15 +174,25 @@ def _heal_server(
         return None
     if server.rp_uuid is None:
         return HealResult(uuid, server.host, MISSING, reason="no host recorded for it")
+    if server.rp_uuid not in owned:
+        reason = f"its provider {server.rp_uuid} is not a host of this deployment"
+        return HealResult(uuid, server.host, MISSING, reason=reason)
+    ours = {rp: res for rp, res in actual.allocations.items() if rp in owned}
+    theirs = {rp: res for rp, res in actual.allocations.items() if rp not in owned}
     expected = rs.on(server.rp_uuid, rs.flavor_request(server.flavor).resources)
     pending = [m for m in db.migration_list(server_uuid=uuid, statuses=["error"]) if m.missing]
-    if actual.allocations == expected and not server.needs_heal and not pending:
+    if ours == expected and not server.needs_heal and not pending:
         report.ok += 1
         return None
     target = Holdings.from_dict(pending[-1].missing).server if pending else expected
     resources = rs.total(target)
+    if pending and (theirs or not set(target) <= owned):
+        # NOTE: the restore writes the consumer's whole allocations; that
+        # would change what it holds on a provider that is not ours.
+        reason = "the restore to heal involves providers that are not hosts of this deployment"
+        return HealResult(uuid, server.host, MISSING, reason=reason)
     if report.dry_run:
-        held = rs.format_resources(rs.total(actual.allocations)) or "nothing"
+        held = rs.format_resources(rs.total(ours)) or "nothing"
         return HealResult(uuid, server.host, WOULD_HEAL, resources, reason=f"holds {held}")
     try:
         if pending:
@@ -191,7 +212,11 @@ def _heal_server(
                 db.migration_update(older.uuid, missing=None)
         else:
             write = ConsumerWrite(
-                expected, server.project_id, server.user_id, actual.generation, INSTANCE
+                {**theirs, **expected},
+                server.project_id,
+                server.user_id,
+                actual.generation,
+                INSTANCE,
             )
             client.put_allocations(uuid, write)
             generation = 1 if actual.generation is None else actual.generation + 1
@@ -205,7 +230,9 @@ def _heal_server(
     return HealResult(uuid, server.host, HEALED, resources)
 
 
-def heal(db: Any, client: PlacementClient, *, dry_run: bool = False) -> HealReport:
+def heal(
+    db: Any, client: PlacementClient, *, owner_trait: str, dry_run: bool = False
+) -> HealReport:
     """Give every live server that lacks it exactly its flavor on its host.
 
     Looked at: servers flagged ``needs_heal``, and ACTIVE or ERROR servers
@@ -214,6 +241,8 @@ def heal(db: Any, client: PlacementClient, *, dry_run: bool = False) -> HealRepo
 
     :param db: the :class:`~resize_sched.db.api.Database`.
     :param client: the Placement client.
+    :param owner_trait: this deployment's owner trait: only providers with
+        it are written.
     :param dry_run: read only; report what would be written.
     :returns: the report; a refusal is reported per server, never raised.
     :raises PlacementUnavailable: Placement could not be reached.
@@ -222,9 +251,13 @@ def heal(db: Any, client: PlacementClient, *, dry_run: bool = False) -> HealRepo
     # began meanwhile) owns the consumer now; the server is reported instead.
     executor = TransitionExecutor(client, db, conflict_retries=0)
     report = HealReport(dry_run=dry_run)
-    for server in db.server_list():
+    servers = [s for s in db.server_list() if _needs_look(s) or s.status in _RESIZING]
+    owned: frozenset[str] = frozenset()
+    if any(_needs_look(s) for s in servers):
+        owned = frozenset(rp["uuid"] for rp in hosts.list_owned(client, owner_trait))
+    for server in servers:
         if _needs_look(server):
-            result = _heal_server(db, client, executor, server.uuid, report)
+            result = _heal_server(db, client, executor, server.uuid, report, owned)
             if result is not None:
                 report.results.append(result)
         elif server.status in _RESIZING:

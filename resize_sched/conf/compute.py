@@ -92,11 +92,11 @@ OPTS = [
         "update_interval",
         default=60,
         min=0,
-        help="Seconds between checks that the host's Placement inventory still "
-        "matches this configuration; a difference (someone edited it, or the "
-        "provider was deleted) is put right. Lower it to heal faster, at one "
-        "Placement request per check; 0 disables the check (the inventory is still "
-        "set at start).",
+        help="Seconds between checks that the host's Placement inventory and owner "
+        "trait still match this configuration; a difference (someone edited them, or "
+        "the provider was deleted) is put right. Lower it to heal faster, at two "
+        "Placement requests per check; 0 disables the check (both are still set at "
+        "start).",
     ),
 ]
 

@@ -28,7 +28,26 @@ GROUP = cfg.OptGroup(
     "and every server's and migration's allocations.",
 )
 
+#: ``[placement] deployment_name`` unless configured.
+DEFAULT_DEPLOYMENT_NAME = "default"
+
 OPTS = [
+    cfg.StrOpt(
+        "deployment_name",
+        default=DEFAULT_DEPLOYMENT_NAME,
+        regex=r"^[A-Za-z0-9_]+$",
+        max_length=200,
+        help="Names this deployment in a Placement shared with Nova, other services "
+        "or other resize_sched deployments. Compute services mark the resource "
+        "providers they register with the trait CUSTOM_RESIZE_SCHED_<NAME> (the name "
+        "upper-cased), and the scheduler, 'resize-sched-manage placement audit' and "
+        "'placement heal' see only providers with that trait: hosts registered by "
+        "anything else are never chosen, audited or healed. Every service of one "
+        "deployment must use the same value; deployments sharing one Placement must "
+        "use different ones (names differing only in case are the same). Letters, "
+        "digits and underscores. Changing it hides every existing host: a compute "
+        "service refuses a provider marked for another deployment.",
+    ),
     cfg.IntOpt(
         "generation_conflict_retries",
         default=3,

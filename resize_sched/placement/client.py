@@ -43,6 +43,7 @@ MIN_VERSION = (1, 28)  # consumer generations: required of the server
 ERROR_CODE_VERSION = (1, 23)  # errors carry a code: the floor of every call
 INVENTORY_VERSION = (1, 26)  # reserved may equal total
 IN_TREE_VERSION = (1, 31)  # in_tree on allocation candidates, root/parent in summaries
+ROOT_REQUIRED_VERSION = (1, 35)  # root_required on allocation candidates
 CONSUMER_TYPE_VERSION = (1, 38)  # consumer_type, used when the server has it
 # GET /resource_providers/{uuid}/allocations is as old as Placement (1.0) and
 # its answer never changed shape; the floor of every call is error codes.
@@ -50,6 +51,19 @@ PROVIDER_ALLOCATIONS_VERSION = ERROR_CODE_VERSION
 
 INSTANCE = "INSTANCE"
 MIGRATION = "MIGRATION"
+
+#: The owner trait of a deployment is this prefix and its upper-cased
+#: ``[placement] deployment_name`` (see :func:`owner_trait`).
+OWNER_TRAIT_PREFIX = "CUSTOM_RESIZE_SCHED_"
+#: The standard trait on the root provider of a host that takes no new work
+#: (os-traits; Nova sets it on the compute nodes of a disabled service).
+DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
+#: The standard trait Nova puts on the root provider of its compute nodes.
+NOVA_COMPUTE_TRAIT = "COMPUTE_NODE"
+
+#: Times :meth:`PlacementClient.update_traits` re-reads a provider's traits
+#: after a provider generation conflict.
+TRAIT_CONFLICT_RETRIES = 5
 
 CONCURRENT_UPDATE = "placement.concurrent_update"
 _CAPACITY_REFUSED = "Unable to allocate inventory"
@@ -121,6 +135,15 @@ def error_for(method: str, url: str, status: int, code: str, detail: str) -> Exc
     return exception.PlacementError(
         reason=f"{method} {url} answered HTTP {status} ({code}): {detail}", **info
     )
+
+
+def owner_trait(deployment_name: str) -> str:
+    """The trait marking the resource providers of one deployment as its own.
+
+    :param deployment_name: ``[placement] deployment_name`` (letters, digits, ``_``).
+    :returns: ``CUSTOM_RESIZE_SCHED_<NAME>``, the name upper-cased.
+    """
+    return OWNER_TRAIT_PREFIX + deployment_name.upper()
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -318,6 +341,78 @@ class PlacementClient:
         body = self._request("GET", path, self._pin()).json()
         return body["inventories"], body["resource_provider_generation"]
 
+    def trait_exists(self, name: str) -> bool:
+        """Whether Placement knows the trait ``name`` (a query naming an unknown one is a 400)."""
+        try:
+            self._request("GET", f"/traits/{name}", self._pin())
+        except exception.PlacementNotFound:
+            return False
+        return True
+
+    def get_traits(self, rp_uuid: str) -> tuple[frozenset[str], int]:
+        """Read a provider's traits.
+
+        :returns: (its traits, provider generation).
+        :raises PlacementNotFound: there is no such provider.
+        """
+        path = f"/resource_providers/{rp_uuid}/traits"
+        body = self._request("GET", path, self._pin()).json()
+        return frozenset(body["traits"]), body["resource_provider_generation"]
+
+    def put_traits(self, rp_uuid: str, traits: Iterable[str], generation: int) -> int:
+        """Replace a provider's traits, checked against ``generation``.
+
+        ``CUSTOM_*`` traits are created first (one request each).
+
+        :returns: the provider's new generation.
+        :raises ConsumerGenerationConflict: the provider changed since ``generation``.
+        :raises PlacementBadRequest: an unknown standard trait.
+        :raises PlacementNotFound: there is no such provider.
+        """
+        traits = sorted(set(traits))
+        version = self._pin()
+        for name in traits:
+            if name.startswith("CUSTOM_"):
+                self._request("PUT", f"/traits/{name}", version)
+        body = {"traits": traits, "resource_provider_generation": generation}
+        path = f"/resource_providers/{rp_uuid}/traits"
+        resp = self._request("PUT", path, version, json=body)
+        return resp.json()["resource_provider_generation"]
+
+    def update_traits(
+        self,
+        rp_uuid: str,
+        *,
+        add: Iterable[str] = (),
+        remove: Iterable[str] = (),
+        conflict_retries: int = TRAIT_CONFLICT_RETRIES,
+    ) -> bool:
+        """Add and remove some of a provider's traits, keeping the others.
+
+        Read, then written with the generation read. Unlike allocation writes,
+        a generation conflict is retried here: what to re-read (the traits)
+        is all this call needs.
+
+        :returns: whether they were written (False: they already were so).
+        :raises ConsumerGenerationConflict: still conflicting after
+            ``conflict_retries`` re-reads.
+        :raises PlacementNotFound: there is no such provider.
+        """
+        add, remove = frozenset(add), frozenset(remove)
+        for attempt in range(conflict_retries + 1):
+            current, generation = self.get_traits(rp_uuid)
+            wanted = (current | add) - remove
+            if wanted == current:
+                return False
+            try:
+                self.put_traits(rp_uuid, wanted, generation)
+                return True
+            except exception.ConsumerGenerationConflict:
+                if attempt == conflict_retries:
+                    raise
+                LOG.debug("Provider %s changed meanwhile; re-reading its traits", rp_uuid)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def set_traits(self, rp_uuid: str, traits: Iterable[str]) -> int:
         """Replace a provider's traits, creating ``CUSTOM_*`` traits as needed.
 
@@ -370,6 +465,7 @@ class PlacementClient:
         required: Iterable[str] = (),
         member_of: Iterable[str] = (),
         in_tree: str | None = None,
+        root_required: Iterable[str] = (),
         limit: int | None = None,
     ) -> Candidates:
         """Ask which providers could take ``resources`` now.
@@ -378,17 +474,21 @@ class PlacementClient:
         :param required: traits (``!TRAIT`` forbids).
         :param member_of: as for :meth:`list_resource_providers`.
         :param in_tree: only this provider's tree.
+        :param root_required: traits the root of every candidate's tree must
+            have (``!TRAIT`` forbids); asks for microversion 1.35.
         :param limit: at most this many allocation requests.
         :returns: the candidates; empty lists when none fits.
         :raises PlacementBadRequest: e.g. no resources, or an unknown class.
         """
         params = _filters(in_tree=in_tree, required=required, member_of=member_of)
         params.insert(0, ("resources", format_resources(resources)))
+        roots = ",".join(root_required)
+        if roots:
+            params.append(("root_required", roots))
         if limit is not None:
             params.append(("limit", str(limit)))
-        resp = self._request(
-            "GET", "/allocation_candidates", self._pin(IN_TREE_VERSION), params=params
-        )
+        version = ROOT_REQUIRED_VERSION if roots else IN_TREE_VERSION
+        resp = self._request("GET", "/allocation_candidates", self._pin(version), params=params)
         body = resp.json()
         requests = [
             normalize_allocations({rp: a["resources"] for rp, a in ar["allocations"].items()})

@@ -56,7 +56,11 @@ from placement.db.sqlalchemy import migration
 from placement.objects import resource_class, trait
 
 from resize_sched import conf as rs_conf
-from resize_sched.placement.client import PlacementClient
+from resize_sched.conf import placement as rs_placement_conf
+from resize_sched.placement.client import PlacementClient, owner_trait
+
+#: The owner trait of a deployment left at the default ``[placement] deployment_name``.
+DEFAULT_OWNER_TRAIT = owner_trait(rs_placement_conf.DEFAULT_DEPLOYMENT_NAME)
 
 LOG = logging.getLogger(__name__)
 
@@ -300,12 +304,22 @@ class PlacementEndpoint:
         return PlacementClient.from_conf(self.make_conf(**overrides))
 
     def add_host(
-        self, name: str, vcpus: int, memory_mb: int, disk_gb: int, **extra_inventory: Any
+        self,
+        name: str,
+        vcpus: int,
+        memory_mb: int,
+        disk_gb: int,
+        *,
+        owner: str | None = DEFAULT_OWNER_TRAIT,
+        **extra_inventory: Any,
     ) -> str:
         """Create a compute-host provider with inventory; return its uuid.
 
         ``extra_inventory`` adds classes (``CUSTOM_FPGA=2``) or replaces the
         default records with full ones (``DISK_GB={"total": 10, "reserved": 2}``).
+        ``owner`` is the owner trait the provider carries, as a compute service
+        of that deployment marks it (the default deployment's unless given);
+        None leaves it unmarked, as another service's provider would be.
         """
         if self._client is None:
             self._client = self.client()
@@ -313,7 +327,9 @@ class PlacementEndpoint:
         inventory: dict[str, Any] = {"VCPU": vcpus, "MEMORY_MB": memory_mb, "DISK_GB": disk_gb}
         inventory.update(extra_inventory)
         inventory = {rc: v for rc, v in inventory.items() if v}
-        self._client.set_inventory(rp["uuid"], inventory, generation=rp["generation"])
+        generation = self._client.set_inventory(rp["uuid"], inventory, generation=rp["generation"])
+        if owner is not None:
+            self._client.put_traits(rp["uuid"], [owner], generation)
         return rp["uuid"]
 
 

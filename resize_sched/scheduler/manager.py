@@ -18,10 +18,16 @@ a claim strategy may ask it for something else than the new flavor (see
 * with ``[resize] prefer_same_host`` the source is asked first and, when it
   fits, is returned alone (``Selection.complete`` is false) without asking
   about any other host.
+
+Only hosts of this deployment that take new work are ever candidates, and
+Placement itself leaves the others out: every query asks for roots with the
+deployment's owner trait and without ``COMPUTE_STATUS_DISABLED``
+(``root_required``), so a host registered by another service, or by another
+deployment sharing the Placement, costs nothing and is never seen (see
+:mod:`resize_sched.scheduler.hosts` for disabling a host).
 """
 
 import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from oslo_config import cfg
@@ -29,8 +35,14 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched import resources as rs
-from resize_sched.placement.client import Candidates, PlacementClient
+from resize_sched.placement.client import (
+    DISABLED_TRAIT,
+    Candidates,
+    PlacementClient,
+    owner_trait,
+)
 from resize_sched.resources import Allocations, Resources
+from resize_sched.scheduler import hosts
 
 LOG = logging.getLogger(__name__)
 
@@ -90,19 +102,20 @@ class Scheduler:
     """Filters and weighs Placement's candidates.
 
     :param client: the Placement client.
-    :param conf: a ConfigOpts with the ``[scheduler]`` group registered.
-    :param disabled_hosts: returns the names of hosts that take no new work.
+    :param conf: a ConfigOpts with the ``[scheduler]`` and ``[placement]``
+        groups registered; ``[placement] deployment_name`` says which hosts
+        are ours.
     """
 
-    def __init__(
-        self,
-        client: PlacementClient,
-        conf: cfg.ConfigOpts,
-        disabled_hosts: Callable[[], Iterable[str]] | None = None,
-    ) -> None:
+    def __init__(self, client: PlacementClient, conf: cfg.ConfigOpts) -> None:
         self.client = client
         self.conf = conf
-        self._disabled_hosts = disabled_hosts or (lambda: ())
+        #: The trait on the root provider of every host of this deployment.
+        self.owner_trait = owner_trait(conf.placement.deployment_name)
+        # NOTE: what the root of every host we may choose has: our mark, and
+        # not the disabled one (root_required; Placement leaves the rest out).
+        self._usable = (self.owner_trait, "!" + DISABLED_TRAIT)
+        self._enabled = ("!" + DISABLED_TRAIT,)
         self._names: dict[str, str] = {}
 
     # -- public ---------------------------------------------------------------
@@ -123,8 +136,9 @@ class Scheduler:
         )
         if source_allowed and request.prefer_same_host:
             found = self._ask_source(request)
-            # NOTE: the shortcut must not skip the filters: a disabled, ignored
-            # or not forced source is no more a candidate than any other host.
+            # NOTE: the shortcut must not skip the filters: an ignored or not
+            # forced source is no more a candidate than any other host (a
+            # disabled one the query itself left out).
             if found is not None and self._filter([found], request):
                 LOG.debug("Source %s takes the resize; other hosts not asked", source)
                 return Selection([found[1]], complete=False)
@@ -136,7 +150,13 @@ class Scheduler:
         candidates = self._query(request.destination_request, request)
         scored = self._score(candidates, request, keep_source=one_query)
         if source_allowed and not one_query:
-            found = self._ask_source(request)
+            # NOTE: a source that needs nothing more and is among the
+            # candidates already passed every check the query makes (owned,
+            # enabled, traits, aggregates): it needs no request of its own.
+            seen = any(
+                self._root_of(ar, candidates) == source for ar in candidates.allocation_requests
+            )
+            found = self._ask_source(request, seen=seen)
             if found is not None:
                 scored.append(found)
 
@@ -158,31 +178,57 @@ class Scheduler:
     def _query(
         self, amounts: Resources, request: SchedulingRequest, in_tree: str | None = None
     ) -> Candidates:
-        return self.client.get_allocation_candidates(
-            amounts,
-            required=sorted(request.required_traits),
-            member_of=request.member_of,
-            in_tree=in_tree,
-            limit=None if in_tree else self.conf.scheduler.max_placement_results,
+        return hosts.unless_unknown(
+            self.client,
+            self.owner_trait,
+            lambda: self.client.get_allocation_candidates(
+                amounts,
+                required=sorted(request.required_traits),
+                member_of=request.member_of,
+                in_tree=in_tree,
+                root_required=self._usable,
+                limit=None if in_tree else self.conf.scheduler.max_placement_results,
+            ),
+            Candidates([], {}),
         )
 
-    def _ask_source(self, request: SchedulingRequest) -> tuple[float, Destination] | None:
-        """Ask about the source alone; ``None`` when it cannot take the resize."""
+    def _ask_source(
+        self, request: SchedulingRequest, *, seen: bool = False
+    ) -> tuple[float, Destination] | None:
+        """Ask about the source alone; ``None`` when it cannot take the resize.
+
+        :param seen: the source is among the candidates of the query over
+            every host, so it is owned, enabled and has the required traits.
+        """
         source = request.source
         assert source is not None
         amounts = rs.normalize(request.source_request)
         if not amounts:
-            # NOTE: nothing more is needed, but a new required trait still has
-            # to be there: one cheap provider query checks it.
-            if request.required_traits and not self.client.list_resource_providers(
-                in_tree=source, required=sorted(request.required_traits)
-            ):
+            # NOTE: nothing more is needed, but the source must still be a
+            # host of ours that takes new work, with any new required trait
+            # and in the aggregates asked for: one cheap provider query checks
+            # it, and names the host on the way.
+            if not seen and not self._source_usable(request):
                 return None
             dest = Destination(source, self._host_name(source), {}, same_host=True)
             return (_FREE_SOURCE_WEIGHT, dest)
         candidates = self._query(amounts, request, in_tree=source)
         scored = self._score(candidates, request, keep_source=True)
         return scored[0] if scored else None
+
+    def _source_usable(self, request: SchedulingRequest) -> bool:
+        found = hosts.list_owned(
+            self.client,
+            self.owner_trait,
+            in_tree=request.source,
+            required=[*self._enabled, *sorted(request.required_traits)],
+            member_of=request.member_of,
+        )
+        for rp in found:
+            if rp["uuid"] == request.source:
+                self._names[rp["uuid"]] = rp["name"]
+                return True
+        return False
 
     # -- filtering and weighing ---------------------------------------------------
 
@@ -220,7 +266,6 @@ class Scheduler:
     def _filter(
         self, scored: list[tuple[float, Destination]], request: SchedulingRequest
     ) -> list[tuple[float, Destination]]:
-        disabled = set(self._disabled_hosts())
         kept = []
         for weight, dest in scored:
             if dest.provider in request.ignore_providers:
@@ -229,8 +274,6 @@ class Scheduler:
                 reason = "in ignore_hosts"
             elif request.force_hosts and dest.host not in request.force_hosts:
                 reason = "not in force_hosts"
-            elif dest.host in disabled:
-                reason = "disabled"
             else:
                 kept.append((weight, dest))
                 continue
@@ -239,10 +282,18 @@ class Scheduler:
 
     def _host_name(self, provider: str) -> str:
         if provider not in self._names:
-            self._names = {rp["uuid"]: rp["name"] for rp in self.client.list_resource_providers()}
+            # NOTE: our hosts only, disabled ones too (a source may be one).
+            owned = hosts.list_owned(self.client, self.owner_trait)
+            self._names = {rp["uuid"]: rp["name"] for rp in owned}
         return self._names.get(provider, provider)
 
     # -- failure ----------------------------------------------------------------
+
+    def no_valid_host(self, request: SchedulingRequest, found: int = 0) -> exception.NoValidHost:
+        """The error for a request nothing could be claimed for: ``infeasible``
+        when no allowed host could hold it even empty (inventory constraints
+        such as ``max_unit`` included), else ``deferred``."""
+        return self._no_valid_host(request, found)
 
     def _no_valid_host(self, request: SchedulingRequest, found: int) -> exception.NoValidHost:
         """Tell "no room now" from "could never fit"."""
@@ -267,12 +318,17 @@ class Scheduler:
     def _could_ever_fit(self, request: SchedulingRequest) -> bool:
         """Whether any allowed host, empty, could hold the request.
 
+        Allowed hosts are those the candidates query could return: ours,
+        enabled, with the required traits, in the aggregates asked for.
+
         NOTE: this costs one request per provider, but only on the failure
         path; Placement has no query for capacity regardless of usage.
         """
-        disabled = set(self._disabled_hosts())
-        providers = self.client.list_resource_providers(
-            required=sorted(request.required_traits), member_of=request.member_of
+        providers = hosts.list_owned(
+            self.client,
+            self.owner_trait,
+            required=[*self._enabled, *sorted(request.required_traits)],
+            member_of=request.member_of,
         )
         for rp in providers:
             self._names[rp["uuid"]] = rp["name"]
@@ -280,7 +336,6 @@ class Scheduler:
             if (
                 (rp["uuid"] == request.source and not request.allow_same_host)
                 or name in request.ignore_hosts
-                or name in disabled
                 or (request.force_hosts and name not in request.force_hosts)
             ):
                 continue

@@ -3,8 +3,12 @@
 import threading
 from collections.abc import Callable
 
+import pytest
+
+from resize_sched import exception
 from resize_sched.compute.service import ComputeService
-from resize_sched.placement.client import PlacementClient
+from resize_sched.placement.client import DISABLED_TRAIT, PlacementClient
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT, PlacementInProcess
 from tests.functional.compute.conftest import wait_until
 
 CONFIGURED = {
@@ -108,3 +112,70 @@ def test_background_refresh(
     )
     service.stop()  # the refresher thread ends with the service
     assert "compute-inventory-c1" not in {t.name for t in threading.enumerate()}
+
+
+# -- ownership: the owner trait ---------------------------------------------------------
+
+
+def test_provider_is_marked_with_the_owner_trait(
+    make_compute: Callable[..., ComputeService], placement_client: PlacementClient
+) -> None:
+    default = make_compute("c1")
+    blue = make_compute("c2", placement={"deployment_name": "Blue"})
+    assert default.owner_trait == DEFAULT_OWNER_TRAIT
+    assert placement_client.get_traits(default.provider_uuid)[0] == {DEFAULT_OWNER_TRAIT}
+    assert placement_client.get_traits(blue.provider_uuid)[0] == {"CUSTOM_RESIZE_SCHED_BLUE"}
+    # Each deployment lists only its own.
+    ours = placement_client.list_resource_providers(required=[DEFAULT_OWNER_TRAIT])
+    assert [p["name"] for p in ours] == ["c1"]
+
+
+def test_restart_and_refresh_keep_the_other_traits_and_restore_the_mark(
+    make_compute: Callable[..., ComputeService], placement_client: PlacementClient
+) -> None:
+    first = make_compute("c1", compute=CONFIGURED)
+    rp = first.provider_uuid
+    placement_client.update_traits(rp, add=[DISABLED_TRAIT, "CUSTOM_GOLD"])
+    first.stop()
+
+    again = make_compute("c1", compute=CONFIGURED)
+    assert again.provider_uuid == rp
+    assert placement_client.get_traits(rp)[0] == {
+        DEFAULT_OWNER_TRAIT,
+        DISABLED_TRAIT,
+        "CUSTOM_GOLD",
+    }
+    # Someone replaced the traits and dropped the mark: the refresh puts it back.
+    placement_client.set_traits(rp, [DISABLED_TRAIT])
+    assert again.refresh_inventory() is False  # the inventory was right
+    assert placement_client.get_traits(rp)[0] == {DEFAULT_OWNER_TRAIT, DISABLED_TRAIT}
+
+
+def test_an_unmarked_provider_of_the_same_name_is_adopted(
+    make_compute: Callable[..., ComputeService],
+    placement: PlacementInProcess,
+    placement_client: PlacementClient,
+) -> None:
+    """As an older resize_sched, without owner traits, registered it."""
+    rp = placement.add_host("c1", 4, 4096, 40, owner=None)
+    service = make_compute("c1", compute=CONFIGURED)
+    assert service.provider_uuid == rp
+    assert placement_client.get_traits(rp)[0] == {DEFAULT_OWNER_TRAIT}
+    assert placement_client.get_inventories(rp)[0] == EXPECTED
+
+
+@pytest.mark.parametrize("mark", ["CUSTOM_RESIZE_SCHED_OTHER", "COMPUTE_NODE"])
+def test_someone_elses_provider_of_the_same_name_is_refused(
+    make_compute: Callable[..., ComputeService],
+    placement: PlacementInProcess,
+    placement_client: PlacementClient,
+    mark: str,
+) -> None:
+    """Another deployment's host, or a Nova compute node, is never taken over."""
+    rp = placement.add_host("c1", 4, 4096, 40, owner=mark)
+    before = placement_client.get_inventories(rp)
+    with pytest.raises(exception.ConfigurationError) as err:
+        make_compute("c1", compute=CONFIGURED)
+    assert mark in str(err.value) and "[DEFAULT] host" in str(err.value)
+    assert placement_client.get_traits(rp)[0] == {mark}
+    assert placement_client.get_inventories(rp) == before

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from resize_sched import resources as rs
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from resize_sched.scheduler.manager import Selection
 from tests.functional.fixtures.cloud import Cloud, expect_no_valid_host
 from tests.functional.fixtures.spy import Spy
@@ -19,7 +20,9 @@ STRATEGIES = ["legacy", "drop_and_reclaim", "max_flavor"]
 
 OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
 NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
-ALL_HOSTS_QUERY = {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "limit": "1000"}
+#: Every query asks only for hosts of this deployment that are not disabled.
+ROOTS = {"root_required": f"{DEFAULT_OWNER_TRAIT},!COMPUTE_STATUS_DISABLED"}
+ALL_HOSTS_QUERY = {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "limit": "1000", **ROOTS}
 
 #: What each strategy asks of the source (in_tree), once prepared.
 SOURCE_ASKS = {
@@ -68,7 +71,9 @@ def test_source_fits_only_the_source_is_asked(make_cloud: Any, strategy: str) ->
     cloud.check()
 
     h1 = cloud.hosts["host1"]
-    assert spy.candidate_queries() == [{"resources": SOURCE_ASKS[strategy], "in_tree": h1}]
+    assert spy.candidate_queries() == [
+        {"resources": SOURCE_ASKS[strategy], "in_tree": h1, **ROOTS}
+    ]
     assert cloud.client.request_count == SAME_HOST_REQUESTS[strategy]
     assert (dest.host, dest.same_host) == ("host1", True)
     server_holds, migration_holds = SAME_HOST_HOLDS[strategy]
@@ -103,7 +108,7 @@ def test_source_does_not_fit_other_hosts_are_used(make_cloud: Any, strategy: str
 
     h1 = cloud.hosts["host1"]
     assert spy.candidate_queries() == [
-        {"resources": SOURCE_ASKS[strategy], "in_tree": h1},
+        {"resources": SOURCE_ASKS[strategy], "in_tree": h1, **ROOTS},
         ALL_HOSTS_QUERY,
     ]
     assert (dest.host, dest.same_host) == ("host2", False)
@@ -156,7 +161,7 @@ def test_source_refused_after_selection_asks_again_without_it(
     assert [[d.host for d in s.destinations] for s in selections] == [["host1"], ["host2"]]
     assert selections[0].destinations[0].same_host
     assert spy.candidate_queries() == [
-        {"resources": SOURCE_ASKS[strategy], "in_tree": h1},
+        {"resources": SOURCE_ASKS[strategy], "in_tree": h1, **ROOTS},
         ALL_HOSTS_QUERY,
     ]
     assert (dest.host, dest.same_host) == ("host2", False)

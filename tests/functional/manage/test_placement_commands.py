@@ -20,6 +20,7 @@ from resize_sched.compute.rpcapi import ComputeAPI
 from resize_sched.conductor import audit, heal, recovery
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from tests.functional.fixtures.cloud import Cloud
 from tests.functional.fixtures.database import fresh_sqlite_database
 
@@ -233,7 +234,7 @@ def test_heal_leaves_a_server_written_meanwhile(make_cloud, flagged: bool) -> No
         cloud.observer.delete_allocations(server.uuid)
     theirs = {"VCPU": 1}
     client = _Racing(cloud.client, server.uuid, _someone_writes(cloud, server.uuid, theirs), False)
-    report = heal.heal(cloud.db, client)
+    report = heal.heal(cloud.db, client, owner_trait=DEFAULT_OWNER_TRAIT)
     assert [(r.outcome, r.reason) for r in report.results] == [
         (heal.MISSING, "its allocations changed in Placement meanwhile; run heal again")
     ]
@@ -355,7 +356,7 @@ def test_audit_delete_leaves_a_consumer_that_changed(make_cloud, before, detail)
     cloud.add_host("host1", vcpus=8, memory_mb=8192, disk_gb=100)
     squatter = cloud.squat("host1", VCPU=2)
     client = _Racing(cloud.client, squatter, _someone_writes(cloud, squatter, {"VCPU": 3}), before)
-    report = audit.audit(cloud.db, client, delete=True)
+    report = audit.audit(cloud.db, client, owner_trait=DEFAULT_OWNER_TRAIT, delete=True)
     assert [(o.consumer, o.outcome, o.detail) for o in report.orphans] == [
         (squatter, audit.LEFT, detail)
     ]

@@ -101,10 +101,11 @@ def test_list_resource_providers_filters_traits_and_aggregates(
     plain = placement.add_host("plain", 4, 4096, 40)
     placement_client.set_traits(gold, ["CUSTOM_GOLD"])
     agg = new_uuid()
+    generation = placement_client.get_inventories(plain)[1]
     raw = placement_client._adapter
     resp = raw.put(
         f"/resource_providers/{plain}/aggregates",
-        json={"aggregates": [agg], "resource_provider_generation": 1},
+        json={"aggregates": [agg], "resource_provider_generation": generation},
         microversion="1.19",
         raise_exc=False,
     )

@@ -15,6 +15,8 @@ from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
+from resize_sched.scheduler import hosts
 from resize_sched.scheduler.manager import Scheduler, SchedulingRequest, Selection
 from tests.functional.fixtures.placement import PlacementInProcess
 from tests.functional.fixtures.spy import Spy
@@ -23,6 +25,8 @@ OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
 NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
 SHRUNK = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 10}
 LIMIT = "1000"
+#: What every candidates query asks of the root: ours, and not disabled.
+ROOTS = f"{DEFAULT_OWNER_TRAIT},!COMPUTE_STATUS_DISABLED"
 
 
 class World:
@@ -32,7 +36,6 @@ class World:
         self.placement = placement
         self.other = placement.client()
         self.hosts: dict[str, str] = {}
-        self.disabled: set[str] = set()
 
     def add_host(
         self, name: str, vcpus: int = 8, memory_mb: int = 8192, disk_gb: int = 100, **kw: Any
@@ -47,7 +50,13 @@ class World:
         return consumer
 
     def traits(self, host: str, traits: Iterable[str]) -> None:
-        self.other.set_traits(self.hosts[host], traits)
+        """Set ``host``'s traits (it stays ours: the owner trait is kept)."""
+        self.other.set_traits(self.hosts[host], [DEFAULT_OWNER_TRAIT, *traits])
+
+    def disable(self, *names: str, disabled: bool = True) -> None:
+        """Disable (or enable) hosts as ``resize-sched-manage host`` does."""
+        for name in names:
+            hosts.set_disabled(self.other, DEFAULT_OWNER_TRAIT, name, disabled)
 
     def scheduler(self, **options: Any) -> tuple[Scheduler, PlacementClient, Spy]:
         conf = rs_conf.new_conf()
@@ -58,7 +67,7 @@ class World:
         client = PlacementClient.from_conf(conf)
         client.max_version  # noqa: B018 - negotiate now, so counts are exact
         client.reset_request_count()
-        return Scheduler(client, conf, disabled_hosts=lambda: self.disabled), client, Spy(client)
+        return Scheduler(client, conf), client, Spy(client)
 
     def names(self, selection: Selection) -> list[str]:
         return [d.host for d in selection.destinations]
@@ -101,7 +110,7 @@ def test_source_asked_the_same_as_others_costs_one_query(world: World) -> None:
     selection = scheduler.select_destinations(request)
 
     assert spy.candidate_queries() == [
-        {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "limit": LIMIT}
+        {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "root_required": ROOTS, "limit": LIMIT}
     ]
     # The names of the hosts are read once and then cached.
     assert [(m, p) for m, p, _ in spy.calls] == [
@@ -134,8 +143,12 @@ def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: W
 
     assert client.request_count == 2
     assert spy.candidate_queries() == [
-        {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "limit": LIMIT},
-        {"resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1", "in_tree": world.hosts["host1"]},
+        {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "root_required": ROOTS, "limit": LIMIT},
+        {
+            "resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1",
+            "in_tree": world.hosts["host1"],
+            "root_required": ROOTS,
+        },
     ]
     # The in_tree answer is merged and weighed with the others: the source
     # has 15360 MB free, host2 8192 MB.
@@ -178,8 +191,10 @@ def test_max_flavor_shrink_needs_no_source_query_and_comes_first(world: World) -
     assert request.source_request == {}
     selection = scheduler.select_destinations(request)
     assert spy.candidate_queries() == [
-        {"resources": "DISK_GB:10,MEMORY_MB:512,VCPU:1", "limit": LIMIT}
+        {"resources": "DISK_GB:10,MEMORY_MB:512,VCPU:1", "root_required": ROOTS, "limit": LIMIT}
     ]
+    # The source was among the candidates: owned and enabled, nothing more to ask.
+    assert [p for _, p, params in spy.calls if "in_tree" in params] == []
     # Staying costs nothing: first, although host2 has far more free RAM.
     assert world.names(selection) == ["host1", "host2"]
     assert selection.destinations[0].allocation_request == {}
@@ -218,7 +233,7 @@ def test_ram_weight_zero_keeps_placement_order(world: World) -> None:
     _three_hosts(world)
     world.add_host("host4", memory_mb=65536)
     scheduler, _, _ = world.scheduler(ram_weight_multiplier=0.0, max_attempts=4)
-    answer = world.other.get_allocation_candidates(OLD, limit=1000)
+    answer = world.other.get_allocation_candidates(OLD, root_required=ROOTS.split(","), limit=1000)
     placement_order = [next(iter(ar)) for ar in answer.allocation_requests]
     selection = scheduler.select_destinations(_build_request())
     assert [d.provider for d in selection.destinations] == placement_order
@@ -285,9 +300,9 @@ def test_ignore_providers_excludes_the_source(world: World) -> None:
 def test_disabled_hosts_filter(world: World) -> None:
     _four_hosts(world)
     scheduler, _, _ = world.scheduler(max_attempts=10)
-    world.disabled = {"host3", "host4"}
+    world.disable("host3", "host4")
     assert world.names(scheduler.select_destinations(_build_request())) == ["host2", "host1"]
-    world.disabled = set()  # read at each call
+    world.disable("host3", "host4", disabled=False)  # Placement is asked at each call
     assert world.names(scheduler.select_destinations(_build_request())) == [
         "host4",
         "host3",
@@ -300,9 +315,9 @@ def test_filters_apply_to_the_separately_asked_source(world: World) -> None:
     world.add_host("host1", memory_mb=16384)
     world.add_host("host2")
     scheduler, _, _ = world.scheduler()
-    world.disabled = {"host1"}
+    world.disable("host1")
     assert world.names(scheduler.select_destinations(resize_request(world))) == ["host2"]
-    world.disabled = set()
+    world.disable("host1", disabled=False)
     request = resize_request(world, ignore_hosts=frozenset({"host1"}))
     assert world.names(scheduler.select_destinations(request)) == ["host2"]
 
@@ -362,12 +377,18 @@ def test_shrink_with_a_newly_required_trait(world: World, source_has_trait: bool
 
     selection = scheduler.select_destinations(request)
 
-    # No candidates query for the source; one provider query checks its traits.
+    # No candidates query for the source. With the trait it is among the
+    # candidates of the query over every host (which asked for the trait), so
+    # nothing more is asked; else one provider query checks it.
     assert len(spy.candidate_queries()) == 1
     trait_checks = [
         params for m, p, params in spy.calls if p == "/resource_providers" and "in_tree" in params
     ]
-    assert trait_checks == [{"in_tree": world.hosts["host1"], "required": "CUSTOM_X"}]
+    required = f"{ROOTS},CUSTOM_X"
+    expected = (
+        [] if source_has_trait else [{"in_tree": world.hosts["host1"], "required": required}]
+    )
+    assert trait_checks == expected
     if source_has_trait:
         assert world.names(selection) == ["host1", "host2"]
         assert selection.destinations[0].allocation_request == {}
@@ -444,7 +465,7 @@ def test_every_host_filtered_out_is_infeasible(world: World) -> None:
     world.add_host("host1")
     world.add_host("host2")
     scheduler, _, _ = world.scheduler()
-    world.disabled = {"host1"}
+    world.disable("host1")
     request = SchedulingRequest(destination_request=NEW, ignore_hosts=frozenset({"host2"}))
     err = expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
     assert err.reason.startswith("no allowed host could hold")
@@ -487,7 +508,11 @@ def test_prefer_same_host_asks_only_the_source_when_it_fits(world: World) -> Non
     scheduler, client, spy = world.scheduler()
     selection = scheduler.select_destinations(resize_request(world, prefer_same_host=True))
     assert spy.candidate_queries() == [
-        {"resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1", "in_tree": world.hosts["host1"]}
+        {
+            "resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1",
+            "in_tree": world.hosts["host1"],
+            "root_required": ROOTS,
+        }
     ]
     assert world.names(selection) == ["host1"]
     assert selection.complete is False
@@ -531,7 +556,7 @@ def test_prefer_same_host_respects_host_filters_on_the_source(world: World, how:
     scheduler, _, _ = world.scheduler()
     extra: dict[str, Any] = {}
     if how == "disabled":
-        world.disabled = {"host1"}
+        world.disable("host1")
     elif how == "ignore_hosts":
         extra["ignore_hosts"] = frozenset({"host1"})
     else:

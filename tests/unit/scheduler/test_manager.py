@@ -11,11 +11,13 @@ import pytest
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
-from resize_sched.placement.client import Candidates
+from resize_sched.placement.client import DISABLED_TRAIT, Candidates
 from resize_sched.scheduler import manager
 from resize_sched.scheduler.manager import Destination, Scheduler, SchedulingRequest
 
 SMALL = {"VCPU": 1, "MEMORY_MB": 512}
+OWNER = "CUSTOM_RESIZE_SCHED_DEFAULT"
+USABLE = [OWNER, "!" + DISABLED_TRAIT]
 
 
 def inv(total: int, **kw: Any) -> dict[str, Any]:
@@ -64,7 +66,11 @@ def summary(capacity: int, used: int = 0, root: str | None = None) -> dict[str, 
 
 
 class FakeClient:
-    """Just what the scheduler calls, answering from canned data."""
+    """Just what the scheduler calls, answering from canned data.
+
+    Every provider has the default deployment's owner trait and the traits
+    in :attr:`traits`; ``required`` may forbid (``!TRAIT``).
+    """
 
     def __init__(self, providers: dict[str, str], candidates: dict[str | None, Candidates]):
         self.providers = providers  # uuid -> name
@@ -80,23 +86,45 @@ class FakeClient:
 
     def list_resource_providers(self, **kw: Any) -> list[dict]:
         self.provider_lists.append(kw)
-        required = set(kw.get("required") or ())
+        required = [t for t in kw.get("required") or () if not t.startswith("!")]
+        forbidden = {t[1:] for t in kw.get("required") or () if t.startswith("!")}
         return [
             {"uuid": u, "name": n}
             for u, n in self.providers.items()
-            if (kw.get("in_tree") in (None, u)) and required <= self.traits.get(u, set())
+            if (kw.get("in_tree") in (None, u))
+            and set(required) <= self.traits.get(u, set()) | {OWNER}
+            and not forbidden & self.traits.get(u, set())
         ]
 
     def get_inventories(self, uuid: str) -> tuple[dict, int]:
         return self.inventories.get(uuid, {}), 1
 
 
-def make_scheduler(client: FakeClient, disabled: tuple[str, ...] = (), **opts: Any) -> Scheduler:
+def make_scheduler(client: FakeClient, **opts: Any) -> Scheduler:
     conf = rs_conf.new_conf()
     rs_conf.parse_args(conf, [], default_config_files=[])
     for name, value in opts.items():
         conf.set_override(name, value, group="scheduler")
-    return Scheduler(client, conf, disabled_hosts=lambda: disabled)  # type: ignore[arg-type]
+    return Scheduler(client, conf)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "name, trait",
+    [("default", OWNER), ("Blue_2", "CUSTOM_RESIZE_SCHED_BLUE_2")],
+)
+def test_owner_trait_names_the_deployment(name: str, trait: str) -> None:
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, [], default_config_files=[])
+    conf.set_override("deployment_name", name, group="placement")
+    assert Scheduler(FakeClient({}, {}), conf).owner_trait == trait  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["", "blue-green", "a b", "x" * 201])
+def test_deployment_name_must_make_a_valid_trait(bad: str) -> None:
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, [], default_config_files=[])
+    with pytest.raises(ValueError):
+        conf.set_override("deployment_name", bad, group="placement")
 
 
 # -- one destination per host; nested providers ---------------------------------------------
@@ -185,6 +213,7 @@ def test_placement_limit_is_max_placement_results() -> None:
             "required": ["A", "B"],
             "member_of": ("agg",),
             "in_tree": None,
+            "root_required": (OWNER, "!COMPUTE_STATUS_DISABLED"),
             "limit": 7,
         }
     ]
@@ -214,7 +243,7 @@ def test_deferred_when_some_allowed_host_could_hold_it_empty() -> None:
     [
         ({"ignore_hosts": frozenset({"host-b"})}, ()),
         ({"force_hosts": frozenset({"host-a"})}, ()),
-        ({}, ("host-b",)),
+        ({}, ("b",)),
         ({"source": "b", "allow_same_host": False}, ()),
     ],
 )
@@ -222,7 +251,8 @@ def test_infeasible_when_only_excluded_hosts_could_hold_it(
     filters: dict, disabled: tuple[str, ...]
 ) -> None:
     client = _empty_world({"a": {"VCPU": inv(2)}, "b": {"VCPU": inv(8)}})
-    scheduler = make_scheduler(client, disabled=disabled)
+    client.traits = {rp: {DISABLED_TRAIT} for rp in disabled}
+    scheduler = make_scheduler(client)
     with pytest.raises(exception.NoValidHost) as err:
         scheduler.select_destinations(SchedulingRequest({"VCPU": 4}, **filters))
     assert err.value.kind == "infeasible"
@@ -241,13 +271,23 @@ def test_infeasible_checks_only_providers_with_the_required_traits() -> None:
     assert err.value.reason == (
         "no allowed host could hold VCPU:4 with traits ['CUSTOM_X'] even when empty"
     )
-    assert client.provider_lists[-1] == {"required": ["CUSTOM_X"], "member_of": ("agg",)}
+    assert client.provider_lists[-1] == {
+        "required": [*USABLE, "CUSTOM_X"],
+        "member_of": ("agg",),
+    }
+
+
+def test_infeasible_lists_only_our_enabled_providers() -> None:
+    client = _empty_world({"a": {"VCPU": inv(8)}})
+    with pytest.raises(exception.NoValidHost):
+        make_scheduler(client).select_destinations(SchedulingRequest({"VCPU": 9}))
+    assert client.provider_lists == [{"required": USABLE, "member_of": ()}]
 
 
 # -- the source ------------------------------------------------------------------------------
 
 
-def test_shrink_source_without_traits_costs_no_request() -> None:
+def test_shrink_source_costs_one_provider_query_that_also_names_it() -> None:
     client = FakeClient({"src": "source"}, {})
     request = SchedulingRequest(
         {"VCPU": 1}, source="src", source_request={}, allow_same_host=True, prefer_same_host=True
@@ -256,8 +296,20 @@ def test_shrink_source_without_traits_costs_no_request() -> None:
     assert selection.destinations == [Destination("src", "source", {}, True)]
     assert selection.complete is False
     assert client.queries == []
-    # the only provider listing is the name lookup, no trait check
-    assert client.provider_lists == [{}]
+    # one listing checks that the source is ours and enabled, and names it
+    assert client.provider_lists == [{"in_tree": "src", "required": USABLE, "member_of": ()}]
+
+
+def test_disabled_shrink_source_is_not_chosen() -> None:
+    answer = Candidates([{"h2": SMALL}], {"h2": summary(1024)})
+    client = FakeClient({"src": "source", "h2": "host2"}, {None: answer})
+    client.traits = {"src": {DISABLED_TRAIT}}
+    request = SchedulingRequest(
+        {"VCPU": 1}, source="src", source_request={}, allow_same_host=True, prefer_same_host=True
+    )
+    selection = make_scheduler(client).select_destinations(request)
+    assert [(d.host, d.same_host) for d in selection.destinations] == [("host2", False)]
+    assert selection.complete
 
 
 def test_source_request_equal_to_destination_request_is_compared_normalised() -> None:
