@@ -5,6 +5,7 @@ Request flow::
     ComputeApp            request id, access log; / and /v2.1 answered here
       -> auth middleware  (noauth2 or keystone) puts a RequestContext in environ
         -> Router         microversion, route table, handler, error responses
+                          (handlers authorize with api/policy.py's rules)
 
 The route table (:data:`ROUTES`) is the one place that says which handler
 serves which method and path under ``/v2.1``.
@@ -22,7 +23,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import strategies
-from resize_sched.api import auth, faults, microversion
+from resize_sched.api import auth, faults, microversion, policy
 from resize_sched.api.handlers import (
     flavor_extra_specs,
     flavors,
@@ -153,14 +154,16 @@ class Router:
 class ComputeApp:
     """The whole API service as one WSGI application.
 
-    :param conf: the parsed configuration (``[api] auth_strategy``).
+    :param conf: the parsed configuration (``[api] auth_strategy``,
+        ``[oslo_policy]``).
     :param state: what the handlers use.
     :raises ConfigurationError: the auth strategy cannot be set up.
     """
 
     def __init__(self, conf: cfg.ConfigOpts, state: ApiState) -> None:
         self.state = state
-        self.versioned = auth.wrap(conf, Router(state))
+        self.policy = policy.Policy(conf)
+        self.versioned = auth.wrap(conf, Router(state), self.policy)
 
     def _unversioned(
         self, handler: Handler, environ: dict[str, Any], start_response: StartResponse

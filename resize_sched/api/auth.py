@@ -1,15 +1,21 @@
 """Who is calling: the ``[api] auth_strategy`` middlewares.
 
-Both put a :class:`~resize_sched.context.RequestContext` in the WSGI environ
-for the handlers:
+Both put a :class:`~resize_sched.context.RequestContext` (user, project,
+roles) in the WSGI environ for the handlers, with the application's
+:class:`~resize_sched.api.policy.Policy` beside it; whether the caller is an
+administrator is the policy rule ``context_is_admin`` (by default, the role
+``admin``):
 
 * ``noauth2`` (tests, the all-in-one): ``X-Auth-Token: USER:PROJECT`` (just
-  ``USER`` means the project of the same name); the user ``admin`` is an
-  administrator. Nothing is checked: never expose it.
+  ``USER`` means the project of the same name). The user ``admin`` holds the
+  roles ``admin``, ``member`` and ``reader``; anyone else ``member`` and
+  ``reader`` (the roles Keystone would put in their tokens). Nothing is
+  checked: never expose it.
 * ``keystone``: keystonemiddleware's ``auth_token`` validates the token
   (options in ``[keystone_authtoken]``) and sets ``X-User-Id``,
-  ``X-Project-Id`` and ``X-Roles``; the role ``admin`` makes an
-  administrator. keystonemiddleware is imported only for this strategy.
+  ``X-Project-Id`` and ``X-Roles``; a missing, invalid or expired token is
+  refused with 401 before any of our code runs. keystonemiddleware (the
+  ``keystone`` extra) is imported only for this strategy.
 """
 
 from collections.abc import Callable, Iterable
@@ -20,6 +26,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.api import faults
+from resize_sched.api.policy import POLICY_KEY, Policy
 from resize_sched.api.request import CONTEXT_KEY, REQUEST_ID_KEY
 from resize_sched.context import RequestContext
 
@@ -28,7 +35,9 @@ LOG = logging.getLogger(__name__)
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 ADMIN_USER = "admin"
-ADMIN_ROLE = "admin"
+#: The roles noauth2 gives its callers.
+NOAUTH_ADMIN_ROLES = ("admin", "member", "reader")
+NOAUTH_USER_ROLES = ("member", "reader")
 
 
 def _unauthorized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
@@ -36,14 +45,34 @@ def _unauthorized(environ: dict[str, Any], start_response: Callable[..., Any]) -
     return response(environ, start_response)
 
 
+def _identify(
+    environ: dict[str, Any],
+    policy: Policy,
+    user_id: str | None,
+    project_id: str | None,
+    roles: Iterable[str],
+) -> None:
+    roles = sorted({r.strip().lower() for r in roles if r.strip()})
+    environ[POLICY_KEY] = policy
+    environ[CONTEXT_KEY] = RequestContext(
+        user_id=user_id,
+        project_id=project_id,
+        is_admin=policy.is_admin(user_id, project_id, roles),
+        request_id=environ[REQUEST_ID_KEY],
+        roles=tuple(roles),
+    )
+
+
 class NoAuthMiddleware:
     """``noauth2``: trust ``X-Auth-Token: USER:PROJECT``.
 
     :param app: the application to call once the caller is known.
+    :param policy: the application's policy.
     """
 
-    def __init__(self, app: WSGIApp) -> None:
+    def __init__(self, app: WSGIApp, policy: Policy) -> None:
         self.app = app
+        self.policy = policy
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
@@ -52,12 +81,8 @@ class NoAuthMiddleware:
         if not token:
             return _unauthorized(environ, start_response)
         user, _, project = token.partition(":")
-        environ[CONTEXT_KEY] = RequestContext(
-            user_id=user,
-            project_id=project or user,
-            is_admin=user == ADMIN_USER,
-            request_id=environ[REQUEST_ID_KEY],
-        )
+        roles = NOAUTH_ADMIN_ROLES if user == ADMIN_USER else NOAUTH_USER_ROLES
+        _identify(environ, self.policy, user, project or user, roles)
         return self.app(environ, start_response)
 
 
@@ -65,31 +90,34 @@ class KeystoneContextMiddleware:
     """Turn the headers ``auth_token`` set into a request context.
 
     :param app: the application to call once the caller is known.
+    :param policy: the application's policy.
     """
 
-    def __init__(self, app: WSGIApp) -> None:
+    def __init__(self, app: WSGIApp, policy: Policy) -> None:
         self.app = app
+        self.policy = policy
 
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
         if environ.get("HTTP_X_IDENTITY_STATUS") != "Confirmed":
             return _unauthorized(environ, start_response)
-        roles = {r.strip().lower() for r in environ.get("HTTP_X_ROLES", "").split(",")}
-        environ[CONTEXT_KEY] = RequestContext(
-            user_id=environ.get("HTTP_X_USER_ID"),
-            project_id=environ.get("HTTP_X_PROJECT_ID"),
-            is_admin=ADMIN_ROLE in roles,
-            request_id=environ[REQUEST_ID_KEY],
+        _identify(
+            environ,
+            self.policy,
+            environ.get("HTTP_X_USER_ID"),
+            environ.get("HTTP_X_PROJECT_ID"),
+            environ.get("HTTP_X_ROLES", "").split(","),
         )
         return self.app(environ, start_response)
 
 
-def wrap(conf: cfg.ConfigOpts, app: WSGIApp) -> WSGIApp:
+def wrap(conf: cfg.ConfigOpts, app: WSGIApp, policy: Policy) -> WSGIApp:
     """Put the configured authentication in front of ``app``.
 
     :param conf: a parsed ``ConfigOpts`` with ``[api]`` registered.
     :param app: the application needing a caller.
+    :param policy: the application's policy (it decides who is an admin).
     :returns: the wrapped application.
     :raises ConfigurationError: ``keystone`` without keystonemiddleware.
     """
@@ -99,7 +127,7 @@ def wrap(conf: cfg.ConfigOpts, app: WSGIApp) -> WSGIApp:
             "[api] auth_strategy is noauth2: any caller may claim to be anyone, "
             "including admin. Use it only for tests and the all-in-one."
         )
-        return NoAuthMiddleware(app)
+        return NoAuthMiddleware(app, policy)
     try:
         from keystonemiddleware import auth_token
     except ImportError as exc:
@@ -110,4 +138,6 @@ def wrap(conf: cfg.ConfigOpts, app: WSGIApp) -> WSGIApp:
         ) from exc
     # NOTE: handing our ConfigOpts over makes auth_token register and read its
     # [keystone_authtoken] options there instead of on the global cfg.CONF.
-    return auth_token.AuthProtocol(KeystoneContextMiddleware(app), {"oslo_config_config": conf})
+    return auth_token.AuthProtocol(
+        KeystoneContextMiddleware(app, policy), {"oslo_config_config": conf}
+    )

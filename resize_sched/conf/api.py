@@ -26,14 +26,20 @@ OPTS = [
         "auth_strategy",
         default="keystone",
         choices=[
-            ("keystone", "Validate tokens with Keystone (keystonemiddleware auth_token)."),
+            (
+                "keystone",
+                "Validate tokens with Keystone: keystonemiddleware's auth_token, "
+                "configured in [keystone_authtoken] (install the 'keystone' extra).",
+            ),
             (
                 "noauth2",
                 "No authentication: the X-Auth-Token header is USER:PROJECT and the user "
                 "'admin' is an administrator. For tests and the all-in-one only.",
             ),
         ],
-        help="How API requests are authenticated.",
+        help="How API requests are authenticated. What an authenticated caller may do "
+        "is decided by the policy rules (Nova's names and defaults, overridable in "
+        "[oslo_policy] policy_file; see etc/resize_sched/policy.yaml.sample).",
     ),
 ]
 

@@ -4,9 +4,10 @@ Extra specs are how an operator asks the scheduler for more than the
 flavor's sizes: ``resources:CLASS=N`` for other resource classes (or to
 override a standard one), ``trait:NAME=required|forbidden`` for traits.
 Anyone who may see the flavor may read them; only an administrator sets or
-removes them. A change is checked as a whole (a bad ``resources:`` value is
-refused with 400 and nothing written) and applies to builds and resizes from
-then on; servers keep the flavor they have.
+removes them (the ``os_compute_api:os-flavor-extra-specs:*`` policy rules).
+A change is checked as a whole (a bad ``resources:`` value is refused with
+400 and nothing written) and applies to builds and resizes from then on;
+servers keep the flavor they have.
 """
 
 from typing import TYPE_CHECKING
@@ -14,9 +15,10 @@ from typing import TYPE_CHECKING
 import webob
 
 from resize_sched import exception
-from resize_sched.api import faults, schemas
+from resize_sched.api import faults, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.request import ApiRequest, empty_response, json_response
+from resize_sched.policies import flavors as rules
 
 if TYPE_CHECKING:
     from resize_sched.api.app import ApiState
@@ -26,8 +28,10 @@ def index(state: "ApiState", req: ApiRequest, flavor_id: str) -> webob.Response:
     """``GET .../os-extra_specs``: every extra spec of the flavor.
 
     :returns: ``{"extra_specs": {...}}``, 200.
+    :raises faults.Forbidden: ``os_compute_api:os-flavor-extra-specs:index`` refuses.
     :raises FlavorNotFound: unknown (or private, for a non-admin): 404.
     """
+    policy.authorize(req, rules.EXTRA_SPECS_INDEX)
     flavor = visible_flavor(req, state.db, flavor_id)
     return json_response({"extra_specs": dict(flavor.extra_specs or {})})
 
@@ -36,12 +40,12 @@ def create(state: "ApiState", req: ApiRequest, flavor_id: str) -> webob.Response
     """``POST .../os-extra_specs`` (admin): add or replace the given specs.
 
     :returns: ``{"extra_specs": {...}}`` with the specs given, 200.
-    :raises faults.Forbidden: not an administrator.
+    :raises faults.Forbidden: ``os_compute_api:os-flavor-extra-specs:create`` refuses.
     :raises faults.BadRequest: a bad body.
     :raises InvalidFlavor: specs the scheduler could not use: 400.
     :raises FlavorNotFound: unknown: 404.
     """
-    req.require_admin()
+    policy.authorize(req, rules.EXTRA_SPECS_CREATE)
     specs = _strings(req.validated_body(schemas.EXTRA_SPECS_CREATE)["extra_specs"])
     state.db.flavor_update_extra_specs(flavor_id, updates=specs)
     return json_response({"extra_specs": specs})
@@ -51,8 +55,10 @@ def show(state: "ApiState", req: ApiRequest, flavor_id: str, key: str) -> webob.
     """``GET .../os-extra_specs/{key}``.
 
     :returns: ``{key: value}``, 200.
+    :raises faults.Forbidden: ``os_compute_api:os-flavor-extra-specs:show`` refuses.
     :raises FlavorNotFound, FlavorExtraSpecNotFound: 404.
     """
+    policy.authorize(req, rules.EXTRA_SPECS_SHOW)
     specs = visible_flavor(req, state.db, flavor_id).extra_specs or {}
     if key not in specs:
         raise exception.FlavorExtraSpecNotFound(flavor_id=flavor_id, key=key)
@@ -63,11 +69,11 @@ def update(state: "ApiState", req: ApiRequest, flavor_id: str, key: str) -> webo
     """``PUT .../os-extra_specs/{key}`` (admin): the body is ``{key: value}``.
 
     :returns: ``{key: value}``, 200.
-    :raises faults.Forbidden: not an administrator.
+    :raises faults.Forbidden: ``os_compute_api:os-flavor-extra-specs:update`` refuses.
     :raises faults.BadRequest: a bad body, or one naming another key.
     :raises FlavorNotFound: unknown: 404.
     """
-    req.require_admin()
+    policy.authorize(req, rules.EXTRA_SPECS_UPDATE)
     specs = _strings(req.validated_body(schemas.EXTRA_SPEC_UPDATE))
     if list(specs) != [key]:
         raise faults.BadRequest(f"The body must set exactly the key in the URL, {key!r}.")
@@ -79,10 +85,10 @@ def delete(state: "ApiState", req: ApiRequest, flavor_id: str, key: str) -> webo
     """``DELETE .../os-extra_specs/{key}`` (admin).
 
     :returns: 200 without a body (as Nova).
-    :raises faults.Forbidden: not an administrator.
+    :raises faults.Forbidden: ``os_compute_api:os-flavor-extra-specs:delete`` refuses.
     :raises FlavorNotFound, FlavorExtraSpecNotFound: 404.
     """
-    req.require_admin()
+    policy.authorize(req, rules.EXTRA_SPECS_DELETE)
     state.db.flavor_update_extra_specs(flavor_id, remove=key)
     return empty_response(200)
 

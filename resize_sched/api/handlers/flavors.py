@@ -1,11 +1,12 @@
 """Flavors: ``/v2.1/flavors``.
 
 Everyone may list and show public flavors; only an administrator sees
-private ones, creates or deletes. (There is no per-project flavor access
-here: a private flavor is an administrator's.) Bodies follow the
-microversion: ``description`` from 2.55 (always null: we keep none),
-``extra_specs`` from 2.61. ``swap`` is always an integer, as Nova answers
-from 2.75 on.
+private ones, creates or deletes (``os_compute_api:os-flavor-manage:*``).
+(There is no per-project flavor access here: a private flavor is an
+administrator's.) Bodies follow the microversion: ``description`` from
+2.55 (always null: we keep none), ``extra_specs`` from 2.61 (when
+``os_compute_api:os-flavor-extra-specs:index`` allows). ``swap`` is always an
+integer, as Nova answers from 2.75 on.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ import webob
 from oslo_log import log as logging
 
 from resize_sched import exception
-from resize_sched.api import faults, schemas
+from resize_sched.api import faults, policy, schemas
 from resize_sched.api.request import (
     ApiRequest,
     empty_response,
@@ -24,6 +25,7 @@ from resize_sched.api.request import (
     parse_bool,
 )
 from resize_sched.db import models
+from resize_sched.policies import flavors as rules
 
 if TYPE_CHECKING:
     from resize_sched.api.app import ApiState
@@ -73,7 +75,7 @@ def view(req: ApiRequest, flavor: models.Flavor, *, detail: bool = True) -> dict
             "rxtx_factor": 1.0,
         }
     )
-    if req.version.at_least("2.61"):
+    if req.version.at_least("2.61") and policy.allowed(req, rules.EXTRA_SPECS_INDEX):
         body["extra_specs"] = dict(flavor.extra_specs or {})
     return body
 
@@ -170,11 +172,11 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     """``POST /flavors`` (admin): create a flavor.
 
     :returns: ``{"flavor": {...}}``, 200 (as Nova).
-    :raises faults.Forbidden: not an administrator.
+    :raises faults.Forbidden: ``os_compute_api:os-flavor-manage:create`` refuses.
     :raises faults.BadRequest: a bad body.
     :raises FlavorExists: the name or id is taken: 409.
     """
-    req.require_admin()
+    policy.authorize(req, rules.MANAGE_CREATE)
     body = req.validated_body(schemas.FLAVOR_CREATE)["flavor"]
     flavorid = body.get("id")
     swap = body.get("swap", 0)
@@ -195,9 +197,9 @@ def delete(state: "ApiState", req: ApiRequest, flavor_id: str) -> webob.Response
     """``DELETE /flavors/{flavor_id}`` (admin); servers keep their copy.
 
     :returns: 202 without a body (as Nova).
-    :raises faults.Forbidden: not an administrator.
+    :raises faults.Forbidden: ``os_compute_api:os-flavor-manage:delete`` refuses.
     :raises FlavorNotFound: unknown: 404.
     """
-    req.require_admin()
+    policy.authorize(req, rules.MANAGE_DELETE)
     state.db.flavor_delete(flavor_id)
     return empty_response(202)

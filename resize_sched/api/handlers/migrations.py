@@ -1,4 +1,8 @@
-"""Migrations: ``GET /v2.1/os-migrations`` (admin only), every project's.
+"""Migrations: ``GET /v2.1/os-migrations``.
+
+By default (Nova's policy rules) an administrator lists every project's
+migrations, a project manager only its own project's, asked for with
+``project_id`` (else 403), with the host and node fields null.
 
 Filters: ``instance_uuid``, ``status``, ``migration_type``,
 ``source_compute``, ``host`` (source or destination); from 2.59
@@ -24,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 import webob
 from oslo_log import log as logging
 
-from resize_sched.api import faults
+from resize_sched.api import faults, policy
 from resize_sched.api.request import ApiRequest, json_response, nova_timestamp, paginate
 from resize_sched.db import models
+from resize_sched.policies import migrations as rules
 
 if TYPE_CHECKING:
     from resize_sched.api.app import ApiState
@@ -36,11 +41,12 @@ LOG = logging.getLogger(__name__)
 EXTENSION = "resize_sched"
 
 
-def view(req: ApiRequest, migration: models.Migration) -> dict[str, Any]:
+def view(req: ApiRequest, migration: models.Migration, *, hosts: bool = True) -> dict[str, Any]:
     """A migration as os-migrations shows it at this microversion.
 
     :param req: the request (for the microversion).
     :param migration: the migration.
+    :param hosts: show where it runs; the host and node fields are null if not.
     :returns: the body of one migration.
     """
     body: dict[str, Any] = {
@@ -60,6 +66,9 @@ def view(req: ApiRequest, migration: models.Migration) -> dict[str, Any]:
         "updated_at": nova_timestamp(migration.updated_at),
         f"{EXTENSION}:claim_strategy": migration.claim_strategy,
     }
+    if not hosts:
+        for key in ("source_compute", "source_node", "dest_compute", "dest_node", "dest_host"):
+            body[key] = None
     if req.version.at_least("2.23"):
         body["migration_type"] = migration.migration_type
     if req.version.at_least("2.59"):
@@ -116,25 +125,38 @@ def _filtered(req: ApiRequest, migrations: list[models.Migration]) -> list[model
 
 
 def index(state: "ApiState", req: ApiRequest) -> webob.Response:
-    """``GET /os-migrations`` (admin): migrations of every project.
+    """``GET /os-migrations``: migrations of every project, or of the caller's.
 
     :returns: ``{"migrations": [...]}``, 200 (with ``migrations_links`` when
         a ``limit`` cut the list).
-    :raises faults.Forbidden: not an administrator.
+    :raises faults.Forbidden: ``os_compute_api:os-migrations:index`` refuses,
+        or ``:index:all_projects`` does and ``project_id`` is not the caller's.
     :raises faults.BadRequest: a bad filter, limit or marker.
     """
-    req.require_admin()
+    policy.authorize(req, rules.INDEX)
+    own_project = req.context.project_id
+    asked_project = req.GET.get("project_id")
+    only_project = None
+    if asked_project is None or asked_project != own_project:
+        policy.authorize(req, rules.INDEX_ALL_PROJECTS)
+    elif not policy.allowed(req, rules.INDEX_ALL_PROJECTS):
+        # NOTE: whatever the microversion (project_id filters only from 2.80),
+        # a caller limited to its own project sees nothing else.
+        only_project = own_project
+    hosts = policy.allowed(req, rules.INDEX_HOST)
     status = req.GET.get("status")
     migrations = state.db.migration_list(
         server_uuid=req.GET.get("instance_uuid"),
         statuses=None if status is None else [status],
     )
+    if only_project is not None:
+        migrations = [m for m in migrations if m.project_id == only_project]
     migrations = _filtered(req, migrations)
     links: list[dict[str, str]] = []
     if req.version.at_least("2.59"):
         migrations.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         migrations, links = paginate(req, migrations, "uuid", "os-migrations")
-    body: dict[str, Any] = {"migrations": [view(req, m) for m in migrations]}
+    body: dict[str, Any] = {"migrations": [view(req, m, hosts=hosts) for m in migrations]}
     if links:
         body["migrations_links"] = links
     return json_response(body)

@@ -16,10 +16,11 @@ import webob
 from oslo_log import log as logging
 
 from resize_sched import actions, exception
-from resize_sched.api import faults, schemas
+from resize_sched.api import faults, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.handlers.servers import flavor_ref
 from resize_sched.api.request import ApiRequest, empty_response
+from resize_sched.policies import servers as rules
 
 if TYPE_CHECKING:
     from resize_sched.api.app import ApiState
@@ -35,7 +36,7 @@ def _resize(
 ) -> webob.Response:
     schemas.validate(body, schemas.RESIZE)
     scope = req.project_scope()
-    state.db.server_get(server_id, project_id=scope)
+    policy.authorized_server(req, state.db, rules.RESIZE, server_id)
     flavorid = flavor_ref(body["resize"]["flavorRef"])
     strategy = state.claim_strategy()
     try:
@@ -57,6 +58,7 @@ def _confirm(
     state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
 ) -> webob.Response:
     schemas.validate(body, schemas.CONFIRM_RESIZE)
+    policy.authorized_server(req, state.db, rules.CONFIRM_RESIZE, server_id)
     migration = actions.begin_confirm(state.db, server_id, project_id=req.project_scope())
     state.conductor.confirm_resize(req.context, migration.uuid)
     LOG.info("Confirm of server %s requested (migration %s)", server_id, migration.uuid)
@@ -67,6 +69,7 @@ def _revert(
     state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
 ) -> webob.Response:
     schemas.validate(body, schemas.REVERT_RESIZE)
+    policy.authorized_server(req, state.db, rules.REVERT_RESIZE, server_id)
     migration = actions.begin_revert(state.db, server_id, project_id=req.project_scope())
     state.conductor.revert_resize(req.context, migration.uuid)
     LOG.info("Revert of server %s requested (migration %s)", server_id, migration.uuid)
@@ -90,6 +93,8 @@ def action(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response
     :raises faults.BadRequest: a bad body, an unknown action, an unknown
         flavor, or a resize to the current flavor (Invalid).
     :raises ServerNotFound: unknown, or another project's: 404.
+    :raises faults.Forbidden: the action's policy rule refuses
+        (``os_compute_api:servers:resize``, ``:confirm_resize``, ``:revert_resize``).
     :raises ServerStateConflict: the server is not in the state the action
         needs (another action won): 409.
     """

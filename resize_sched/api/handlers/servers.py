@@ -22,7 +22,7 @@ import webob
 from oslo_log import log as logging
 
 from resize_sched import actions, exception
-from resize_sched.api import faults, schemas
+from resize_sched.api import faults, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.request import (
     ApiRequest,
@@ -33,6 +33,7 @@ from resize_sched.api.request import (
     parse_bool,
 )
 from resize_sched.db import models
+from resize_sched.policies import servers as rules
 
 if TYPE_CHECKING:
     from resize_sched.api.app import ApiState
@@ -53,17 +54,20 @@ def flavor_ref(value: int | str) -> str:
     return str(value).rstrip("/").rsplit("/", 1)[-1]
 
 
-def _flavor_view(req: ApiRequest, flavor: dict[str, Any]) -> dict[str, Any]:
+def _flavor_view(req: ApiRequest, server: models.Server) -> dict[str, Any]:
+    flavor = server.flavor
     if req.version.at_least("2.47"):
-        return {
+        body = {
             "original_name": flavor.get("name"),
             "vcpus": flavor["vcpus"],
             "ram": flavor["memory_mb"],
             "disk": flavor["root_gb"],
             "ephemeral": flavor.get("ephemeral_gb", 0),
             "swap": flavor.get("swap", 0),
-            "extra_specs": dict(flavor.get("extra_specs") or {}),
         }
+        if policy.allowed(req, rules.SHOW_FLAVOR_EXTRA_SPECS, policy.server_target(server)):
+            body["extra_specs"] = dict(flavor.get("extra_specs") or {})
+        return body
     flavorid = str(flavor["id"])
     return {
         "id": flavorid,
@@ -72,7 +76,13 @@ def _flavor_view(req: ApiRequest, flavor: dict[str, Any]) -> dict[str, Any]:
 
 
 def _admin_fields(req: ApiRequest, server: models.Server) -> dict[str, Any]:
-    fields: dict[str, Any] = {
+    target = policy.server_target(server)
+    fields: dict[str, Any] = {}
+    if req.version.at_least("2.16") and policy.allowed(req, rules.SHOW_HOST_STATUS, target):
+        fields["host_status"] = "UP" if server.host else ""
+    if not policy.allowed(req, rules.EXTENDED_ATTRIBUTES, target):
+        return fields
+    fields |= {
         "OS-EXT-SRV-ATTR:host": server.host,
         "OS-EXT-SRV-ATTR:hypervisor_hostname": server.node,
         "OS-EXT-SRV-ATTR:instance_name": f"instance-{server.uuid}",
@@ -89,8 +99,6 @@ def _admin_fields(req: ApiRequest, server: models.Server) -> dict[str, Any]:
                 "OS-EXT-SRV-ATTR:user_data": None,
             }
         )
-    if req.version.at_least("2.16"):
-        fields["host_status"] = "UP" if server.host else ""
     return fields
 
 
@@ -135,7 +143,7 @@ def view(req: ApiRequest, server: models.Server, *, detail: bool = True) -> dict
             "user_id": server.user_id,
             "created": isotime(server.created_at),
             "updated": isotime(server.updated_at or server.created_at),
-            "flavor": _flavor_view(req, server.flavor),
+            "flavor": _flavor_view(req, server),
             "image": "",
             "addresses": {},
             "metadata": {},
@@ -153,8 +161,7 @@ def view(req: ApiRequest, server: models.Server, *, detail: bool = True) -> dict
             **_versioned_fields(req),
         }
     )
-    if req.context.is_admin:
-        body.update(_admin_fields(req, server))
+    body.update(_admin_fields(req, server))
     if server.status == models.STATUS_ERROR and server.fault_message:
         body["fault"] = {
             "code": server.fault_code or 500,
@@ -165,16 +172,17 @@ def view(req: ApiRequest, server: models.Server, *, detail: bool = True) -> dict
 
 
 def _listed(
-    state: "ApiState", req: ApiRequest
+    state: "ApiState", req: ApiRequest, *, detail: bool
 ) -> tuple[list[models.Server], list[dict[str, str]]]:
     ctxt = req.context
+    policy.authorize(req, rules.DETAIL if detail else rules.INDEX)
     project_id: str | None = ctxt.project_id
     if "all_tenants" in req.GET and parse_bool(req.GET["all_tenants"], "all_tenants"):
-        req.require_admin()
+        policy.authorize(req, rules.DETAIL_ALL_TENANTS if detail else rules.INDEX_ALL_TENANTS)
         project_id = req.GET.get("project_id") or req.GET.get("tenant_id")
     host = req.GET.get("host")
     if host is not None:
-        req.require_admin()
+        policy.authorize(req, rules.ALLOW_ALL_FILTERS)
     servers = state.db.server_list(project_id, host=host)
     statuses = {s.upper() for s in req.GET.getall("status")}
     if statuses:
@@ -212,7 +220,7 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
     :raises faults.Forbidden: an admin-only filter from a non-admin.
     :raises faults.BadRequest: a bad filter or marker.
     """
-    servers, links = _listed(state, req)
+    servers, links = _listed(state, req, detail=False)
     return _list_response(req, servers, links, detail=False)
 
 
@@ -223,7 +231,7 @@ def detail(state: "ApiState", req: ApiRequest) -> webob.Response:
     :raises faults.Forbidden: an admin-only filter from a non-admin.
     :raises faults.BadRequest: a bad filter or marker.
     """
-    servers, links = _listed(state, req)
+    servers, links = _listed(state, req, detail=True)
     return _list_response(req, servers, links, detail=True)
 
 
@@ -232,8 +240,9 @@ def show(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
 
     :returns: ``{"server": {...}}``, 200.
     :raises ServerNotFound: unknown, or another project's: 404.
+    :raises faults.Forbidden: ``os_compute_api:servers:show`` refuses.
     """
-    server = state.db.server_get(server_id, project_id=req.project_scope())
+    server = policy.authorized_server(req, state.db, rules.SHOW, server_id)
     return json_response({"server": view(req, server)})
 
 
@@ -242,10 +251,12 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
 
     :returns: ``{"server": {"id", "links", "OS-DCF:diskConfig"}}``, 202, with
         a ``Location`` header.
+    :raises faults.Forbidden: ``os_compute_api:servers:create`` refuses.
     :raises faults.BadRequest: a bad body, or a flavor the caller cannot use.
     """
-    body = req.validated_body(schemas.SERVER_CREATE)["server"]
     ctxt = req.context
+    policy.authorize(req, rules.CREATE)
+    body = req.validated_body(schemas.SERVER_CREATE)["server"]
     flavorid = flavor_ref(body["flavorRef"])
     try:
         visible_flavor(req, state.db, flavorid)
@@ -283,25 +294,12 @@ def delete(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response
 
     :returns: 204.
     :raises ServerNotFound: unknown, or another project's: 404.
-    :raises ServerStateConflict: its task changed under us three times: 409.
     """
     scope = req.project_scope()
-    for attempt in range(3):
-        server = state.db.server_get(server_id, project_id=scope)
-        if server.task_state == models.TASK_DELETING:
-            break
-        try:
-            state.db.server_update(
-                server_id,
-                expected={"task_state": server.task_state},
-                operation="delete",
-                task_state=models.TASK_DELETING,
-            )
-            break
-        except exception.ServerStateConflict:
-            # NOTE: a conductor moved its task on between our read and write.
-            if attempt == 2:
-                raise
+    policy.authorized_server(req, state.db, rules.DELETE, server_id)
+    # NOTE: recorded first, in one transaction with closing a resize in
+    # flight: every later conductor step sees it and stands down.
+    actions.begin_delete(state.db, server_id, scope)
     state.conductor.delete_server(req.context, server_id)
     LOG.info("Server %s deletion requested", server_id)
     return empty_response(204)

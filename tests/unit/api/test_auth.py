@@ -8,8 +8,15 @@ import webob
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
-from resize_sched.api import auth
+from resize_sched.api import auth, policy
 from resize_sched.api.request import CONTEXT_KEY, REQUEST_ID_KEY
+
+
+def _conf(strategy: str = "noauth2") -> Any:
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, [], default_config_files=[])
+    conf.set_override("auth_strategy", strategy, group="api")
+    return conf
 
 
 def _seen(middleware: type, headers: dict[str, str]) -> tuple[int, Any]:
@@ -21,7 +28,7 @@ def _seen(middleware: type, headers: dict[str, str]) -> tuple[int, Any]:
 
     req = webob.Request.blank("/v2.1/servers", headers=headers)
     req.environ[REQUEST_ID_KEY] = "req-1"
-    response = req.get_response(middleware(app))
+    response = req.get_response(middleware(app, policy.Policy(_conf())))
     return response.status_int, seen[0] if seen else None
 
 
@@ -39,6 +46,8 @@ def test_noauth2_trusts_the_token(token: str, user: str, project: str, admin: bo
     assert status == 204
     assert (ctxt.user_id, ctxt.project_id, ctxt.is_admin) == (user, project, admin)
     assert ctxt.request_id == "req-1"
+    expected = {"admin", "member", "reader"} if admin else {"member", "reader"}
+    assert set(ctxt.roles) == expected
 
 
 def test_noauth2_needs_a_token() -> None:
@@ -56,8 +65,12 @@ def test_keystone_headers_become_the_context() -> None:
     status, ctxt = _seen(auth.KeystoneContextMiddleware, headers)
     assert status == 204
     assert (ctxt.user_id, ctxt.project_id, ctxt.is_admin) == ("u1", "p1", True)
+    assert ctxt.roles == ("admin", "reader")
     _, ctxt = _seen(auth.KeystoneContextMiddleware, {**headers, "X-Roles": "member"})
     assert ctxt.is_admin is False
+    assert ctxt.roles == ("member",)
+    _, ctxt = _seen(auth.KeystoneContextMiddleware, {**headers, "X-Roles": ""})
+    assert (ctxt.is_admin, ctxt.roles) == (False, ())
 
 
 def test_keystone_refuses_an_unconfirmed_identity() -> None:
@@ -65,18 +78,14 @@ def test_keystone_refuses_an_unconfirmed_identity() -> None:
     assert (status, ctxt) == (401, None)
 
 
-def _conf(strategy: str) -> Any:
-    conf = rs_conf.new_conf()
-    rs_conf.parse_args(conf, [], default_config_files=[])
-    conf.set_override("auth_strategy", strategy, group="api")
-    return conf
-
-
 def test_wrap_picks_the_strategy() -> None:
-    assert isinstance(auth.wrap(_conf("noauth2"), lambda e, s: []), auth.NoAuthMiddleware)
+    conf = _conf("noauth2")
+    wrapped = auth.wrap(conf, lambda e, s: [], policy.Policy(conf))
+    assert isinstance(wrapped, auth.NoAuthMiddleware)
     from keystonemiddleware import auth_token
 
-    wrapped = auth.wrap(_conf("keystone"), lambda e, s: [])
+    conf = _conf("keystone")
+    wrapped = auth.wrap(conf, lambda e, s: [], policy.Policy(conf))
     assert isinstance(wrapped, auth_token.AuthProtocol)
 
 
@@ -84,7 +93,8 @@ def test_keystone_without_keystonemiddleware_says_what_to_do(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "keystonemiddleware", None)
+    conf = _conf("keystone")
     with pytest.raises(exception.ConfigurationError) as caught:
-        auth.wrap(_conf("keystone"), lambda e, s: [])
+        auth.wrap(conf, lambda e, s: [], policy.Policy(conf))
     assert "pip install keystonemiddleware" in str(caught.value)
     assert "noauth2" in str(caught.value)

@@ -1,0 +1,29 @@
+"""The policy rules the Compute API enforces, with their defaults.
+
+Names and defaults are Nova's for the routes served here, so a ``policy.yaml``
+written for Nova's Compute API means the same thing here. Each module lists
+the rules of one resource; :func:`list_rules` gathers them for the enforcer
+and for ``oslopolicy-sample-generator`` (the ``oslo.policy.policies`` entry
+point ``resize_sched``).
+"""
+
+import itertools
+
+from oslo_policy import policy
+
+from resize_sched.policies import base, flavors, migrations, servers
+
+
+def list_rules() -> list[policy.RuleDefault]:
+    """Every rule default, the base rules first.
+
+    :returns: the rules, in the order the sample policy file lists them.
+    """
+    return list(
+        itertools.chain(
+            base.list_rules(),
+            servers.list_rules(),
+            flavors.list_rules(),
+            migrations.list_rules(),
+        )
+    )

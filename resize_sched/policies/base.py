@@ -1,0 +1,61 @@
+"""The building blocks the API rules are written with.
+
+As in Nova and Keystone's default roles: ``reader`` reads, ``member`` also
+changes its project's resources, ``manager`` also sees some project-wide
+operational data, ``admin`` may do everything in every project. Keystone puts
+the implied roles in the token (an ``admin`` also holds ``member`` and
+``reader``; a ``member`` also holds ``reader``), so each rule names only the
+least role it needs.
+"""
+
+from oslo_policy import policy
+
+#: Check strings of the API rules.
+ADMIN = "rule:context_is_admin"
+PROJECT_MANAGER_OR_ADMIN = "rule:project_manager_or_admin"
+PROJECT_MEMBER_OR_ADMIN = "rule:project_member_or_admin"
+PROJECT_READER_OR_ADMIN = "rule:project_reader_or_admin"
+
+_RULES = [
+    policy.RuleDefault(
+        "context_is_admin",
+        "role:admin",
+        description="Who is an administrator: may see and act on every project's "
+        "servers, private flavors and migrations.",
+    ),
+    policy.RuleDefault(
+        "project_manager_api",
+        "role:manager and project_id:%(project_id)s",
+        description="A manager of the project owning the resource.",
+    ),
+    policy.RuleDefault(
+        "project_member_api",
+        "role:member and project_id:%(project_id)s",
+        description="A member of the project owning the resource.",
+    ),
+    policy.RuleDefault(
+        "project_reader_api",
+        "role:reader and project_id:%(project_id)s",
+        description="A reader of the project owning the resource.",
+    ),
+    policy.RuleDefault(
+        "project_manager_or_admin",
+        "rule:project_manager_api or rule:context_is_admin",
+        description="The project's managers, or an administrator.",
+    ),
+    policy.RuleDefault(
+        "project_member_or_admin",
+        "rule:project_member_api or rule:context_is_admin",
+        description="The project's members, or an administrator.",
+    ),
+    policy.RuleDefault(
+        "project_reader_or_admin",
+        "rule:project_reader_api or rule:context_is_admin",
+        description="The project's readers, or an administrator.",
+    ),
+]
+
+
+def list_rules() -> list[policy.RuleDefault]:
+    """The base rules."""
+    return list(_RULES)

@@ -1,0 +1,92 @@
+"""Rules of flavor management and flavor extra specs.
+
+Listing and showing flavors has no rule (as in Nova): everyone sees the
+public ones and only an administrator (``context_is_admin``) the private
+ones.
+"""
+
+from oslo_policy import policy
+
+from resize_sched.policies import base
+
+MANAGE = "os_compute_api:os-flavor-manage:%s"
+EXTRA_SPECS = "os_compute_api:os-flavor-extra-specs:%s"
+
+MANAGE_CREATE = MANAGE % "create"
+MANAGE_DELETE = MANAGE % "delete"
+EXTRA_SPECS_INDEX = EXTRA_SPECS % "index"
+EXTRA_SPECS_SHOW = EXTRA_SPECS % "show"
+EXTRA_SPECS_CREATE = EXTRA_SPECS % "create"
+EXTRA_SPECS_UPDATE = EXTRA_SPECS % "update"
+EXTRA_SPECS_DELETE = EXTRA_SPECS % "delete"
+
+_SPECS = "/flavors/{flavor_id}/os-extra_specs"
+
+
+def _rule(
+    name: str, check_str: str, description: str, operations: list[dict[str, str]]
+) -> policy.DocumentedRuleDefault:
+    return policy.DocumentedRuleDefault(
+        name=name,
+        check_str=check_str,
+        description=description,
+        operations=operations,
+        scope_types=["project"],
+    )
+
+
+_RULES = [
+    _rule(
+        MANAGE_CREATE,
+        base.ADMIN,
+        "Create a flavor.",
+        [{"method": "POST", "path": "/flavors"}],
+    ),
+    _rule(
+        MANAGE_DELETE,
+        base.ADMIN,
+        "Delete a flavor (servers keep their copy of it).",
+        [{"method": "DELETE", "path": "/flavors/{flavor_id}"}],
+    ),
+    _rule(
+        EXTRA_SPECS_INDEX,
+        base.PROJECT_READER_OR_ADMIN,
+        "List a flavor's extra specs; also whether flavor bodies include "
+        "extra_specs (microversion 2.61 and later).",
+        [
+            {"method": "GET", "path": _SPECS},
+            {"method": "GET", "path": "/flavors/detail"},
+            {"method": "GET", "path": "/flavors/{flavor_id}"},
+            {"method": "POST", "path": "/flavors"},
+        ],
+    ),
+    _rule(
+        EXTRA_SPECS_SHOW,
+        base.PROJECT_READER_OR_ADMIN,
+        "Show one extra spec of a flavor.",
+        [{"method": "GET", "path": _SPECS + "/{key}"}],
+    ),
+    _rule(
+        EXTRA_SPECS_CREATE,
+        base.ADMIN,
+        "Add or replace extra specs of a flavor.",
+        [{"method": "POST", "path": _SPECS}],
+    ),
+    _rule(
+        EXTRA_SPECS_UPDATE,
+        base.ADMIN,
+        "Set one extra spec of a flavor.",
+        [{"method": "PUT", "path": _SPECS + "/{key}"}],
+    ),
+    _rule(
+        EXTRA_SPECS_DELETE,
+        base.ADMIN,
+        "Remove one extra spec of a flavor.",
+        [{"method": "DELETE", "path": _SPECS + "/{key}"}],
+    ),
+]
+
+
+def list_rules() -> list[policy.RuleDefault]:
+    """The rules of flavor management and extra specs."""
+    return list(_RULES)

@@ -1,0 +1,137 @@
+"""The policy rules: Nova's names, their defaults per role, the sample file."""
+
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from oslo_policy import policy as oslo_policy
+
+from resize_sched import conf as rs_conf
+from resize_sched import policies
+from resize_sched.api.policy import Policy
+from resize_sched.context import RequestContext
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+SAMPLE = ROOT / "etc" / "resize_sched" / "policy.yaml.sample"
+GENERATOR_CONF = ROOT / "etc" / "resize_sched" / "resize_sched-policy-generator.conf"
+
+OWNER = "project-a"
+
+#: Callers, with the roles Keystone would put in their tokens.
+CALLERS = {
+    "admin": RequestContext("root", "admin-project", roles=("admin", "member", "reader")),
+    "manager": RequestContext("mia", OWNER, roles=("manager", "member", "reader")),
+    "member": RequestContext("alice", OWNER, roles=("member", "reader")),
+    "reader": RequestContext("rita", OWNER, roles=("reader",)),
+    "other": RequestContext("bob", "project-b", roles=("manager", "member", "reader")),
+    "nobody": RequestContext("nemo", OWNER, roles=()),
+}
+
+ADMIN = {"admin"}
+MEMBER = {"admin", "manager", "member"}
+READER = {"admin", "manager", "member", "reader"}
+MANAGER = {"admin", "manager"}
+
+#: Every rule the API enforces, who passes it by default (on a resource of
+#: OWNER), and the route it guards.
+TABLE = {
+    "os_compute_api:servers:index": (READER, "GET /servers"),
+    "os_compute_api:servers:detail": (READER, "GET /servers/detail"),
+    "os_compute_api:servers:index:get_all_tenants": (ADMIN, "GET /servers?all_tenants"),
+    "os_compute_api:servers:detail:get_all_tenants": (ADMIN, "GET /servers/detail?all_tenants"),
+    "os_compute_api:servers:allow_all_filters": (ADMIN, "GET /servers?host"),
+    "os_compute_api:servers:show": (READER, "GET /servers/{id}"),
+    "os_compute_api:servers:show:host_status": (ADMIN, "host_status field"),
+    "os_compute_api:servers:show:flavor-extra-specs": (READER, "flavor.extra_specs field"),
+    "os_compute_api:os-extended-server-attributes": (ADMIN, "OS-EXT-SRV-ATTR fields"),
+    "os_compute_api:servers:create": (MEMBER, "POST /servers"),
+    "os_compute_api:servers:delete": (MEMBER, "DELETE /servers/{id}"),
+    "os_compute_api:servers:resize": (MEMBER, "POST /servers/{id}/action resize"),
+    "os_compute_api:servers:confirm_resize": (MEMBER, "POST ... confirmResize"),
+    "os_compute_api:servers:revert_resize": (MEMBER, "POST ... revertResize"),
+    "os_compute_api:os-flavor-manage:create": (ADMIN, "POST /flavors"),
+    "os_compute_api:os-flavor-manage:delete": (ADMIN, "DELETE /flavors/{id}"),
+    "os_compute_api:os-flavor-extra-specs:index": (READER, "GET .../os-extra_specs"),
+    "os_compute_api:os-flavor-extra-specs:show": (READER, "GET .../os-extra_specs/{key}"),
+    "os_compute_api:os-flavor-extra-specs:create": (ADMIN, "POST .../os-extra_specs"),
+    "os_compute_api:os-flavor-extra-specs:update": (ADMIN, "PUT .../os-extra_specs/{key}"),
+    "os_compute_api:os-flavor-extra-specs:delete": (ADMIN, "DELETE .../os-extra_specs/{key}"),
+    "os_compute_api:os-migrations:index": (MANAGER, "GET /os-migrations"),
+    "os_compute_api:os-migrations:index:all_projects": (ADMIN, "GET /os-migrations"),
+    "os_compute_api:os-migrations:index:host": (ADMIN, "GET /os-migrations (host fields)"),
+}
+
+BASE_RULES = {
+    "context_is_admin",
+    "project_manager_api",
+    "project_member_api",
+    "project_reader_api",
+    "project_manager_or_admin",
+    "project_member_or_admin",
+    "project_reader_or_admin",
+}
+
+
+@pytest.fixture(scope="module")
+def enforcer() -> Policy:
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, [], default_config_files=[])
+    return Policy(conf)
+
+
+def test_every_rule_is_listed_once_and_documented() -> None:
+    rules = policies.list_rules()
+    names = [rule.name for rule in rules]
+    assert len(names) == len(set(names))
+    assert set(names) == set(TABLE) | BASE_RULES
+    for rule in rules:
+        assert rule.description, rule.name
+        if rule.name in TABLE:
+            assert isinstance(rule, oslo_policy.DocumentedRuleDefault), rule.name
+            assert rule.scope_types == ["project"], rule.name
+
+
+@pytest.mark.parametrize("rule", sorted(TABLE))
+def test_defaults(enforcer: Policy, rule: str) -> None:
+    allowed, _route = TABLE[rule]
+    target = {"project_id": OWNER, "user_id": "alice"}
+    passed = {name for name, ctxt in CALLERS.items() if enforcer.check(ctxt, rule, target)}
+    assert passed == allowed
+
+
+def test_is_admin_is_the_context_is_admin_rule(enforcer: Policy) -> None:
+    assert enforcer.is_admin("root", "p", ["admin"]) is True
+    assert enforcer.is_admin("alice", "p", ["member", "reader", "manager"]) is False
+    assert enforcer.is_admin("alice", None, []) is False
+
+
+def test_the_callers_own_project_is_the_default_target(enforcer: Policy) -> None:
+    member: Any = CALLERS["member"]
+    assert enforcer.check(member, "os_compute_api:servers:create") is True
+    assert enforcer.check(member, "os_compute_api:servers:create", {"project_id": "x"}) is False
+
+
+def test_sample_policy_file_is_current(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "policy.yaml.sample"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from oslo_policy.generator import generate_sample; generate_sample()",
+            "--config-file",
+            str(GENERATOR_CONF),
+            "--output-file",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    if out.read_text() != SAMPLE.read_text():
+        pytest.fail(
+            f"{SAMPLE.relative_to(ROOT)} is out of date: run 'tox -e genpolicy' "
+            "and commit the result."
+        )
