@@ -4,6 +4,11 @@ clients and servers, all built from a ``ConfigOpts`` passed in (no global).
 Business errors an RPC call may raise on purpose are listed with
 ``oslo_messaging.expected_exceptions`` on the endpoint; they travel back to a
 caller with their type. Casts (most of our API) get no reply at all.
+
+Notifications (:mod:`resize_sched.notifications`) go through an
+oslo.messaging ``Notifier`` configured by ``[oslo_messaging_notifications]``;
+resize_sched's defaults there are ``driver = noop`` (nothing is sent) and
+``topics = versioned_notifications``.
 """
 
 from collections.abc import Sequence
@@ -86,7 +91,106 @@ def get_server(
     target: messaging.Target,
     endpoints: Sequence[Any],
 ) -> messaging.MessageHandlingServer:
-    """A threading RPC server; call ``start()``, then ``stop()`` and ``wait()``."""
+    """A threading RPC server; call ``start()``, then ``stop()`` and ``wait()``.
+
+    Only an endpoint's methods marked ``@messaging.expose`` can be called over
+    RPC; its other attributes (its database, its clients) cannot.
+    """
     return messaging.get_rpc_server(
-        transport, target, list(endpoints), serializer=ContextSerializer()
+        transport,
+        target,
+        list(endpoints),
+        serializer=ContextSerializer(),
+        access_policy=messaging.ExplicitRPCAccessPolicy,
     )
+
+
+# -- notifications ----------------------------------------------------------------------
+
+#: The oslo.messaging option group of the notifier.
+NOTIFICATIONS_GROUP = "oslo_messaging_notifications"
+
+#: resize_sched's defaults for ``[oslo_messaging_notifications]``: off, and on
+#: Nova's versioned topic when turned on.
+NOTIFICATION_DEFAULTS: dict[str, list[str]] = {
+    "driver": ["noop"],
+    "topics": ["versioned_notifications"],
+}
+
+#: Drivers that never use the notification transport.
+_LOCAL_DRIVERS = frozenset({"noop", "log"})
+
+
+def _notifier_opts() -> list[cfg.Opt]:
+    # NOTE: the very Opt objects oslo.messaging's Notifier registers itself, so
+    # registering them here first never clashes with its own registration.
+    from oslo_messaging.notify import notifier as notifier_module
+
+    return notifier_module._notifier_opts
+
+
+def register_notification_opts(conf: cfg.ConfigOpts) -> None:
+    """Register ``[oslo_messaging_notifications]`` on ``conf`` with our defaults.
+
+    The defaults are set on ``conf`` only (oslo.messaging's own stay as they
+    are for anyone else in the process). Safe to call more than once, and
+    after ``conf`` was parsed.
+    """
+    conf.register_opts(_notifier_opts(), group=NOTIFICATIONS_GROUP)
+    for name, value in NOTIFICATION_DEFAULTS.items():
+        conf.set_default(name, value, group=NOTIFICATIONS_GROUP)
+
+
+def set_notification_defaults() -> None:
+    """oslo-config-generator's hook (``oslo.config.opts.defaults``): show our
+    ``[oslo_messaging_notifications]`` defaults in the sample config.
+
+    NOTE: this changes oslo.messaging's option objects for the whole process;
+    only the generator calls it, never a service.
+    """
+    cfg.set_defaults(_notifier_opts(), **NOTIFICATION_DEFAULTS)
+
+
+def notifications_enabled(conf: cfg.ConfigOpts) -> bool:
+    """Whether ``[oslo_messaging_notifications] driver`` sends anything."""
+    register_notification_opts(conf)
+    return any(driver != "noop" for driver in conf.oslo_messaging_notifications.driver)
+
+
+def get_notification_transport(
+    conf: cfg.ConfigOpts, url: str | None = None
+) -> messaging.Transport:
+    """The notification transport: ``[oslo_messaging_notifications] transport_url``,
+    else ``url``, else (oslo.messaging's rule) ``[DEFAULT] transport_url``."""
+    register_notification_opts(conf)
+    _register_library_groups(conf)
+    url = conf.oslo_messaging_notifications.transport_url or url
+    return messaging.get_notification_transport(
+        conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS
+    )
+
+
+def get_notifier(
+    conf: cfg.ConfigOpts,
+    publisher_id: str,
+    transport: messaging.Transport | None = None,
+) -> messaging.Notifier:
+    """A Notifier from ``[oslo_messaging_notifications]`` that sends as ``publisher_id``.
+
+    :param conf: the service's ConfigOpts; the group is registered on it.
+    :param publisher_id: e.g. ``resize-sched-compute:host1``
+        (:func:`resize_sched.notifications.publisher_id`).
+    :param transport: a notification transport to share (the caller cleans
+        it up); else one is built with :func:`get_notification_transport`.
+        When every driver is ``noop`` or ``log`` no broker is used and an
+        in-memory ``fake://`` transport is built instead, so the default
+        configuration never connects anywhere.
+    """
+    register_notification_opts(conf)
+    if transport is None:
+        if set(conf.oslo_messaging_notifications.driver) <= _LOCAL_DRIVERS:
+            _register_library_groups(conf)
+            transport = messaging.get_notification_transport(conf, url="fake://")
+        else:
+            transport = get_notification_transport(conf)
+    return messaging.Notifier(transport, publisher_id, serializer=ContextSerializer())

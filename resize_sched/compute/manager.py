@@ -15,6 +15,14 @@ The resize handshake between hosts::
 
 Every failure is reported with ``operation_failed`` under the operation names
 of :data:`resize_sched.conf.fake_driver.OPERATIONS`.
+
+Around each driver step the manager sends Nova's versioned notifications
+(:mod:`resize_sched.notifications`): ``instance.<action>.start`` before it,
+``.end`` after it (before the next host or the conductor is told, so the
+events of one resize arrive in order) and, when the step fails,
+``instance.resize.error`` or ``instance.create.error`` with the reason.
+A revert sends its ``start`` from the destination and its ``end`` from the
+source, as Nova does.
 """
 
 from collections.abc import Callable
@@ -23,7 +31,7 @@ from typing import Any
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from resize_sched import exception
+from resize_sched import exception, notifications, rpc
 from resize_sched.compute import rpcapi as compute_rpcapi
 from resize_sched.compute.driver import base as driver_base
 from resize_sched.conductor import rpcapi as conductor_rpcapi
@@ -39,6 +47,10 @@ class ComputeManager:
     :param driver: the hypervisor driver of this host.
     :param conductor_api: where to report outcomes.
     :param compute_api: how to reach the other host of a resize.
+    :param notifier: where to send notifications. When None, one is built from
+        the configuration ``compute_api`` was built with
+        (``[oslo_messaging_notifications]``; off by default), or none is sent
+        if that is not known.
     """
 
     target = messaging.Target(namespace=compute_rpcapi.NAMESPACE, version=compute_rpcapi.VERSION)
@@ -49,61 +61,92 @@ class ComputeManager:
         driver: driver_base.ComputeDriver,
         conductor_api: conductor_rpcapi.ConductorAPI,
         compute_api: compute_rpcapi.ComputeAPI,
+        notifier: messaging.Notifier | None = None,
     ) -> None:
         self.host = host
         self.driver = driver
         self.conductor_api = conductor_api
         self.compute_api = compute_api
+        if notifier is None:
+            conf = getattr(compute_api, "conf", None)
+            if conf is not None:
+                notifier = rpc.get_notifier(
+                    conf, notifications.publisher_id(notifications.COMPUTE, host)
+                )
+        self.notifier = notifier
 
     # -- the RPC API ------------------------------------------------------------------
 
+    @messaging.expose
     def spawn(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Create ``server``; report ``build_done`` or ``operation_failed("spawn")``."""
         server = kwargs["server"]
 
         def step() -> None:
+            self._notify_server(ctxt, notifications.CREATE, notifications.START, server)
             self.driver.spawn(server)
+            self._notify_server(ctxt, notifications.CREATE, notifications.END, server)
             self.conductor_api.build_done(ctxt, server_uuid=server["uuid"])
 
-        self._run(ctxt, "spawn", step, server["uuid"])
+        def failed(fault: dict[str, Any]) -> None:
+            self._notify_server(ctxt, notifications.CREATE, notifications.ERROR, server, fault)
 
+        self._run(ctxt, "spawn", step, server["uuid"], on_failure=failed)
+
+    @messaging.expose
     def prep_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the destination: accept ``migration``; report ``resize_prepared``."""
         migration = kwargs["migration"]
 
         def step() -> None:
+            self._notify_resize(ctxt, notifications.RESIZE_PREP, notifications.START, migration)
             self.driver.prep_resize(migration)
-            self.conductor_api.resize_prepared(ctxt, migration_uuid=migration["uuid"])
+            self._notify_resize(ctxt, notifications.RESIZE_PREP, notifications.END, migration)
+            self.conductor_api.resize_prepared(
+                ctxt, migration_uuid=migration["uuid"], host=self.host
+            )
 
         self._run_migration(ctxt, "prep_resize", step, migration)
 
+    @messaging.expose
     def resize_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the source: power off and hand over; cast ``finish_resize`` to the destination."""
         migration = kwargs["migration"]
 
         def step() -> None:
+            self._notify_resize(ctxt, notifications.RESIZE, notifications.START, migration)
             self.driver.migrate_disk_and_power_off(migration)
+            self._notify_resize(ctxt, notifications.RESIZE, notifications.END, migration)
             self.compute_api.finish_resize(ctxt, migration["dest_host"], migration)
 
         self._run_migration(ctxt, "resize", step, migration)
 
+    @messaging.expose
     def finish_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the destination: start with the new flavor; report ``resize_finished``."""
         migration = kwargs["migration"]
 
         def step() -> None:
+            self._notify_resize(ctxt, notifications.RESIZE_FINISH, notifications.START, migration)
             self.driver.finish_migration(migration)
+            self._notify_resize(ctxt, notifications.RESIZE_FINISH, notifications.END, migration)
             self.conductor_api.resize_finished(ctxt, migration_uuid=migration["uuid"])
 
         self._run_migration(ctxt, "finish_resize", step, migration)
 
+    @messaging.expose
     def confirm_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the source: drop the old copy; only a failure is reported."""
         migration = kwargs["migration"]
-        self._run_migration(
-            ctxt, "confirm", lambda: self.driver.confirm_migration(migration), migration
-        )
 
+        def step() -> None:
+            self._notify_resize(ctxt, notifications.RESIZE_CONFIRM, notifications.START, migration)
+            self.driver.confirm_migration(migration)
+            self._notify_resize(ctxt, notifications.RESIZE_CONFIRM, notifications.END, migration)
+
+        self._run_migration(ctxt, "confirm", step, migration)
+
+    @messaging.expose
     def revert_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Destination: destroy the new copy, then cast to the source; source:
         restart with the old flavor. Same host: the source part only. Only a
@@ -112,11 +155,16 @@ class ComputeManager:
         source, dest = migration["source_host"], migration["dest_host"]
 
         def step() -> None:
+            revert = notifications.RESIZE_REVERT
             if self.host == dest and dest != source:
+                self._notify_resize(ctxt, revert, notifications.START, migration)
                 self.driver.revert(migration)
                 self.compute_api.revert_resize(ctxt, source, migration)
             elif self.host == source:
+                if dest == source:
+                    self._notify_resize(ctxt, revert, notifications.START, migration)
                 self.driver.finish_revert(migration)
+                self._notify_resize(ctxt, revert, notifications.END, migration)
             else:
                 raise exception.Invalid(
                     reason=f"revert of migration {migration['uuid']} ({source} -> {dest}) "
@@ -125,17 +173,57 @@ class ComputeManager:
 
         self._run_migration(ctxt, "revert", step, migration)
 
+    @messaging.expose
     def destroy(self, ctxt: RequestContext, **kwargs: Any) -> None:
-        """Remove ``server_uuid`` from this host; nothing is reported."""
+        """Remove ``server_uuid`` from this host; nothing is reported.
+
+        ``server`` (optional: older senders do not send it) fills the delete
+        notifications; without it they carry the uuid and host only.
+        """
         server_uuid = kwargs["server_uuid"]
+        server = kwargs.get("server") or {"uuid": server_uuid}
         try:
+            self._notify_server(ctxt, notifications.DELETE, notifications.START, server)
             self.driver.destroy(server_uuid)
+            self._notify_server(ctxt, notifications.DELETE, notifications.END, server)
         except Exception:
             # NOTE: the conductor has already released the allocations; there is
             # no report for a destroy, so the log is all an operator gets.
             LOG.exception("Destroying server %s on %s failed", server_uuid, self.host)
 
     # -- helpers ------------------------------------------------------------------------
+
+    def _notify_server(
+        self,
+        ctxt: RequestContext,
+        action: str,
+        phase: str,
+        server: dict[str, Any],
+        fault: dict[str, Any] | None = None,
+    ) -> None:
+        notifications.emit(
+            self.notifier,
+            ctxt,
+            action,
+            phase,
+            lambda: notifications.instance_step_payload(action, phase, server, self.host, fault),
+        )
+
+    def _notify_resize(
+        self,
+        ctxt: RequestContext,
+        action: str,
+        phase: str,
+        migration: dict[str, Any],
+        fault: dict[str, Any] | None = None,
+    ) -> None:
+        notifications.emit(
+            self.notifier,
+            ctxt,
+            action,
+            phase,
+            lambda: notifications.resize_step_payload(action, phase, migration, fault),
+        )
 
     def _run_migration(
         self,
@@ -144,7 +232,14 @@ class ComputeManager:
         step: Callable[[], None],
         migration: dict[str, Any],
     ) -> None:
-        self._run(ctxt, operation, step, migration["server_uuid"], migration["uuid"])
+        action = notifications.RESIZE_OPERATIONS[operation]
+
+        def failed(fault: dict[str, Any]) -> None:
+            self._notify_resize(ctxt, action, notifications.ERROR, migration, fault)
+
+        self._run(
+            ctxt, operation, step, migration["server_uuid"], migration["uuid"], on_failure=failed
+        )
 
     def _run(
         self,
@@ -153,8 +248,11 @@ class ComputeManager:
         step: Callable[[], None],
         server_uuid: str,
         migration_uuid: str | None = None,
+        on_failure: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        """Run ``step``; report any failure to the conductor as ``operation``."""
+        """Run ``step``; report any failure to the conductor as ``operation``,
+        after ``on_failure`` (which sends the error notification) is given
+        the fault."""
         LOG.debug(
             "%s of server %s (migration %s) on %s",
             operation,
@@ -167,16 +265,29 @@ class ComputeManager:
         except exception.ResizeSchedException as exc:
             LOG.warning("%s of server %s on %s failed: %s", operation, server_uuid, self.host, exc)
             reason = f"{exc.message} [{exc.code}]"
+            error: Exception = exc
         except Exception as exc:
             LOG.exception(
                 "%s of server %s on %s failed unexpectedly", operation, server_uuid, self.host
             )
             reason = f"unexpected error on host {self.host}: {type(exc).__name__}: {exc}"
+            error = exc
         else:
             return
+        if on_failure is not None and notifications.enabled(self.notifier):
+            on_failure(
+                notifications.fault_payload(
+                    notifications.KIND_FAILED, reason, operation=operation, exc=error
+                )
+            )
         try:
             self.conductor_api.operation_failed(
-                ctxt, operation, reason, server_uuid=server_uuid, migration_uuid=migration_uuid
+                ctxt,
+                operation,
+                reason,
+                server_uuid=server_uuid,
+                migration_uuid=migration_uuid,
+                host=self.host,
             )
         except Exception:
             LOG.exception(

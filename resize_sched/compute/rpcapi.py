@@ -13,6 +13,13 @@ with :class:`resize_sched.conductor.rpcapi.ConductorAPI`.
 ``server``: ``{"uuid", "name", "flavor"}`` (flavor snapshot dict).
 ``migration``: ``{"uuid", "server_uuid", "source_host", "dest_host",
 "old_flavor", "new_flavor"}``.
+
+Added without a version bump, for notifications (a receiver must not rely on
+them: a message from an older sender lacks them): ``server`` has
+``"project_id", "user_id", "host", "vm_state", "task_state"``;
+``migration`` has ``"claim_strategy", "project_id", "user_id"`` and, when the
+sender passes the server, ``"server"`` (a ``server`` dict); ``destroy`` may
+carry ``server``.
 """
 
 from typing import Any
@@ -28,21 +35,40 @@ NAMESPACE = "compute"
 VERSION = "1.0"
 
 
-def migration_message(migration: Any) -> dict[str, Any]:
-    """The ``migration`` dict compute hosts receive, from a migration row."""
-    return {
+def migration_message(migration: Any, server: Any = None) -> dict[str, Any]:
+    """The ``migration`` dict compute hosts receive, from a migration row.
+
+    :param server: the server row, to send its :func:`server_message` along
+        (its name and state then appear in notifications).
+    """
+    message = {
         "uuid": migration.uuid,
         "server_uuid": migration.server_uuid,
         "source_host": migration.source_host,
         "dest_host": migration.dest_host,
         "old_flavor": dict(migration.old_flavor),
         "new_flavor": dict(migration.new_flavor),
+        "claim_strategy": getattr(migration, "claim_strategy", None),
+        "project_id": getattr(migration, "project_id", None),
+        "user_id": getattr(migration, "user_id", None),
     }
+    if server is not None:
+        message["server"] = server_message(server)
+    return message
 
 
 def server_message(server: Any) -> dict[str, Any]:
     """The ``server`` dict compute hosts receive, from a server row."""
-    return {"uuid": server.uuid, "name": server.name, "flavor": dict(server.flavor)}
+    return {
+        "uuid": server.uuid,
+        "name": server.name,
+        "flavor": dict(server.flavor),
+        "project_id": getattr(server, "project_id", None),
+        "user_id": getattr(server, "user_id", None),
+        "host": getattr(server, "host", None),
+        "vm_state": getattr(server, "vm_state", None),
+        "task_state": getattr(server, "task_state", None),
+    }
 
 
 class ComputeAPI:
@@ -53,6 +79,8 @@ class ComputeAPI:
     """
 
     def __init__(self, conf: cfg.ConfigOpts, transport: messaging.Transport) -> None:
+        #: The service's configuration (the compute manager builds its notifier from it).
+        self.conf = conf
         target = messaging.Target(topic=TOPIC, namespace=NAMESPACE, version=VERSION)
         self.client = rpc.get_client(transport, target, version_cap=conf.upgrade_levels.compute)
 
@@ -88,5 +116,16 @@ class ComputeAPI:
         """On the destination and then the source: go back to the old flavor."""
         self._cast(ctxt, host, "revert_resize", "1.0", migration=migration)
 
-    def destroy(self, ctxt: RequestContext, host: str, server_uuid: str) -> None:
-        self._cast(ctxt, host, "destroy", "1.0", server_uuid=server_uuid)
+    def destroy(
+        self,
+        ctxt: RequestContext,
+        host: str,
+        server_uuid: str,
+        server: dict[str, Any] | None = None,
+    ) -> None:
+        """Remove the server from ``host``; ``server`` (a :func:`server_message`),
+        when given, only fills the delete notifications."""
+        kwargs: dict[str, Any] = {"server_uuid": server_uuid}
+        if server is not None:
+            kwargs["server"] = server
+        self._cast(ctxt, host, "destroy", "1.0", **kwargs)

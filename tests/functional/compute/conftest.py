@@ -51,15 +51,21 @@ class RecordingConductor:
             self.reports.append(Report(method, kwargs, ctxt.request_id))
             self._cond.notify_all()
 
+    @messaging.expose
     def build_done(self, ctxt: RequestContext, server_uuid: str) -> None:
         self._record(ctxt, "build_done", server_uuid=server_uuid)
 
-    def resize_prepared(self, ctxt: RequestContext, migration_uuid: str) -> None:
-        self._record(ctxt, "resize_prepared", migration_uuid=migration_uuid)
+    @messaging.expose
+    def resize_prepared(
+        self, ctxt: RequestContext, migration_uuid: str, host: str | None = None
+    ) -> None:
+        self._record(ctxt, "resize_prepared", migration_uuid=migration_uuid, host=host)
 
+    @messaging.expose
     def resize_finished(self, ctxt: RequestContext, migration_uuid: str) -> None:
         self._record(ctxt, "resize_finished", migration_uuid=migration_uuid)
 
+    @messaging.expose
     def operation_failed(
         self,
         ctxt: RequestContext,
@@ -67,6 +73,7 @@ class RecordingConductor:
         reason: str,
         server_uuid: str,
         migration_uuid: str | None = None,
+        host: str | None = None,
     ) -> None:
         self._record(
             ctxt,
@@ -75,6 +82,7 @@ class RecordingConductor:
             reason=reason,
             server_uuid=server_uuid,
             migration_uuid=migration_uuid,
+            host=host,
         )
 
     def wait_for(self, method: str, timeout: float = TIMEOUT, **match: Any) -> Report:
