@@ -171,3 +171,17 @@ def begin_revert(db: Any, server_uuid: str, project_id: str | None = None) -> An
         "revert",
         {"status": "REVERT_RESIZE", "task_state": "resize_reverting"},
     )
+
+
+def begin_delete(db: Any, server_uuid: str, project_id: str | None = None) -> Any:
+    """Record a delete: it wins over every step that comes after it.
+
+    The server becomes ``deleting`` and its resize in flight (if any) ends in
+    ``error`` in one transaction; the conductor then releases what both
+    consumers hold. See :meth:`resize_sched.db.compute_api.ComputeApi.server_begin_delete`.
+
+    :raises ServerNotFound: unknown server, or another project's.
+    """
+    server = db.server_begin_delete(server_uuid, project_id)
+    LOG.info("Server %s: delete recorded", server_uuid)
+    return server

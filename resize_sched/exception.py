@@ -175,6 +175,17 @@ class MigrationStateConflict(Conflict):
     code = "resize_sched.conflict.migration_state"
 
 
+class StepNotDue(Conflict):
+    """A conductor step found its migration moved on (another step, a delete).
+
+    Not an error: the step is a duplicate or arrived late. It changes nothing
+    (or undoes what it wrote) and is logged on one line.
+    """
+
+    msg_fmt = "Migration %(migration_id)s: %(step)s is not due: %(reason)s."
+    code = "resize_sched.conflict.step_not_due"
+
+
 # -- scheduling and resize --------------------------------------------------------
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import exception
-from resize_sched.compute.rpcapi import server_message
+from resize_sched.compute.rpcapi import migration_message, server_message
 from resize_sched.conductor import heal
 from resize_sched.context import admin_context
 from resize_sched.strategies import Holdings
@@ -82,7 +82,10 @@ def resume(manager: Any, migration: Any) -> str:
     if status == "pre-migrating":
         manager.resize_server(ctxt, migration.uuid)
         return "scheduled again"
-    if status in ("migrating", "post-migrating"):
+    if status == "post-migrating":
+        manager.compute.resize_instance(ctxt, migration.source_host, migration_message(migration))
+        return f"resize sent again to {migration.source_host}"
+    if status == "migrating":
         manager._prep(ctxt, migration.uuid, migration.dest_host)
         return f"prep_resize sent again to {migration.dest_host}"
     if status == "confirming":
@@ -97,6 +100,15 @@ def resume(manager: Any, migration: Any) -> str:
         heal.restore_missing(manager.db, manager.deps.executor, migration, "restore")
         return "restore retried"
     return "nothing to do"
+
+
+def release_if_deleted(manager: Any, migration: Any) -> str:
+    """Give back what a closed migration's consumers hold if its server is deleted."""
+    server = manager.db.server_get(migration.server_uuid, read_deleted=True)
+    if server.deleted_at is None and server.task_state != "deleting":
+        return "nothing to do"
+    manager.deps.executor.release(migration)
+    return "released after the delete"
 
 
 def resume_build(manager: Any, server: Any) -> str:
@@ -152,7 +164,8 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
     def stale(row: Any) -> bool:
         return idle_for is None or _idle(row, now) >= idle_for
 
-    for migration in manager.db.migration_list_in_flight():
+    in_flight = manager.db.migration_list_in_flight()
+    for migration in in_flight:
         if idle_for is not None and (migration.status == "finished" or not stale(migration)):
             continue
         report.found += 1
@@ -165,7 +178,38 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
         except exception.ResizeSchedException as exc:
             LOG.warning("Recovery of migration %s: %s", migration.uuid, exc)
             report.failed[migration.uuid] = str(exc)
+    handled = {m.uuid for m in in_flight}
+    for migration_uuid in sorted({e.migration_uuid for e in manager.db.journal_pending()}):
+        # NOTE: a step that wrote (or was writing) when its migration was
+        # closed under it by a delete, and then stopped: settle the entry and
+        # give back whatever the write left.
+        if migration_uuid in handled:
+            continue
+        migration = manager.db.migration_get(migration_uuid)
+        if not stale(migration):
+            continue
+        report.found += 1
+        try:
+            migration = manager.db.migration_touch(migration.uuid, seen=migration)
+            migration = reconcile(manager, migration, report)
+            report.resumed[migration.uuid] = release_if_deleted(manager, migration)
+        except exception.ResizeSchedException as exc:
+            LOG.warning("Recovery of migration %s: %s", migration.uuid, exc)
+            report.failed[migration.uuid] = str(exc)
+    for server in manager.db.server_list(task_state="deleting"):
+        # NOTE: a delete whose cast was lost, or whose conductor stopped.
+        if not stale(server):
+            continue
+        report.found += 1
+        try:
+            manager.delete_server(admin_context(), server.uuid)
+            report.resumed[server.uuid] = "delete completed"
+        except exception.ResizeSchedException as exc:
+            LOG.warning("Recovery of the delete of server %s: %s", server.uuid, exc)
+            report.failed[server.uuid] = str(exc)
     for server in manager.db.server_list(status="BUILD"):
+        if server.task_state == "deleting":
+            continue
         if not stale(server):
             continue
         report.found += 1

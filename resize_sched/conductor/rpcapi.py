@@ -5,6 +5,8 @@ API version history:
 * 1.0 - build_server, resize_server, confirm_resize, revert_resize,
   delete_server; the compute hosts' reports build_done, resize_prepared,
   resize_finished, operation_failed.
+* 1.1 - resize_prepared and operation_failed name the reporting ``host``, so
+  a late report from a host the resize has since left changes nothing.
 
 Every method is a cast: the caller has already validated the request and
 recorded its intent in the database; the outcome shows in the server's and
@@ -21,7 +23,7 @@ from resize_sched.context import RequestContext
 
 TOPIC = "conductor"
 NAMESPACE = "conductor"
-VERSION = "1.0"
+VERSION = "1.1"
 
 
 class ConductorAPI:
@@ -41,6 +43,15 @@ class ConductorAPI:
                 version=version, version_cap=self.client.version_cap
             )
         self.client.prepare(version=version).cast(ctxt, method, **kwargs)
+
+    def _cast_report(
+        self, ctxt: RequestContext, method: str, host: str | None, **kwargs: Any
+    ) -> None:
+        """A compute host's report: with its ``host`` from 1.1, without it to a 1.0 conductor."""
+        if host is not None and self.client.can_send_version("1.1"):
+            self._cast(ctxt, method, "1.1", host=host, **kwargs)
+        else:
+            self._cast(ctxt, method, "1.0", **kwargs)
 
     # -- from the API ------------------------------------------------------------
 
@@ -70,9 +81,11 @@ class ConductorAPI:
         """The host spawned the server."""
         self._cast(ctxt, "build_done", "1.0", server_uuid=server_uuid)
 
-    def resize_prepared(self, ctxt: RequestContext, migration_uuid: str) -> None:
-        """The destination accepted the resize (prep_resize succeeded)."""
-        self._cast(ctxt, "resize_prepared", "1.0", migration_uuid=migration_uuid)
+    def resize_prepared(
+        self, ctxt: RequestContext, migration_uuid: str, host: str | None = None
+    ) -> None:
+        """The destination ``host`` accepted the resize (prep_resize succeeded)."""
+        self._cast_report(ctxt, "resize_prepared", host, migration_uuid=migration_uuid)
 
     def resize_finished(self, ctxt: RequestContext, migration_uuid: str) -> None:
         """The destination finished the resize: the server may enter VERIFY_RESIZE."""
@@ -85,13 +98,14 @@ class ConductorAPI:
         reason: str,
         server_uuid: str,
         migration_uuid: str | None = None,
+        host: str | None = None,
     ) -> None:
-        """A compute operation failed (``spawn``, ``prep_resize``, ``resize``,
-        ``finish_resize``, ``confirm``, ``revert``)."""
-        self._cast(
+        """A compute operation failed on ``host`` (``spawn``, ``prep_resize``,
+        ``resize``, ``finish_resize``, ``confirm``, ``revert``)."""
+        self._cast_report(
             ctxt,
             "operation_failed",
-            "1.0",
+            host,
             operation=operation,
             reason=reason,
             server_uuid=server_uuid,

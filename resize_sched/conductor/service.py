@@ -10,7 +10,7 @@ import oslo_messaging as messaging
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from resize_sched import rpc
+from resize_sched import notifications, rpc
 from resize_sched.compute.rpcapi import ComputeAPI
 from resize_sched.conductor import recovery
 from resize_sched.conductor.manager import ConductorManager
@@ -46,7 +46,10 @@ class ConductorService:
         # NOTE: fail at start, naming the installed strategies, rather than at
         # the first resize.
         self.deps.configured_strategy()
-        self.manager = ConductorManager(self.deps, ComputeAPI(conf, self.transport))
+        self.notifier = rpc.get_notifier(
+            conf, notifications.publisher_id(notifications.CONDUCTOR, conf.host)
+        )
+        self.manager = ConductorManager(self.deps, ComputeAPI(conf, self.transport), self.notifier)
         self._recover = recover
         self.server: messaging.MessageHandlingServer | None = None
         self.recovery_report: recovery.RecoveryReport | None = None
@@ -112,4 +115,5 @@ class ConductorService:
             self.server.wait()
             self.server = None
         self.db.dispose()
+        self.notifier.transport.cleanup()
         LOG.info("Conductor on %s stopped", self.conf.host)

@@ -360,6 +360,7 @@ class ComputeApi(SessionSource):
         *,
         host: str | None = None,
         status: str | None = None,
+        task_state: str | None = None,
         needs_heal: bool | None = None,
         read_deleted: bool = False,
     ) -> list[models.Server]:
@@ -368,6 +369,7 @@ class ComputeApi(SessionSource):
         :param project_id: only this project's.
         :param host: only those on this host.
         :param status: only those in this status (``BUILD``, ``ACTIVE``...).
+        :param task_state: only those with this task (``deleting``...).
         :param needs_heal: only those flagged (True) or not (False).
         :param read_deleted: include deleted servers.
         """
@@ -378,6 +380,8 @@ class ComputeApi(SessionSource):
             query = query.where(models.Server.host == host)
         if status is not None:
             query = query.where(models.Server.status == status)
+        if task_state is not None:
+            query = query.where(models.Server.task_state == task_state)
         if needs_heal is not None:
             query = query.where(models.Server.needs_heal == needs_heal)
         if not read_deleted:
@@ -472,6 +476,42 @@ class ComputeApi(SessionSource):
             status=models.STATUS_RESIZE,
             task_state=models.TASK_RESIZE_PREP,
         )
+
+    def server_begin_delete(self, uuid: str, project_id: str | None = None) -> models.Server:
+        """Record that the server is to be deleted; it wins over every later step.
+
+        One transaction: the server's task becomes ``deleting`` whatever it
+        was, and its resize in flight (if any) ends in ``error`` ("server
+        deleted"), owned by no step. Every conductor step checks both in the
+        compare-and-swap that ends it, so none can undo the delete. Asking
+        again is harmless.
+
+        :param project_id: when given, the server must belong to this project.
+        :returns: the server, ``deleting``.
+        :raises resize_sched.exception.ServerNotFound: no such live server.
+        """
+        conditions = [models.Server.deleted_at.is_(None)]
+        if project_id is not None:
+            conditions.append(models.Server.project_id == project_id)
+        not_yet = sa.or_(
+            models.Server.task_state.is_(None), models.Server.task_state != models.TASK_DELETING
+        )
+        with self._writer() as session:
+            changed, server = update_where(
+                session,
+                models.Server,
+                uuid,
+                [*conditions, not_yet],
+                {"task_state": models.TASK_DELETING},
+            )
+            if changed == 0 and (
+                server is None
+                or server.deleted_at is not None
+                or (project_id is not None and server.project_id != project_id)
+            ):
+                raise exception.ServerNotFound(server_id=uuid)
+            self.migration_close_for_delete(session, uuid)  # type: ignore[attr-defined]
+        return server
 
     def server_delete(self, uuid: str, *, expected: Mapping[str, Any] | None = None) -> None:
         """Soft-delete a server (status DELETED, vm_state deleted).

@@ -44,6 +44,27 @@ def _statuses(value: str | Iterable[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def server_not_deleting() -> list[sa.ColumnElement[bool]]:
+    """WHERE clauses: the server is live and no delete has been asked for.
+
+    A delete is recorded (``task_state = deleting``) before anything else
+    happens to it; every later step's compare-and-swap carries these.
+    """
+    return [
+        models.Server.deleted_at.is_(None),
+        sa.or_(
+            models.Server.task_state.is_(None),
+            models.Server.task_state != models.TASK_DELETING,
+        ),
+    ]
+
+
+def _server_of_migration_ok() -> sa.ColumnElement[bool]:
+    return sa.exists().where(
+        models.Server.uuid == models.Migration.server_uuid, *server_not_deleting()
+    )
+
+
 class MigrationApi(SessionSource):
     """Migrations and the migration journal."""
 
@@ -194,16 +215,20 @@ class MigrationApi(SessionSource):
         *,
         expected_status: str | Iterable[str] | None = None,
         operation: str = "update",
+        owner: str | None = None,
         **values: Any,
     ) -> models.Migration:
         """Update a migration, if its status is still one expected (compare-and-swap).
 
         :param expected_status: a status or several; None: any.
         :param operation: what the caller is doing, for the conflict message.
+        :param owner: when given, the step token that must still own the
+            migration (see :meth:`migration_acquire`).
         :param values: columns to set.
         :returns: the migration as updated.
         :raises resize_sched.exception.MigrationNotFound: no such migration.
         :raises resize_sched.exception.MigrationStateConflict: another status.
+        :raises resize_sched.exception.StepNotDue: ``owner`` no longer owns it.
         :raises resize_sched.exception.Invalid: an unknown column or value.
         """
         check_values(models.Migration, values, what="migration")
@@ -215,10 +240,16 @@ class MigrationApi(SessionSource):
         expected = None if expected_status is None else _statuses(expected_status)
         if expected is not None:
             conditions.append(models.Migration.status.in_(expected))
+        if owner is not None:
+            conditions.append(models.Migration.task_owner == owner)
         with self._writer() as session:
             changed, migration = update_where(session, models.Migration, uuid, conditions, values)
         if migration is None:
             raise exception.MigrationNotFound(migration_id=uuid)
+        if changed == 0 and owner is not None and migration.task_owner != owner:
+            raise exception.StepNotDue(
+                migration_id=uuid, step=operation, reason="another step or a delete took it over"
+            )
         if changed == 0:
             raise exception.MigrationStateConflict(
                 migration_id=uuid,
@@ -241,8 +272,14 @@ class MigrationApi(SessionSource):
             match(models.Migration.updated_at, seen.updated_at),
         ]
         with self._writer() as session:
+            # NOTE: whoever owned it (a conductor that died mid-step) owns it
+            # no longer; the worker taking it on re-runs the step.
             changed, migration = update_where(
-                session, models.Migration, uuid, conditions, {"updated_at": models.utcnow()}
+                session,
+                models.Migration,
+                uuid,
+                conditions,
+                {"updated_at": models.utcnow(), "task_owner": None},
             )
         if migration is None:
             raise exception.MigrationNotFound(migration_id=uuid)
@@ -255,18 +292,190 @@ class MigrationApi(SessionSource):
             )
         return migration
 
+    # -- steps ------------------------------------------------------------------------
+
+    def migration_acquire(
+        self, uuid: str, /, *, expected_status: str | Iterable[str], token: str, step: str
+    ) -> models.Migration:
+        """Take the migration for one conductor step (compare-and-swap).
+
+        It succeeds only while the migration is in one of ``expected_status``,
+        no other step owns it and its server is live with no delete asked
+        for: of two deliveries of one message exactly one runs, and a step
+        that arrives late (or after a delete) runs not at all.
+
+        :param token: the step's own token, written to ``task_owner``.
+        :param step: the step's name, for messages.
+        :returns: the migration, owned by ``token``.
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.StepNotDue: the step is not due.
+        """
+        expected = _statuses(expected_status)
+        conditions = [
+            models.Migration.status.in_(expected),
+            models.Migration.task_owner.is_(None),
+            _server_of_migration_ok(),
+        ]
+        with self._writer() as session:
+            changed, migration = update_where(
+                session, models.Migration, uuid, conditions, {"task_owner": token}
+            )
+            server = (
+                session.get(models.Server, migration.server_uuid)
+                if migration is not None
+                else None
+            )
+        if migration is None:
+            raise exception.MigrationNotFound(migration_id=uuid)
+        if changed == 0:
+            if migration.status not in expected:
+                reason = f"it is {migration.status}, not {' or '.join(expected)}"
+            elif migration.task_owner is not None:
+                reason = "another step is running it"
+            else:
+                state = "deleted" if server is None or server.deleted_at else server.task_state
+                reason = f"its server is {state}"
+            raise exception.StepNotDue(migration_id=uuid, step=step, reason=reason)
+        return migration
+
+    def migration_release(self, uuid: str, /, *, token: str) -> None:
+        """Give the migration back after a step, if ``token`` still owns it."""
+        with self._writer() as session:
+            session.execute(
+                sa.update(models.Migration)
+                .where(models.Migration.uuid == uuid, models.Migration.task_owner == token)
+                .values(task_owner=None)
+                .execution_options(synchronize_session=False)
+            )
+
+    def migration_advance(
+        self,
+        uuid: str,
+        /,
+        *,
+        token: str | None,
+        expected_status: str | Iterable[str],
+        step: str,
+        server_values: Mapping[str, Any] | None = None,
+        server_expected: Mapping[str, Any] | None = None,
+        migration_expected: Mapping[str, Any] | None = None,
+        **values: Any,
+    ) -> models.Migration:
+        """End a step: move the migration and its server on, in one transaction.
+
+        Both rows change or neither does: the migration only while ``token``
+        owns it (None: while no step owns it) in one of ``expected_status``;
+        the server only while it is live, no delete has been asked for and it
+        matches ``server_expected``.
+        A delete recorded meanwhile therefore always wins.
+
+        :param server_values: server columns to set (none: the server is
+            only checked).
+        :param migration_expected: more migration columns that must match.
+        :param values: migration columns to set.
+        :returns: the migration as updated.
+        :raises resize_sched.exception.StepNotDue: either row moved on;
+            nothing was written.
+        """
+        check_values(models.Migration, values, what="migration")
+        _check_migration_values(values)
+        server_values = dict(server_values or {})
+        server_expected = dict(server_expected or {})
+        check_values(models.Server, server_values, what="server")
+        check_values(models.Server, server_expected, what="server", compared=True)
+        migration_expected = dict(migration_expected or {})
+        check_values(models.Migration, migration_expected, what="migration", compared=True)
+        if server_values.get("status") not in (None, *models.SERVER_STATUSES):
+            raise exception.Invalid(reason=f"unknown server status {server_values['status']!r}")
+        expected = _statuses(expected_status)
+        with self._writer() as session:
+            changed, migration = update_where(
+                session,
+                models.Migration,
+                uuid,
+                [
+                    models.Migration.status.in_(expected),
+                    match(models.Migration.task_owner, token),
+                    *(
+                        match(getattr(models.Migration, k), v)
+                        for k, v in migration_expected.items()
+                    ),
+                ],
+                values,
+            )
+            if migration is None:
+                raise exception.MigrationNotFound(migration_id=uuid)
+            if changed == 0:
+                raise exception.StepNotDue(
+                    migration_id=uuid,
+                    step=step,
+                    reason=f"it is {migration.status}"
+                    + ("" if migration.task_owner == token else ", taken over"),
+                )
+            conditions = server_not_deleting() + [
+                match(getattr(models.Server, k), v) for k, v in server_expected.items()
+            ]
+            server_changed, server = update_where(
+                session,
+                models.Server,
+                migration.server_uuid,
+                conditions,
+                server_values or {"updated_at": models.utcnow()},
+            )
+            if server_changed == 0:
+                state = "deleted" if server is None or server.deleted_at else server.task_state
+                # NOTE: raising inside the transaction rolls the migration back too.
+                raise exception.StepNotDue(
+                    migration_id=uuid, step=step, reason=f"its server is {state}"
+                )
+        return migration
+
+    def migration_close_for_delete(self, session: Any, server_uuid: str) -> None:
+        """Within ``session``: end the server's resize in flight, for a delete."""
+        session.execute(
+            sa.update(models.Migration)
+            .where(
+                models.Migration.server_uuid == server_uuid,
+                models.Migration.status.in_(models.IN_FLIGHT_STATUSES),
+            )
+            .values(
+                status=models.MIGRATION_ERROR,
+                error_kind=models.ERROR_FAILED,
+                error_reason="server deleted",
+                task_owner=None,
+                updated_at=models.utcnow(),
+            )
+            .execution_options(synchronize_session=False)
+        )
+
     # -- journal ---------------------------------------------------------------------
 
     def journal_intend(
-        self, migration_uuid: str, *, phase: str, before: dict[str, Any], target: dict[str, Any]
+        self,
+        migration_uuid: str,
+        *,
+        phase: str,
+        before: dict[str, Any],
+        target: dict[str, Any],
+        owner: str | None = None,
+        releasing: bool = False,
     ) -> models.JournalEntry:
         """Record a transition about to be written to Placement.
+
+        Under the migration's row lock it also checks the write is still
+        wanted: the step ``owner`` still owns the migration, and (unless the
+        transition only releases) the server is live with no delete asked
+        for. A retry after a generation conflict journals again, so it is
+        checked again: nothing a delete emptied is re-created.
 
         :param phase: the strategy phase (e.g. ``prepare``, ``claim``, ``revert``).
         :param before: the holdings the transition starts from.
         :param target: the holdings it leads to.
+        :param owner: the step token that must own the migration (None: any).
+        :param releasing: the target holds nothing, so it may always go ahead.
         :returns: the entry, ``intended``, numbered after the migration's last.
         :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.StepNotDue: the write is no longer wanted.
         :raises resize_sched.exception.Invalid: before/target not mappings.
         """
         if not isinstance(before, Mapping) or not isinstance(target, Mapping):
@@ -284,13 +493,20 @@ class MigrationApi(SessionSource):
                     # REPEATABLE READ; a locking read there would take a gap
                     # lock on an empty journal, and two resizes' first entries
                     # would deadlock each other.
-                    migration = session.scalars(
-                        sa.select(models.Migration.id)
+                    migration = session.execute(
+                        sa.select(
+                            models.Migration.id,
+                            models.Migration.task_owner,
+                            models.Migration.server_uuid,
+                        )
                         .where(models.Migration.uuid == migration_uuid)
                         .with_for_update()
                     ).first()
                     if migration is None:
                         raise exception.MigrationNotFound(migration_id=migration_uuid)
+                    self._check_still_wanted(
+                        session, migration_uuid, migration, phase, owner, releasing
+                    )
                     last = session.scalars(
                         sa.select(models.JournalEntry.seq)
                         .where(models.JournalEntry.migration_uuid == migration_uuid)
@@ -313,6 +529,33 @@ class MigrationApi(SessionSource):
         raise exception.Conflict(
             reason=f"could not append to the journal of migration {migration_uuid}"
         )
+
+    @staticmethod
+    def _check_still_wanted(
+        session: Any,
+        migration_uuid: str,
+        migration: Any,
+        phase: str,
+        owner: str | None,
+        releasing: bool,
+    ) -> None:
+        if owner is not None and migration.task_owner != owner:
+            raise exception.StepNotDue(
+                migration_id=migration_uuid,
+                step=phase,
+                reason="another step or a delete took the migration over",
+            )
+        if releasing:
+            return
+        live = session.scalar(
+            sa.select(sa.func.count())
+            .select_from(models.Server)
+            .where(models.Server.uuid == migration.server_uuid, *server_not_deleting())
+        )
+        if not live:
+            raise exception.StepNotDue(
+                migration_id=migration_uuid, step=phase, reason="its server is being deleted"
+            )
 
     def journal_mark(
         self, entry_id: int, state: str, detail: str | None = None

@@ -316,6 +316,14 @@ class Migration(TimestampMixin, Base):
     tried: Mapped[list[Any]] = mapped_column(sa.JSON, nullable=False, default=list)
     holdings: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
     missing: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
+    #: The conductor step running now (a token it took with a compare-and-swap),
+    #: or None. Only the owner writes Placement for this migration or moves its
+    #: status; a delete or crash recovery takes it away.
+    task_owner: Mapped[str | None] = mapped_column(sa.String(36), nullable=True)
+    #: False when the scheduler answered from the source alone
+    #: (``prefer_same_host``): ``alternates`` are then not every other host,
+    #: and a reschedule must ask about them. None (older rows): complete.
+    alternates_complete: Mapped[bool | None] = mapped_column(sa.Boolean, nullable=True)
 
     def __repr__(self) -> str:
         return f"<Migration {self.uuid} of {self.server_uuid} {self.status}>"

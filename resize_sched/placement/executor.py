@@ -102,7 +102,16 @@ class TransitionExecutor:
             return Known.from_dict(migration.holdings)
         return self.read(migration)
 
-    def apply(self, migration: Any, phase: str, target: Holdings | TargetFn) -> Any:
+    def apply(
+        self,
+        migration: Any,
+        phase: str,
+        target: Holdings | TargetFn,
+        *,
+        verify: bool = False,
+        fresh: bool = False,
+        owner: str | None = None,
+    ) -> Any:
         """Move both consumers of ``migration`` to ``target`` in one write.
 
         :param migration: the migration row (``uuid``, ``server_uuid``,
@@ -110,7 +119,20 @@ class TransitionExecutor:
         :param phase: a label for the journal and logs (``prepare``, ``claim``...).
         :param target: the target holdings, or a function of the current ones
             (re-evaluated after a generation conflict).
+        :param verify: also write a consumer whose known holdings already
+            equal its target, with the generation we last wrote: a write by
+            someone else since then makes Placement answer 409, and the
+            target is written again over it (confirm, revert).
+        :param fresh: read both consumers first instead of trusting the
+            known holdings (a release after a delete).
+        :param owner: the token of the step running this transition: each
+            write (a retry too) is journaled only while that step still owns
+            the migration. Whatever the owner, a write that holds anything
+            is refused once the server is being deleted, so nothing a delete
+            emptied is ever re-created.
         :returns: the updated migration row.
+        :raises StepNotDue: the step lost the migration (a delete, another
+            step) before a write; nothing more was written.
         :raises ClaimRefused: Placement lacks the capacity; nothing changed.
         :raises PlacementUnavailable: Placement could not be reached; the
             outcome is unknown and left to be read back.
@@ -119,18 +141,21 @@ class TransitionExecutor:
             holdings are forgotten so the next apply reads first.
         :raises PlacementError: any other refusal; nothing changed.
         """
-        current = self.known(migration)
+        current = self.read(migration) if fresh else self.known(migration)
+        last_written = current.holdings
         for attempt in range(self.conflict_retries + 1):
             goal = target(current.holdings) if callable(target) else target
-            writes = self._writes(migration, current, goal)
+            writes = self._writes(migration, current, goal, verify)
             if not writes:
                 LOG.debug("Migration %s %s: nothing to change", migration.uuid, phase)
-                return self._remember(migration, current)
+                return self._remember(migration, current, owner)
             entry = self.db.journal_intend(
                 migration.uuid,
                 phase=phase,
                 before=current.to_dict(),
                 target=goal.to_dict(),
+                owner=owner,
+                releasing=not goal.server and not goal.migration,
             )
             try:
                 if len(writes) == 1:
@@ -153,6 +178,15 @@ class TransitionExecutor:
                     self.conflict_retries + 1,
                 )
                 current = self.read(migration)
+                if verify and current.holdings != last_written:
+                    LOG.warning(
+                        "Migration %s %s: Placement holds %s, not what we last wrote (%s): "
+                        "changed by someone else; writing the target over it",
+                        migration.uuid,
+                        phase,
+                        current.holdings.to_dict(),
+                        last_written.to_dict(),
+                    )
                 continue
             except exception.PlacementUnavailable:
                 # NOTE: the write may or may not have landed (a time-out after
@@ -180,7 +214,7 @@ class TransitionExecutor:
                 goal.server,
                 goal.migration,
             )
-            return self._remember(migration, done)
+            return self._remember(migration, done, owner)
         raise exception.PlacementConflict(
             method="POST",
             url="/allocations",
@@ -188,9 +222,11 @@ class TransitionExecutor:
             detail=f"still conflicting after {self.conflict_retries} re-reads",
         )
 
-    def _writes(self, migration: Any, current: Known, goal: Holdings) -> dict[str, ConsumerWrite]:
+    def _writes(
+        self, migration: Any, current: Known, goal: Holdings, verify: bool = False
+    ) -> dict[str, ConsumerWrite]:
         writes: dict[str, ConsumerWrite] = {}
-        if goal.server != current.holdings.server:
+        if goal.server != current.holdings.server or (verify and goal.server):
             writes[migration.server_uuid] = ConsumerWrite(
                 allocations=goal.server,
                 project_id=migration.project_id,
@@ -198,7 +234,7 @@ class TransitionExecutor:
                 generation=current.server_generation,
                 consumer_type=INSTANCE,
             )
-        if goal.migration != current.holdings.migration:
+        if goal.migration != current.holdings.migration or (verify and goal.migration):
             writes[migration.uuid] = ConsumerWrite(
                 allocations=goal.migration,
                 project_id=migration.project_id,
@@ -208,7 +244,45 @@ class TransitionExecutor:
             )
         return writes
 
-    def _remember(self, migration: Any, known: Known) -> Any:
+    def _remember(self, migration: Any, known: Known, owner: str | None) -> Any:
         if migration.holdings == known.to_dict():
             return migration
-        return self.db.migration_update(migration.uuid, holdings=known.to_dict())
+        # NOTE: only while the step still owns the migration; one that lost
+        # it (StepNotDue) must not overwrite what the new owner knows.
+        return self.db.migration_update(migration.uuid, owner=owner, holdings=known.to_dict())
+
+    def release(self, migration: Any) -> Any:
+        """Empty both consumers of ``migration``, from what Placement holds now.
+
+        For a deleted server: whatever a step wrote, early or late, is given
+        back. Journaled like any transition; safe to repeat.
+        """
+        migration = self.db.migration_get(migration.uuid)
+        return self.apply(migration, "release", Holdings(), fresh=True)
+
+    def release_consumer(
+        self, consumer: str, project_id: str, user_id: str, consumer_type: str = INSTANCE
+    ) -> bool:
+        """Empty one consumer (a server with no migration), re-reading on conflict.
+
+        :returns: whether it held anything.
+        :raises PlacementConflict: still conflicting after the retries.
+        """
+        for attempt in range(self.conflict_retries + 1):
+            held = self.client.get_allocations(consumer)
+            if held.generation is None or not held.allocations:
+                return False
+            try:
+                self.client.put_allocations(
+                    consumer,
+                    ConsumerWrite({}, project_id, user_id, held.generation, consumer_type),
+                )
+                return True
+            except exception.ConsumerGenerationConflict:
+                LOG.info("Consumer %s changed while being emptied (attempt %d)", consumer, attempt)
+        raise exception.PlacementConflict(
+            method="PUT",
+            url=f"/allocations/{consumer}",
+            placement_code="placement.concurrent_update",
+            detail=f"still conflicting after {self.conflict_retries} re-reads",
+        )

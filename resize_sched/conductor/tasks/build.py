@@ -94,8 +94,9 @@ class BuildTask:
                     # rather than leak it; unless recovery adopted this very
                     # claim meanwhile (it is the server's now).
                     if not self._adopted(server_uuid, dest.provider):
-                        write = ConsumerWrite({}, server.project_id, server.user_id, 1, INSTANCE)
-                        self.deps.client.put_allocations(server_uuid, write)
+                        self.deps.executor.release_consumer(
+                            server_uuid, server.project_id, server.user_id
+                        )
                     raise
             raise exception.NoValidHost(
                 kind=exception.NoValidHost.DEFERRED,
@@ -185,30 +186,36 @@ class BuildTask:
         )
 
     def fail(self, server_uuid: str, reason: str) -> Any:
-        """The host failed to spawn: release the claim, the server goes to ERROR."""
-        server = self.db.server_get(server_uuid)
-        if server.placement_generation is not None:
-            self.deps.client.put_allocations(
-                server_uuid,
-                ConsumerWrite(
-                    allocations={},
-                    project_id=server.project_id,
-                    user_id=server.user_id,
-                    generation=server.placement_generation,
-                    consumer_type=INSTANCE,
-                ),
-            )
+        """The host failed to spawn: release the claim, the server goes to ERROR.
+
+        :returns: the server, or None when the build is no longer spawning
+            (a duplicate report, or a delete asked for: it releases itself).
+        """
+        try:
+            server = self.db.server_get(server_uuid)
+        except exception.ServerNotFound:
+            server = None
+        if server is None or (server.status, server.task_state) != ("BUILD", "spawning"):
+            LOG.info("Build of server %s: spawn failure not due; nothing to do", server_uuid)
+            return None
+        self.deps.executor.release_consumer(server_uuid, server.project_id, server.user_id)
         LOG.warning("Build of server %s failed: %s", server_uuid, reason)
         # NOTE: the server is on no host now; heal must not give it room back.
-        return self.db.server_update(
-            server_uuid,
-            status="ERROR",
-            vm_state="error",
-            task_state=None,
-            host=None,
-            node=None,
-            rp_uuid=None,
-            placement_generation=None,
-            fault_message=reason,
-            fault_code=500,
-        )
+        try:
+            return self.db.server_update(
+                server_uuid,
+                expected={"status": "BUILD", "task_state": "spawning"},
+                operation="fail the build",
+                status="ERROR",
+                vm_state="error",
+                task_state=None,
+                host=None,
+                node=None,
+                rp_uuid=None,
+                placement_generation=None,
+                fault_message=reason,
+                fault_code=500,
+            )
+        except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
+            LOG.info("Build of server %s: %s", server_uuid, exc)
+            return None

@@ -9,9 +9,21 @@ arrive as calls to :meth:`ResizeTask.reschedule` and :meth:`ResizeTask.finish`.
 Migration statuses follow Nova's: ``pre-migrating`` from begin until a host
 is claimed, ``migrating`` once claimed and handed to compute, ``finished`` in
 VERIFY_RESIZE, then ``confirming``/``confirmed`` or ``reverting``/``reverted``;
-``error`` when the resize ended without a host.
+``error`` when the resize ended without a host (or the server was deleted).
+
+Every step that writes (schedule, reschedule, fail, confirm, revert) first
+takes the migration with a compare-and-swap on its status
+(:meth:`~resize_sched.db.migration_api.MigrationApi.migration_acquire`): a
+duplicate or late delivery of the same message finds another status or an
+owner and is a logged no-op. The step ends with one transaction that moves
+the migration and its server on together, and only while no delete has been
+asked for (:meth:`~resize_sched.db.migration_api.MigrationApi.migration_advance`).
+A step that loses to a delete after writing to Placement gives back, through
+the executor, what it wrote.
 """
 
+import uuid as uuidlib
+from collections.abc import Callable
 from typing import Any
 
 from oslo_log import log as logging
@@ -69,38 +81,114 @@ class ResizeTask:
         strategy = self.deps.configured_strategy()
         return actions.begin_resize(self.db, strategy, server_uuid, flavorid, project_id)
 
+    # -- the one way a step runs -----------------------------------------------------
+
+    def _step(
+        self,
+        migration_uuid: str,
+        expect: str | tuple[str, ...],
+        name: str,
+        body: Callable[[Any, str], Any],
+    ) -> Any:
+        """Run ``body(migration, token)`` if the step is due; else do nothing.
+
+        :returns: what ``body`` returns, or None when the step was not due or
+            lost the migration part-way (a delete, another step).
+        """
+        token = str(uuidlib.uuid4())
+        try:
+            migration = self.db.migration_acquire(
+                migration_uuid, expected_status=expect, token=token, step=name
+            )
+        except exception.StepNotDue as exc:
+            LOG.info("%s Nothing to do.", exc)
+            return None
+        try:
+            return body(migration, token)
+        except exception.StepNotDue as exc:
+            LOG.info("%s Stopping the step.", exc)
+            self._give_back_if_deleted(migration_uuid)
+            return None
+        finally:
+            self.db.migration_release(migration_uuid, token=token)
+
+    def _give_back_if_deleted(self, migration_uuid: str) -> None:
+        """A step lost to a delete: release anything it wrote after the delete's release."""
+        migration = self.db.migration_get(migration_uuid)
+        server = self.db.server_get(migration.server_uuid, read_deleted=True)
+        if server.deleted_at is None and server.task_state != "deleting":
+            return
+        try:
+            self.deps.executor.release(migration)
+        except exception.PlacementError as exc:
+            # NOTE: the journal keeps the entry intended; recovery releases it.
+            LOG.warning(
+                "Migration %s: release after the delete left to recovery: %s", migration_uuid, exc
+            )
+
     # -- schedule and claim -------------------------------------------------------
 
-    def schedule(self, migration_uuid: str) -> Destination:
+    def schedule(self, migration_uuid: str) -> Destination | None:
         """Prepare, schedule and claim; return the claimed destination.
 
+        :returns: the destination, or None when the migration is no longer
+            ``pre-migrating`` (a duplicate, or deleted meanwhile).
         :raises NoValidHost: no host could take it; the server got its old
             allocation back and the migration is in ``error``.
         :raises RestoreFailed: as above, but even the old allocation could not
             be put back; the server is flagged for healing.
         """
-        migration = self.db.migration_get(migration_uuid)
+        return self._step(migration_uuid, "pre-migrating", "schedule", self._schedule)
+
+    def _schedule(self, migration: Any, token: str) -> Destination:
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
         try:
-            migration = self.deps.executor.apply(migration, "prepare", strategy.prepare(facts))
+            migration = self.deps.executor.apply(
+                migration, "prepare", strategy.prepare(facts), owner=token
+            )
             selection = self.deps.scheduler.select_destinations(
                 self._scheduling_request(migration, strategy, facts)
             )
-            return self._claim_first(migration, strategy, facts, selection, frozenset())
+            return self._claim_first(migration, token, strategy, facts, selection, frozenset())
         except exception.NoValidHost as exc:
-            self.fail(migration_uuid, kind=exc.kind, reason=exc.reason)
+            self._fail(migration.uuid, token, kind=exc.kind, reason=exc.reason)
             raise
 
-    def reschedule(self, migration_uuid: str, reason: str) -> Destination:
+    def reschedule(
+        self, migration_uuid: str, reason: str, host: str | None = None
+    ) -> Destination | None:
         """The claimed destination failed to prepare: move to the next alternate.
 
         One transition goes from the current holdings to the next host's
-        target; with no alternate left the resize fails and restores.
+        target; with no alternate left the resize fails and restores. When
+        the first answer came from the source alone (``prefer_same_host``),
+        the other hosts are asked now.
 
+        :param host: the host that failed; a report from a host the resize
+            has already left changes nothing.
+        :returns: the new destination, or None when the migration is no
+            longer ``migrating`` (a duplicate report, or deleted meanwhile).
         :raises NoValidHost: no alternate could be claimed (restored).
         """
-        migration = self.db.migration_get(migration_uuid)
+        return self._step(
+            migration_uuid,
+            "migrating",
+            "reschedule",
+            lambda migration, token: self._reschedule(migration, token, reason, host),
+        )
+
+    def _reschedule(
+        self, migration: Any, token: str, reason: str, host: str | None
+    ) -> Destination:
+        if host is not None and host != migration.dest_host:
+            # NOTE: the step owns the migration, so its destination cannot
+            # change under this check.
+            raise exception.StepNotDue(
+                migration_id=migration.uuid,
+                step=f"reschedule after a failure on {host}",
+                reason=f"the resize has moved on to {migration.dest_host}",
+            )
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
         LOG.warning(
@@ -111,18 +199,20 @@ class ResizeTask:
         )
         tried = frozenset(migration.tried or ()) | {migration.dest_rp_uuid}
         alternates = [_dest_from_dict(d) for d in migration.alternates or ()]
+        complete = migration.alternates_complete is not False
         migration = self.db.migration_update(
             migration.uuid,
-            expected_status=("pre-migrating", "migrating"),
+            expected_status="migrating",
+            owner=token,
             tried=sorted(tried),
             status="pre-migrating",
         )
         try:
             return self._claim_first(
-                migration, strategy, facts, Selection(alternates, complete=True), tried
+                migration, token, strategy, facts, Selection(alternates, complete), tried
             )
         except exception.NoValidHost as exc:
-            self.fail(migration_uuid, kind=exc.kind, reason=f"{reason}; {exc.reason}")
+            self._fail(migration.uuid, token, kind=exc.kind, reason=f"{reason}; {exc.reason}")
             raise
 
     def _scheduling_request(
@@ -156,6 +246,7 @@ class ResizeTask:
     def _claim_first(
         self,
         migration: Any,
+        token: str,
         strategy: ClaimStrategy,
         facts: ResizeFacts,
         selection: Selection,
@@ -171,7 +262,7 @@ class ResizeTask:
                     continue
                 target = strategy.claim(facts, dest.provider, dest.allocation_request)
                 try:
-                    migration = self.deps.executor.apply(migration, "claim", target)
+                    migration = self.deps.executor.apply(migration, "claim", target, owner=token)
                 except exception.PlacementConflict as exc:
                     # NOTE: a capacity refusal, or generation conflicts past
                     # the executor's retries: either way this host is out.
@@ -183,12 +274,16 @@ class ResizeTask:
                     )
                     tried = tried | {dest.provider}
                     continue
-                self.db.migration_update(
+                self.db.migration_advance(
                     migration.uuid,
+                    token=token,
+                    expected_status="pre-migrating",
+                    step="claim",
                     dest_host=dest.host,
                     dest_node=dest.host,
                     dest_rp_uuid=dest.provider,
                     alternates=[_dest_to_dict(d) for d in queue],
+                    alternates_complete=complete,
                     tried=sorted(tried),
                     status="migrating",
                 )
@@ -197,10 +292,19 @@ class ResizeTask:
             if complete:
                 break
             # NOTE: prefer_same_host answered from the source alone; it could
-            # not be claimed after all, so now ask about every other host.
+            # not be claimed (or failed to prepare), so now ask every other host.
             complete = True
             request = self._scheduling_request(migration, strategy, facts, tried)
             queue = list(self.deps.scheduler.select_destinations(request).destinations)
+        # NOTE: a claim can be refused for good, not only for want of room
+        # now: max_flavor's source query asks only for the increase, but the
+        # claim holds the larger flavor whole, which a max_unit may forbid.
+        # Judge it as a failed query is judged (failure path only).
+        verdict = self.deps.scheduler.no_valid_host(
+            self._scheduling_request(migration, strategy, facts), found=len(tried)
+        )
+        if verdict.kind == exception.NoValidHost.INFEASIBLE:
+            raise verdict
         raise exception.NoValidHost(
             kind=exception.NoValidHost.DEFERRED,
             reason=f"every candidate host refused the claim ({len(tried)} tried)",
@@ -209,22 +313,57 @@ class ResizeTask:
     # -- finish, confirm, revert ---------------------------------------------------
 
     def finish(self, migration_uuid: str) -> Any:
-        """The destination finished the resize: the server waits in VERIFY_RESIZE."""
-        migration = self.db.migration_update(
-            migration_uuid, expected_status="migrating", status="finished"
-        )
-        self.db.server_update(
-            migration.server_uuid,
-            expected={"status": "RESIZE"},
-            status="VERIFY_RESIZE",
-            vm_state="resized",
-            task_state=None,
-            host=migration.dest_host,
-            node=migration.dest_node,
-            rp_uuid=migration.dest_rp_uuid,
-            flavor=migration.new_flavor,
-        )
-        return migration
+        """The destination finished the resize: the server waits in VERIFY_RESIZE.
+
+        :returns: the migration, or None when it is no longer ``migrating``
+            (a duplicate report, or the server is being deleted).
+        """
+        migration = self.db.migration_get(migration_uuid)
+        try:
+            return self.db.migration_advance(
+                migration_uuid,
+                token=None,
+                expected_status=("migrating", "post-migrating"),
+                step="finish",
+                status="finished",
+                server_expected={"status": "RESIZE"},
+                server_values={
+                    "status": "VERIFY_RESIZE",
+                    "vm_state": "resized",
+                    "task_state": None,
+                    "host": migration.dest_host,
+                    "node": migration.dest_node,
+                    "rp_uuid": migration.dest_rp_uuid,
+                    "flavor": migration.new_flavor,
+                },
+            )
+        except exception.StepNotDue as exc:
+            LOG.info("%s Nothing to do.", exc)
+            return None
+
+    def prepared(self, migration_uuid: str, host: str | None = None) -> Any:
+        """The destination prepared: the source may hand the server over.
+
+        ``migrating`` -> ``post-migrating``, once: a duplicate report, or one
+        from a host the resize has left (``host`` is not the destination),
+        changes nothing.
+
+        :returns: the migration, or None when the report is not due.
+        """
+        expected = {"dest_host": host} if host is not None else {}
+        try:
+            return self.db.migration_advance(
+                migration_uuid,
+                token=None,
+                expected_status="migrating",
+                migration_expected=expected,
+                step="prepared report" + (f" from {host}" if host else ""),
+                status="post-migrating",
+                server_values={"task_state": "resize_migrating"},
+            )
+        except exception.StepNotDue as exc:
+            LOG.info("%s Nothing to do.", exc)
+            return None
 
     def confirm(self, server_uuid: str) -> Any:
         """Record and complete a confirm (what the API and conductor do in turn)."""
@@ -239,76 +378,100 @@ class ResizeTask:
     def complete_confirm(self, migration_uuid: str) -> Any:
         """Keep the new flavor: release what the resize held beyond it.
 
+        :returns: the migration, or None when it is not ``confirming`` (a
+            duplicate, a confirm the API never accepted, or a delete).
         :raises PlacementError: Placement refused or failed; the server is back
             in VERIFY_RESIZE and the confirm can be retried.
         """
-        return self._decide(migration_uuid, "confirm")
+        return self._step(
+            migration_uuid,
+            "confirming",
+            "confirm",
+            lambda migration, token: self._decide(migration, token, "confirm"),
+        )
 
     def complete_revert(self, migration_uuid: str) -> Any:
         """Go back to the old flavor on the source.
 
+        :returns: the migration, or None when it is not ``reverting``.
         :raises ClaimRefused: the old flavor no longer fits on the source (only
             possible for a same-host ``drop_and_reclaim``); nothing changed, the
             server is back in VERIFY_RESIZE and the revert can be retried.
         """
-        return self._decide(migration_uuid, "revert")
+        return self._step(
+            migration_uuid,
+            "reverting",
+            "revert",
+            lambda migration, token: self._decide(migration, token, "revert"),
+        )
 
-    def _decide(self, migration_uuid: str, decision: str) -> Any:
-        """Apply the recorded strategy's confirm or revert target, then settle."""
-        migration = self.db.migration_get(migration_uuid)
+    def _decide(self, migration: Any, token: str, decision: str) -> Any:
+        """Apply the recorded strategy's confirm or revert target, then settle.
+
+        The target is worked out once from what we last wrote, and written
+        with ``verify``: a change someone else made to either consumer since
+        then is noticed (Placement answers 409) and written over.
+        """
         strategy = self.deps.strategy(migration.claim_strategy)
         phase = strategy.confirm if decision == "confirm" else strategy.revert
         facts = facts_of(migration)
         dest = migration.dest_rp_uuid
+        known = self.deps.executor.known(migration)
+        status = "confirming" if decision == "confirm" else "reverting"
         try:
             migration = self.deps.executor.apply(
-                migration, decision, lambda cur: phase(facts, cur, dest)
+                migration, decision, phase(facts, known.holdings, dest), verify=True, owner=token
             )
         except exception.PlacementError as exc:
-            self._undecide(migration, exc)
+            self._undecide(migration, token, status, exc)
             raise
-        if decision == "confirm":
-            return self._settle(
-                migration,
-                "confirmed",
-                flavor=migration.new_flavor,
-                host=migration.dest_host,
-                node=migration.dest_node,
-                rp_uuid=dest,
-            )
-        return self._settle(
-            migration,
-            "reverted",
-            flavor=migration.old_flavor,
-            host=migration.source_host,
-            node=migration.source_node,
-            rp_uuid=migration.source_rp_uuid,
-        )
-
-    def _undecide(self, migration: Any, exc: Exception) -> None:
-        """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded."""
-        LOG.warning("Migration %s: %s failed: %s", migration.uuid, migration.status, exc)
-        self.db.migration_update(migration.uuid, status="finished")
-        self.db.server_update(
-            migration.server_uuid,
-            status="VERIFY_RESIZE",
-            task_state=None,
-            fault_message=str(exc),
-            fault_code=409 if isinstance(exc, exception.PlacementConflict) else 500,
-        )
-
-    def _settle(self, migration: Any, status: str, **server_values: Any) -> Any:
-        """Record the final holdings on the server and close the migration."""
         generations = (migration.holdings or {}).get("generations", {})
-        self.db.server_update(
-            migration.server_uuid,
-            status="ACTIVE",
-            vm_state="active",
-            task_state=None,
-            placement_generation=generations.get("server"),
-            **server_values,
+        if decision == "confirm":
+            values = {
+                "flavor": migration.new_flavor,
+                "host": migration.dest_host,
+                "node": migration.dest_node,
+                "rp_uuid": dest,
+            }
+        else:
+            values = {
+                "flavor": migration.old_flavor,
+                "host": migration.source_host,
+                "node": migration.source_node,
+                "rp_uuid": migration.source_rp_uuid,
+            }
+        return self.db.migration_advance(
+            migration.uuid,
+            token=token,
+            expected_status=status,
+            step=decision,
+            status="confirmed" if decision == "confirm" else "reverted",
+            server_expected={"task_state": f"resize_{status}"},
+            server_values={
+                "status": "ACTIVE",
+                "vm_state": "active",
+                "task_state": None,
+                "placement_generation": generations.get("server"),
+                **values,
+            },
         )
-        return self.db.migration_update(migration.uuid, status=status)
+
+    def _undecide(self, migration: Any, token: str, status: str, exc: Exception) -> None:
+        """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded."""
+        LOG.warning("Migration %s: %s failed: %s", migration.uuid, status, exc)
+        self.db.migration_advance(
+            migration.uuid,
+            token=token,
+            expected_status=status,
+            step=f"undo {status}",
+            status="finished",
+            server_values={
+                "status": "VERIFY_RESIZE",
+                "task_state": None,
+                "fault_message": str(exc),
+                "fault_code": 409 if isinstance(exc, exception.PlacementConflict) else 500,
+            },
+        )
 
     # -- failure -------------------------------------------------------------------
 
@@ -321,9 +484,29 @@ class ResizeTask:
             compute host failed after the claim).
         :param server_error: put the server in ERROR (a compute host failed
             part-way, as Nova does) instead of back to ACTIVE.
+        :returns: the migration, or None when it had already ended (or the
+            server is being deleted).
         :raises RestoreFailed: Placement refused even that; the server is
             flagged ``needs_heal`` and the migration records what is missing.
         """
+        return self._step(
+            migration_uuid,
+            ("pre-migrating", "migrating", "post-migrating"),
+            "fail",
+            lambda migration, token: self._fail(
+                migration.uuid, token, kind=kind, reason=reason, server_error=server_error
+            ),
+        )
+
+    def _fail(
+        self,
+        migration_uuid: str,
+        token: str,
+        *,
+        kind: str,
+        reason: str,
+        server_error: bool = False,
+    ) -> Any:
         migration = self.db.migration_get(migration_uuid)
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
@@ -339,28 +522,31 @@ class ResizeTask:
         }
         if server_error:
             server_values.update(fault_message=reason, fault_code=500)
+        ending = {
+            "token": token,
+            "expected_status": ("pre-migrating", "migrating", "post-migrating"),
+            "step": "fail",
+            "status": "error",
+            "error_kind": kind,
+        }
         try:
-            migration = self.deps.executor.apply(migration, "restore", strategy.restore(facts))
+            migration = self.deps.executor.apply(
+                migration, "restore", strategy.restore(facts), owner=token
+            )
         except exception.ClaimRefused as exc:
-            self.db.migration_update(
+            server_values.update(needs_heal=True, fault_message=str(exc), fault_code=409)
+            self.db.migration_advance(
                 migration.uuid,
-                status="error",
-                error_kind=kind,
                 error_reason=f"{reason}; restore refused: {exc}",
                 missing=Holdings(server=facts.original).to_dict(),
+                server_values=server_values,
+                **ending,
             )
-            server_values.update(needs_heal=True, fault_message=str(exc), fault_code=409)
-            self.db.server_update(migration.server_uuid, **server_values)
             raise exception.RestoreFailed(
                 server_id=migration.server_uuid, source=migration.source_host, reason=str(exc)
             ) from exc
-        migration = self.db.migration_update(
-            migration.uuid, status="error", error_kind=kind, error_reason=reason
-        )
         generations = (migration.holdings or {}).get("generations", {})
-        self.db.server_update(
-            migration.server_uuid,
-            placement_generation=generations.get("server"),
-            **server_values,
+        server_values["placement_generation"] = generations.get("server")
+        return self.db.migration_advance(
+            migration.uuid, error_reason=reason, server_values=server_values, **ending
         )
-        return migration

@@ -61,18 +61,23 @@ class CastRecorder:
     def _record(self, method: str, ctxt: RequestContext, **kwargs: Any) -> None:
         self.received.put(Cast(method, ctxt, kwargs))
 
+    @messaging.expose
     def build_server(self, ctxt: RequestContext, server_uuid: str) -> None:
         self._record("build_server", ctxt, server_uuid=server_uuid)
 
+    @messaging.expose
     def resize_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
         self._record("resize_server", ctxt, migration_uuid=migration_uuid)
 
+    @messaging.expose
     def confirm_resize(self, ctxt: RequestContext, migration_uuid: str) -> None:
         self._record("confirm_resize", ctxt, migration_uuid=migration_uuid)
 
+    @messaging.expose
     def revert_resize(self, ctxt: RequestContext, migration_uuid: str) -> None:
         self._record("revert_resize", ctxt, migration_uuid=migration_uuid)
 
+    @messaging.expose
     def delete_server(self, ctxt: RequestContext, server_uuid: str) -> None:
         self._record("delete_server", ctxt, server_uuid=server_uuid)
 
