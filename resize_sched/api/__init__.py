@@ -1,9 +1,11 @@
 """The API service: a subset of the Compute API v2.1 that openstacksdk and
 python-novaclient use unchanged.
 
-Layers, outermost first: :mod:`~resize_sched.api.app` (request ids, version
-documents, the route table), :mod:`~resize_sched.api.auth` (who is calling),
-:mod:`~resize_sched.api.microversion`, one module per resource under
+Layers, outermost first: :mod:`~resize_sched.api.middleware`
+(oslo.middleware's request id, CORS, proxy headers, body size limit and
+``/healthcheck``), :mod:`~resize_sched.api.app` (version documents, the route
+table), :mod:`~resize_sched.api.auth` (who is calling),
+:mod:`~resize_sched.api.microversion` (microversion-parse), one module per resource under
 :mod:`~resize_sched.api.handlers`, :mod:`~resize_sched.api.schemas` (request
 bodies) and :mod:`~resize_sched.api.faults` (the only place domain errors
 become HTTP errors). :mod:`~resize_sched.api.deploy` builds it all from the

@@ -2,7 +2,10 @@
 
 Request flow::
 
-    ComputeApp            request id, access log; / and /v2.1 answered here
+    ComputeApp            the oslo.middleware filters (api/middleware.py: request
+                          id, CORS, proxy headers, body size limit), then the
+                          access log; a path or query that is not UTF-8 is a
+                          400; / and /v2.1 and /healthcheck answered here
       -> auth middleware  (noauth2 or keystone) puts a RequestContext in environ
         -> Router         microversion, route table, handler, error responses
                           (handlers authorize with api/policy.py's rules)
@@ -13,6 +16,7 @@ serves which method and path under ``/v2.1``.
 
 import re
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -23,7 +27,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import strategies
-from resize_sched.api import auth, faults, microversion, policy
+from resize_sched.api import auth, faults, microversion, middleware, policy
 from resize_sched.api.handlers import (
     flavor_extra_specs,
     flavors,
@@ -164,6 +168,10 @@ class ComputeApp:
         self.state = state
         self.policy = policy.Policy(conf)
         self.versioned = auth.wrap(conf, Router(state), self.policy)
+        self.healthcheck = middleware.HealthcheckApp(
+            conf, lambda app: auth.wrap(conf, app, self.policy)
+        )
+        self.pipeline = middleware.pipeline(conf, self._dispatch)
 
     def _unversioned(
         self, handler: Handler, environ: dict[str, Any], start_response: StartResponse
@@ -181,37 +189,64 @@ class ComputeApp:
         return response(environ, start_response)
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        request_id = f"req-{uuid.uuid4()}"
-        environ[REQUEST_ID_KEY] = request_id
+        return self.pipeline(environ, start_response)
+
+    def _dispatch(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        # NOTE: set by the RequestId filter; made here only if called without it.
+        request_id = environ.setdefault(REQUEST_ID_KEY, f"req-{uuid.uuid4()}")
         started = time.monotonic()
         status_seen: list[str] = []
 
         def _start_response(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
             status_seen.append(status)
-            headers = [*headers, ("x-openstack-request-id", request_id)]
-            headers.append(("x-compute-request-id", request_id))
             return start_response(status, headers, *args)
 
         path = environ.get("PATH_INFO") or "/"
         try:
+            problem = _undecodable(environ)
+            if problem is not None:
+                return faults.error_response(400, problem)(environ, _start_response)
             if path == "/":
                 return self._unversioned(versions.root, environ, _start_response)
             if path in (PREFIX, f"{PREFIX}/"):
                 return self._unversioned(versions.show, environ, _start_response)
             if path.startswith(f"{PREFIX}/"):
                 return self.versioned(environ, _start_response)
+            if path == middleware.HEALTHCHECK_PATH:
+                return self.healthcheck(environ, _start_response)
             return faults.error_response(404, "The resource could not be found.")(
                 environ, _start_response
             )
         finally:
             LOG.info(
-                "%s %s status: %s time: %.3f (%s)",
+                "%s %r status: %s time: %.3f (%s)",
                 environ.get("REQUEST_METHOD"),
                 path,
                 status_seen[0].split(" ", 1)[0] if status_seen else "-",
                 time.monotonic() - started,
                 request_id,
             )
+
+
+def _undecodable(environ: dict[str, Any]) -> str | None:
+    """Why the path or query cannot be read as UTF-8, if it cannot.
+
+    PEP 3333 hands both over as bytes decoded as latin-1; WebOb decodes them
+    as UTF-8 only when a handler reads them, too late to answer cleanly.
+
+    :param environ: the WSGI environ.
+    :returns: the message of a 400, or None when both decode.
+    """
+    try:
+        (environ.get("PATH_INFO") or "").encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return "The request path is not valid UTF-8."
+    query = environ.get("QUERY_STRING") or ""
+    try:
+        urllib.parse.unquote_to_bytes(query.encode("latin-1")).decode("utf-8")
+    except UnicodeError:
+        return "The query string is not valid UTF-8."
+    return None
 
 
 def build_app(conf: cfg.ConfigOpts, db: Database, conductor: ConductorAPI) -> ComputeApp:

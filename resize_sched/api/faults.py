@@ -11,6 +11,7 @@ that names the request id, never the exception text.
 import json
 
 import webob
+import webob.exc
 from oslo_log import log as logging
 
 from resize_sched import exception
@@ -153,6 +154,11 @@ def to_response(exc: BaseException, request_id: str) -> webob.Response:
         fault = exc
     elif isinstance(exc, exception.ResizeSchedException):
         fault = from_domain(exc)
+    elif isinstance(exc, webob.exc.HTTPClientError):
+        # NOTE: raised by WebOb or a filter while the handler read the request
+        # (oslo.middleware's size limit, reading a chunked body).
+        fault = Fault(exc.explanation or exc.title)
+        fault.status = exc.code
     if fault is not None:
         LOG.info("Request %s refused (%s): %s", request_id, fault.status, fault.message)
         return error_response(fault.status, fault.message, fault.headers)

@@ -5,6 +5,14 @@ the older ``X-OpenStack-Nova-API-Version: 2.N``); no header means the minimum,
 ``latest`` the maximum. Every response to a versioned request echoes the
 version it was served at.
 
+The headers are read by the ``microversion-parse`` library, as Nova and
+Placement read them (an ``OpenStack-API-Version`` naming ``compute`` wins
+over the legacy header; an item without a version is ignored). The version
+table stays ours: a version that is not ``X.Y`` (Nova's form: no leading
+zeros, no sign) is malformed (400); a well-formed one outside
+:data:`MIN_VERSION`..:data:`MAX_VERSION`, however many digits it has, is
+not acceptable (406), as Nova answers.
+
 We claim :data:`MAX_VERSION` 2.80: every microversion up to it that touches
 our subset is reproduced (the list is in :mod:`resize_sched.api`), and 2.80
 is also the highest openstacksdk asks of os-migrations. 2.81-2.90 add
@@ -16,6 +24,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import microversion_parse
+
 from resize_sched.api import faults
 
 SERVICE_TYPE = "compute"
@@ -23,6 +33,10 @@ HEADER = "OpenStack-API-Version"
 LEGACY_HEADER = "X-OpenStack-Nova-API-Version"
 
 _VERSION_RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
+
+#: Longest major or minor number parsed; longer ones are out of any range we
+#: serve, and not worth turning into an integer (Python refuses over 4300 digits).
+_MAX_DIGITS = 6
 
 
 @functools.total_ordering
@@ -40,11 +54,23 @@ class APIVersion:
         :param text: the version string.
         :returns: the version.
         :raises faults.BadRequest: not of the form ``X.Y``.
+        :raises faults.NotAcceptable: of that form, but with numbers too long
+            to be any version we serve.
         """
-        match = _VERSION_RE.match(text.strip())
+        text = text.strip()
+        match = _VERSION_RE.match(text)
         if match is None:
-            raise faults.BadRequest(f"Invalid API version request string: {text!r}")
-        return cls(int(match.group(1)), int(match.group(2)))
+            raise faults.BadRequest(f"Invalid API version request string: {text[:32]!r}")
+        if max(len(match.group(1)), len(match.group(2))) > _MAX_DIGITS:
+            raise faults.NotAcceptable(
+                f"Version {text[:16]}... is not supported by the API. Minimum is "
+                f"{MIN_VERSION} and maximum is {MAX_VERSION}."
+            )
+        try:
+            parsed = microversion_parse.parse_version_string(text)
+        except TypeError:
+            raise faults.BadRequest(f"Invalid API version request string: {text!r}") from None
+        return cls(parsed.major, parsed.minor)
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, APIVersion):
@@ -66,17 +92,6 @@ MIN_VERSION = APIVersion(2, 1)
 MAX_VERSION = APIVersion(2, 80)
 
 
-def _from_header(value: str) -> str | None:
-    # NOTE: the header may name several services: "compute 2.47, image 2.5".
-    for item in value.split(","):
-        parts = item.split()
-        if len(parts) == 2 and parts[0].lower() == SERVICE_TYPE:
-            return parts[1]
-        if len(parts) == 1 and parts[0].lower() == SERVICE_TYPE:
-            raise faults.BadRequest(f"Invalid API version request string: {item.strip()!r}")
-    return None
-
-
 def from_headers(headers: Mapping[str, str]) -> APIVersion:
     """The version a request asks for.
 
@@ -85,11 +100,12 @@ def from_headers(headers: Mapping[str, str]) -> APIVersion:
     :raises faults.BadRequest: a malformed version.
     :raises faults.NotAcceptable: a version outside what we support.
     """
-    requested = None
-    if headers.get(HEADER):
-        requested = _from_header(headers[HEADER])
-    if requested is None and headers.get(LEGACY_HEADER):
-        requested = headers[LEGACY_HEADER].strip()
+    try:
+        requested = microversion_parse.get_version(
+            dict(headers.items()), service_type=SERVICE_TYPE, legacy_headers=[LEGACY_HEADER]
+        )
+    except ValueError:
+        raise faults.BadRequest(f"Invalid {HEADER} header.") from None
     if requested is None:
         return MIN_VERSION
     if requested.lower() == "latest":

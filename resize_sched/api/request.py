@@ -12,6 +12,7 @@ import urllib.parse
 from typing import Any
 
 import webob
+from oslo_middleware import request_id
 
 from resize_sched.api import faults, schemas
 from resize_sched.api.microversion import MIN_VERSION, APIVersion
@@ -20,13 +21,18 @@ from resize_sched.context import RequestContext
 #: WSGI environ keys set by the outer layers.
 CONTEXT_KEY = "resize_sched.context"
 VERSION_KEY = "resize_sched.api_version"
-REQUEST_ID_KEY = "openstack.request_id"
+#: Where oslo.middleware's RequestId puts the id it made (and the one we log).
+REQUEST_ID_KEY = request_id.ENV_REQUEST_ID
 
 #: The path prefix of the versioned API.
 PREFIX = "/v2.1"
 
 #: The largest body read, as Nova's default ``max_request_body_size``.
 MAX_BODY_BYTES = 114688
+
+#: The deepest nesting of arrays and objects a body may have; none of our
+#: schemas goes past 4, and a deeper one would only cost recursion.
+MAX_BODY_DEPTH = 32
 
 _JSON_TYPES = ("", "application/json")
 _TRUE = ("1", "t", "true", "on", "y", "yes")
@@ -90,6 +96,11 @@ class ApiRequest(webob.Request):
             body = json.loads(self.body)
         except (ValueError, UnicodeDecodeError):
             raise faults.BadRequest("Malformed request body: not valid JSON.") from None
+        except RecursionError:
+            raise faults.BadRequest(
+                f"Malformed request body: nested deeper than {MAX_BODY_DEPTH} levels."
+            ) from None
+        check_json_shape(body)
         schemas.validate(body, schema)
         return body
 
@@ -107,6 +118,46 @@ class ApiRequest(webob.Request):
             {"rel": "self", "href": self.link(*parts)},
             {"rel": "bookmark", "href": self.bookmark(*parts)},
         ]
+
+
+def check_json_shape(body: Any, max_depth: int = MAX_BODY_DEPTH) -> None:
+    """Refuse a decoded body nested too deep, or with text UTF-8 cannot carry.
+
+    JSON lets ``"\\ud800"`` through as a lone surrogate, which no database
+    column (nor any response) can hold. Walked without recursion.
+
+    :param body: the decoded JSON body.
+    :param max_depth: the deepest nesting allowed.
+    :raises faults.BadRequest: too deep, or a string (or key) with a lone
+        surrogate.
+    """
+    pending: list[tuple[Any, int]] = [(body, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, str):
+            _check_text(value)
+            continue
+        if not isinstance(value, (dict, list)):
+            continue
+        if depth > max_depth:
+            raise faults.BadRequest(
+                f"Malformed request body: nested deeper than {max_depth} levels."
+            )
+        if isinstance(value, dict):
+            for key, item in value.items():
+                _check_text(key)
+                pending.append((item, depth + 1))
+        else:
+            pending.extend((item, depth + 1) for item in value)
+
+
+def _check_text(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise faults.BadRequest(
+            "Malformed request body: a string is not valid Unicode (an unpaired surrogate)."
+        ) from None
 
 
 def json_response(body: Any, status: int = 200) -> webob.Response:
@@ -200,7 +251,9 @@ def paginate(
         page is full).
     :raises faults.BadRequest: a bad limit, or a marker not among ``items``.
     """
-    limit = int_param(req, "limit", minimum=0)
+    # NOTE: Nova reads limit=0 as "its maximum"; we refuse it rather than
+    # guess, as a page of nothing with a next link would loop a client.
+    limit = int_param(req, "limit", minimum=1)
     marker = req.GET.get("marker")
     if marker is not None:
         keys = [str(getattr(item, key)) for item in items]

@@ -15,7 +15,6 @@ empty values.
 """
 
 import hashlib
-import re
 from typing import TYPE_CHECKING, Any
 
 import webob
@@ -24,6 +23,7 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched.api import faults, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
+from resize_sched.api.name_filter import NameFilter
 from resize_sched.api.request import (
     ApiRequest,
     empty_response,
@@ -191,13 +191,8 @@ def _listed(
         servers = [s for s in servers if str(s.flavor.get("id")) == req.GET["flavor"]]
     name = req.GET.get("name")
     if name:
-        try:
-            pattern = re.compile(name)
-        except re.error:
-            raise faults.BadRequest(
-                f"Invalid name filter {name!r}: not a regular expression."
-            ) from None
-        servers = [s for s in servers if pattern.search(s.name)]
+        pattern = NameFilter(name)
+        servers = [s for s in servers if pattern.matches(s.name)]
     # NOTE: newest first, as Nova lists them.
     servers.reverse()
     return paginate(req, servers, "uuid", "servers")
@@ -213,7 +208,8 @@ def _list_response(req: ApiRequest, servers: list[Any], links: list[Any], detail
 def index(state: "ApiState", req: ApiRequest) -> webob.Response:
     """``GET /servers``: id, name and links of the caller's servers.
 
-    Filters: ``name`` (a regular expression), ``status``, ``flavor``; for an
+    Filters: ``name`` (a regular expression, run by
+    :mod:`resize_sched.api.name_filter`), ``status``, ``flavor``; for an
     administrator also ``all_tenants`` (with ``project_id``) and ``host``.
 
     :returns: ``{"servers": [...]}``, 200, newest first.

@@ -45,9 +45,16 @@ def test_out_of_range_is_not_acceptable() -> None:
         microversion.from_headers({"X-OpenStack-Nova-API-Version": "2.0"})
 
 
-def test_a_service_without_a_version_is_malformed() -> None:
-    with pytest.raises(faults.BadRequest):
-        microversion.from_headers({"OpenStack-API-Version": "compute"})
+def test_a_service_without_a_version_is_ignored() -> None:
+    # NOTE: as microversion-parse (and so Nova) reads the header.
+    assert microversion.from_headers({"OpenStack-API-Version": "compute"}) == APIVersion(2, 1)
+
+
+def test_a_huge_version_is_not_acceptable() -> None:
+    with pytest.raises(faults.NotAcceptable):
+        microversion.from_headers({"OpenStack-API-Version": "compute 2." + "9" * 5000})
+    with pytest.raises(faults.NotAcceptable):
+        microversion.from_headers({"X-OpenStack-Nova-API-Version": "9" * 5000 + ".1"})
 
 
 def test_response_headers_echo_the_version() -> None:
