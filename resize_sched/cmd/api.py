@@ -18,8 +18,8 @@ import waitress
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from resize_sched import checks, exception
 from resize_sched import conf as rs_conf
-from resize_sched import exception
 from resize_sched.api import deploy
 
 LOG = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def _install_signal_handlers(conf: cfg.ConfigOpts) -> None:
 
     def _reload(signum: int, frame: FrameType | None) -> None:
         LOG.info("Caught SIGHUP, reloading mutable options")
-        conf.mutate_config_files()
+        checks.reload_config(conf)
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)

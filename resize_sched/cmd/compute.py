@@ -6,7 +6,9 @@ Registers ``[DEFAULT] host`` in Placement with the ``[compute]`` inventory,
 serves the compute RPC API over ``[DEFAULT] transport_url`` and runs until
 SIGTERM or SIGINT, then stops cleanly and exits 0. Exit code 1: bad
 configuration, or the service could not start (Placement or the broker
-unreachable).
+unreachable: Placement is asked for ``GET /`` first, and one line says which
+URL failed and how). Options the config files set that nothing knows are
+logged as warnings.
 
 NOTE: a plain signal loop rather than cotyledon. A compute host is a single
 RPC server named after its host, so there is never more than one worker and
@@ -23,8 +25,8 @@ from types import FrameType
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from resize_sched import checks, exception
 from resize_sched import conf as rs_conf
-from resize_sched import exception
 from resize_sched.compute.service import ComputeService
 
 LOG = logging.getLogger(__name__)
@@ -89,6 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (exception.ConfigurationError, ValueError) as exc:  # ValueError: bad option value
         return _error(str(exc))
     conf.log_opt_values(LOG, logging.DEBUG)
+    checks.warn_unknown_options(conf)
+    problem = checks.placement_problem(conf)
+    if problem:
+        # NOTE: a host must register its provider before it can be scheduled
+        # to; rather than wait, exit and let the supervisor restart it.
+        LOG.error("Compute host %s could not start: %s", conf.host, problem)
+        return _error(problem)
 
     previous = {sig: signal.signal(sig, _request_stop) for sig in _STOP_SIGNALS}
     try:

@@ -4,7 +4,10 @@ Runs ``[conductor] workers`` processes under cotyledon, each an RPC server on
 the ``conductor`` topic sharing the broker and the database. The first worker
 recovers resizes left in flight by a previous run before it serves. SIGTERM
 stops every worker gracefully (the message in hand is finished); SIGHUP
-reloads mutable options such as ``[resize] claim_strategy``.
+reloads mutable options such as ``[resize] claim_strategy`` (a strategy that
+is not installed is refused and the current one kept). At start, options the
+config files set that nothing knows are logged as warnings, and a Placement
+that does not answer is logged as an error (the conductor starts anyway).
 """
 
 import os
@@ -68,6 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         LOG.error("%s", exc)
         print(f"resize-sched-conductor: {exc}", file=sys.stderr)
         return 1
+    from resize_sched import checks
+
+    checks.warn_unknown_options(conf)
+    problem = checks.placement_problem(conf)
+    if problem:
+        # NOTE: keep starting: steps that reach Placement fail and are left
+        # in a state recovery and the sweep take on once it answers.
+        LOG.error("%s; starting anyway, the sweep catches up once it answers", problem)
     workers = conf.conductor.workers or os.cpu_count() or 1
     LOG.info("Starting %d conductor worker(s)", workers)
     manager = cotyledon.ServiceManager()

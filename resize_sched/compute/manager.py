@@ -289,9 +289,13 @@ class ComputeManager:
                 migration_uuid=migration_uuid,
                 host=self.host,
             )
-        except Exception:
-            LOG.exception(
-                "Could not report the failed %s of server %s to the conductor",
+        except Exception as exc:
+            # NOTE: the broker is down, most likely; the conductor's sweep takes
+            # the resize on after [conductor] stuck_after, so no traceback.
+            LOG.warning(
+                "Could not report the failed %s of server %s to the conductor "
+                "(its sweep will take the resize on): %s",
                 operation,
                 server_uuid,
+                exc,
             )

@@ -12,7 +12,9 @@ Two steps per migration:
    operations are idempotent); a confirm or revert in progress is completed;
    a failed restore (``missing`` holdings) is retried, as
    :func:`resize_sched.conductor.heal.restore_missing` does for the heal
-   command.
+   command. The sweep retries it too, once per ``[conductor] stuck_after``
+   (the stamp below), so a server flagged ``needs_heal`` heals by itself as
+   soon as its host has room again; until then nothing changes.
 
 A build has no journal (one consumer, one write): a server still ``BUILD``
 is resumed from its task state. In ``scheduling``, a claim Placement already
@@ -37,6 +39,16 @@ from resize_sched.context import admin_context
 from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)
+
+#: Outcomes of taking a migration on that are races or waits, not faults: a
+#: second sweep got there first, a delete took the migration over, or a
+#: restore still finds no room (the next sweep tries again). Logged at INFO.
+_EXPECTED = (
+    exception.MigrationStateConflict,
+    exception.ServerStateConflict,
+    exception.StepNotDue,
+    exception.ClaimRefused,
+)
 
 
 @dataclass
@@ -149,6 +161,14 @@ def _idle(row: Any, now: datetime.datetime) -> float:
     return (now - changed).total_seconds()
 
 
+def _log_failure(what: str, exc: Exception) -> None:
+    """INFO for an expected race or wait, WARNING for the rest; never a traceback."""
+    if isinstance(exc, _EXPECTED):
+        LOG.info("Recovery of %s left for later: %s", what, exc)
+    else:
+        LOG.warning("Recovery of %s: %s", what, exc)
+
+
 def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
     """Reconcile and resume every migration and build in flight.
 
@@ -176,7 +196,7 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
             migration = reconcile(manager, migration, report)
             report.resumed[migration.uuid] = resume(manager, migration)
         except exception.ResizeSchedException as exc:
-            LOG.warning("Recovery of migration %s: %s", migration.uuid, exc)
+            _log_failure(f"migration {migration.uuid}", exc)
             report.failed[migration.uuid] = str(exc)
     handled = {m.uuid for m in in_flight}
     for migration_uuid in sorted({e.migration_uuid for e in manager.db.journal_pending()}):
@@ -194,7 +214,7 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
             migration = reconcile(manager, migration, report)
             report.resumed[migration.uuid] = release_if_deleted(manager, migration)
         except exception.ResizeSchedException as exc:
-            LOG.warning("Recovery of migration %s: %s", migration.uuid, exc)
+            _log_failure(f"migration {migration.uuid}", exc)
             report.failed[migration.uuid] = str(exc)
     for server in manager.db.server_list(task_state="deleting"):
         # NOTE: a delete whose cast was lost, or whose conductor stopped.
@@ -205,7 +225,7 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
             manager.delete_server(admin_context(), server.uuid)
             report.resumed[server.uuid] = "delete completed"
         except exception.ResizeSchedException as exc:
-            LOG.warning("Recovery of the delete of server %s: %s", server.uuid, exc)
+            _log_failure(f"the delete of server {server.uuid}", exc)
             report.failed[server.uuid] = str(exc)
     for server in manager.db.server_list(status="BUILD"):
         if server.task_state == "deleting":
@@ -216,7 +236,7 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
         try:
             report.resumed[server.uuid] = resume_build(manager, server)
         except exception.ResizeSchedException as exc:
-            LOG.warning("Recovery of the build of server %s: %s", server.uuid, exc)
+            _log_failure(f"the build of server {server.uuid}", exc)
             report.failed[server.uuid] = str(exc)
     if report.found:
         LOG.info(

@@ -9,8 +9,9 @@ import threading
 import oslo_messaging as messaging
 from oslo_config import cfg
 from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
 
-from resize_sched import notifications, rpc
+from resize_sched import checks, exception, notifications, rpc
 from resize_sched.compute.rpcapi import ComputeAPI
 from resize_sched.conductor import recovery
 from resize_sched.conductor.manager import ConductorManager
@@ -91,18 +92,22 @@ class ConductorService:
         while not self._stopping.wait(interval):
             try:
                 self.sweep()
+            except (exception.ResizeSchedException, sa_exc.OperationalError) as exc:
+                # NOTE: Placement or the database down: expected, and the next
+                # sweep catches up; no traceback for it.
+                LOG.warning("Sweep for stuck resizes failed, trying again later: %s", exc)
             except Exception:
                 LOG.exception("Sweep for stuck resizes failed; trying again later")
 
     def reload(self) -> None:
-        """Re-read mutable options (SIGHUP); new resizes use the new strategy."""
-        self.conf.mutate_config_files()
-        try:
-            strategy = self.deps.configured_strategy()
-        except Exception as exc:
-            LOG.error("After reload: %s", exc)
-            return
-        LOG.info("Configuration reloaded; new resizes use claim strategy %s", strategy.name)
+        """Re-read mutable options (SIGHUP); new resizes use the new strategy.
+
+        A strategy that is not installed is refused (ERROR, naming those that
+        are) and the current one kept: see :func:`resize_sched.checks.reload_config`.
+        """
+        strategy = checks.reload_config(self.conf, load=self.deps.strategy)
+        if strategy is not None:
+            LOG.info("Configuration reloaded; new resizes use claim strategy %s", strategy)
 
     def stop(self) -> None:
         """Stop taking messages, finish those in hand, release connections."""

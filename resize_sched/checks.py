@@ -1,0 +1,222 @@
+"""Checks the daemons run at start and on reload.
+
+* :func:`reload_config` re-reads the mutable options (SIGHUP) but keeps the
+  current ``[resize] claim_strategy`` when the files name one that is not
+  installed, so a typo cannot make every new resize fail.
+* :func:`placement_problem` asks Placement for its root document once and
+  says, in one line, which URL failed and how.
+* :func:`unknown_options` lists the options and groups of the config files
+  that nothing registered, so a misspelt option is not silently ignored.
+"""
+
+import glob
+import os
+from collections.abc import Callable, Iterable
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+from oslo_log import log as logging
+from stevedore import named
+
+from resize_sched import exception, strategies
+from resize_sched.placement.client import PlacementClient
+
+LOG = logging.getLogger(__name__)
+
+#: The option namespaces the sample config documents (see
+#: ``etc/resize_sched/resize_sched-config-generator.conf``): libraries register
+#: some of them only when first used (oslo.messaging's driver groups, for one),
+#: so they are not yet on the ``ConfigOpts`` at start.
+NAMESPACES = (
+    "resize_sched",
+    "oslo.log",
+    "oslo.messaging",
+    "oslo.policy",
+    "oslo.middleware.cors",
+    "oslo.middleware.healthcheck",
+    "oslo.middleware.http_proxy_to_wsgi",
+    "oslo.middleware.sizelimit",
+    "keystonemiddleware.auth_token",
+)
+
+_STRATEGY_GROUP = "resize"
+_STRATEGY_OPT = "claim_strategy"
+
+
+# -- reload -----------------------------------------------------------------------------
+
+
+def config_files(conf: cfg.ConfigOpts) -> list[str]:
+    """The files ``conf`` was parsed from, in the order oslo.config reads them."""
+    files = list(conf.config_file or ())
+    for directory in conf.config_dir or ():
+        files.extend(sorted(glob.glob(os.path.join(directory, "*.conf"))))
+    return files
+
+
+def _strategy_in_files(conf: cfg.ConfigOpts) -> str:
+    """``[resize] claim_strategy`` as the config files now say, parsed on the side."""
+    from resize_sched import conf as rs_conf  # NOTE: resize_sched.conf imports nothing of ours
+
+    probe = rs_conf.new_conf()
+    args: list[str] = []
+    for path in conf.config_file or ():
+        args += ["--config-file", path]
+    for directory in conf.config_dir or ():
+        args += ["--config-dir", directory]
+    probe(args, project="resize_sched", default_config_files=[], default_config_dirs=[])
+    return probe[_STRATEGY_GROUP][_STRATEGY_OPT]
+
+
+def reload_config(
+    conf: cfg.ConfigOpts, load: Callable[[str], object] = strategies.load
+) -> str | None:
+    """Re-read the mutable options, refusing a claim strategy that cannot load.
+
+    The new strategy is checked before anything changes. One that cannot be
+    loaded is refused with an ERROR naming the installed strategies: the
+    current one stays in force (pinned with an override, which the next
+    successful reload clears) while the other mutable options are applied.
+
+    :param conf: the daemon's parsed configuration.
+    :param load: loads a strategy by name (a daemon's cached loader).
+    :returns: the claim strategy new resizes use after the reload, or None
+        when the files could not be read at all (nothing changed then).
+    """
+    current = conf[_STRATEGY_GROUP][_STRATEGY_OPT]
+    try:
+        wanted = _strategy_in_files(conf)
+    except (cfg.Error, OSError, SystemExit) as exc:
+        LOG.error("Reload refused, configuration unchanged: cannot read the files: %s", exc)
+        return None
+    try:
+        load(wanted)
+    except exception.ConfigurationError as exc:
+        LOG.error(
+            "Reload: [%s] %s = %s refused, keeping %s: %s",
+            _STRATEGY_GROUP,
+            _STRATEGY_OPT,
+            wanted,
+            current,
+            exc,
+        )
+        conf.set_override(_STRATEGY_OPT, current, group=_STRATEGY_GROUP)
+        conf.mutate_config_files()
+        return current
+    conf.clear_override(_STRATEGY_OPT, group=_STRATEGY_GROUP)
+    conf.mutate_config_files()
+    return conf[_STRATEGY_GROUP][_STRATEGY_OPT]
+
+
+# -- Placement --------------------------------------------------------------------------
+
+
+def placement_url(conf: cfg.ConfigOpts, client: PlacementClient) -> str:
+    """Where the client sends its requests, for a log line."""
+    override = conf.placement.endpoint_override
+    if override:
+        return override
+    try:
+        # NOTE: the adapter resolves the catalog endpoint; that can fail too
+        # (Keystone down), which the check itself then reports.
+        return client._adapter.get_endpoint() or "(no placement endpoint in the catalog)"
+    except Exception as exc:
+        return f"(placement endpoint from the catalog, not found: {exc})"
+
+
+def placement_problem(conf: cfg.ConfigOpts, client: PlacementClient | None = None) -> str | None:
+    """Ask Placement for ``GET /`` once.
+
+    :param conf: a parsed configuration with the ``[placement]`` group.
+    :param client: the client to check; built from ``[placement]`` when None.
+    :returns: None when Placement answered with a usable version document,
+        else one line naming the URL and the error.
+    """
+    try:
+        if client is None:
+            client = PlacementClient.from_conf(conf)
+        client.max_version  # noqa: B018 - one GET /
+    except Exception as exc:  # any failure is the answer here, reported as such
+        where = placement_url(conf, client) if client is not None else "(no client)"
+        return f"Placement at {where} does not answer GET /: {exc}"
+    return None
+
+
+# -- unknown options ----------------------------------------------------------------------
+
+
+def _known(conf: cfg.ConfigOpts) -> dict[str, set[str]]:
+    """Option names by group (``DEFAULT`` for none), registered or documented."""
+    known: dict[str, set[str]] = {"DEFAULT": set()}
+
+    def add(group: str | None, opts: Iterable[cfg.Opt]) -> None:
+        names = known.setdefault(group or "DEFAULT", set())
+        for opt in opts:
+            names.add(opt.dest)
+            names.add(opt.name)
+            for old in opt.deprecated_opts:
+                old_group = old.group or group or "DEFAULT"
+                known.setdefault(old_group, set()).add(old.name or opt.name)
+
+    add(None, (conf._opts[name]["opt"] for name in conf._opts))  # noqa: SLF001
+    for group_name, group in conf._groups.items():  # noqa: SLF001
+        add(group_name, (info["opt"] for info in group._opts.values()))  # noqa: SLF001
+    manager = named.NamedExtensionManager(
+        "oslo.config.opts",
+        names=list(NAMESPACES),
+        invoke_on_load=True,
+        on_load_failure_callback=None,
+    )
+    for extension in manager:
+        for group, opts in extension.obj:
+            name = group.name if isinstance(group, cfg.OptGroup) else group
+            add(name, opts)
+    return known
+
+
+def _auth_plugin_opts(auth_type: str) -> set[str]:
+    try:
+        return {opt.dest for opt in ks_loading.get_auth_plugin_conf_options(auth_type)}
+    except Exception:  # an unknown plugin is reported when it is loaded
+        return set()
+
+
+def unknown_options(conf: cfg.ConfigOpts, files: Iterable[str] | None = None) -> list[str]:
+    """The groups and options of the config files that nothing knows.
+
+    Known: every option registered on ``conf`` and every option of the
+    namespaces of :data:`NAMESPACES`, with their deprecated names; in a group
+    that sets ``auth_type``, that keystoneauth plugin's options too.
+
+    :param conf: a parsed configuration.
+    :param files: the files to look at; those ``conf`` was parsed from when None.
+    :returns: one ``path: ...`` line per unknown group or option.
+    """
+    known = _known(conf)
+    found: list[str] = []
+    for path in config_files(conf) if files is None else files:
+        sections: dict[str, dict[str, list[str]]] = {}
+        try:
+            cfg.ConfigParser(path, sections).parse()
+        except (OSError, cfg.Error) as exc:
+            found.append(f"{path}: not readable: {exc}")
+            continue
+        for section, values in sections.items():
+            if section not in known:
+                found.append(f"{path}: unknown group [{section}]")
+                continue
+            names = known[section]
+            if "auth_type" in values:
+                names = names | _auth_plugin_opts(values["auth_type"][-1])
+            for key in values:
+                if key.replace("-", "_") not in names:
+                    found.append(f"{path}: unknown option [{section}] {key}")
+    return found
+
+
+def warn_unknown_options(conf: cfg.ConfigOpts) -> list[str]:
+    """Log a WARNING for each unknown group or option; return them (for tests)."""
+    found = unknown_options(conf)
+    for line in found:
+        LOG.warning("Ignored configuration: %s (misspelt, or for another service?)", line)
+    return found
