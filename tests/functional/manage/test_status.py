@@ -1,0 +1,300 @@
+"""``resize-sched-status upgrade check`` against a real Placement and database.
+
+The command runs in-process through :func:`resize_sched.cmd.status.main` (the
+in-process Placement fixture is reachable only from this process), with a
+config file pointing ``[database]`` at a SQLite database and ``[placement]``
+at the embedded Placement. Most tests ask for ``--json`` and read each
+check's result from it; one reads the table an operator sees.
+"""
+
+import datetime
+import json
+import logging
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from resize_sched.cmd import status
+from resize_sched.db import migration, models
+from resize_sched.db.api import Database
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
+from tests.functional.fixtures.database import fresh_sqlite_database, sqlite_url
+from tests.functional.fixtures.placement import PlacementInProcess
+
+SUCCESS, WARNING, FAILURE = 0, 1, 2
+CHECKS = (
+    "Database schema",
+    "Placement API",
+    "Compute host providers",
+    "Stuck migrations",
+    "Claim strategy",
+)
+FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
+
+
+@dataclass
+class Deployment:
+    """A database and a Placement with one host, and a config file naming them."""
+
+    db: Database
+    placement: PlacementInProcess
+    host_rp: str
+    config: Path
+    capsys: pytest.CaptureFixture[str]
+
+    def write_config(self, *, endpoint: str | None = None, extra: str = "") -> None:
+        """(Re)write the config file; ``extra`` is appended verbatim."""
+        url = self.db.engine.url.render_as_string(hide_password=False)
+        self.config.write_text(
+            f"[database]\nconnection = {url}\n\n"
+            "[placement]\nauth_type = admin_token\n"
+            f"endpoint = {endpoint or self.placement.endpoint}\n"
+            "token = admin\nconnect_retries = 0\nconnect_retry_delay = 0.001\n\n" + extra
+        )
+
+    def run(self, *args: str) -> tuple[int, str, str]:
+        """Run the command; return (exit code, stdout, stderr)."""
+        self.capsys.readouterr()
+        # NOTE: the command sets up logging to the captured stderr; give the
+        # root logger its handlers back so later tests do not log to a closed
+        # stream.
+        handlers, level = logging.root.handlers[:], logging.root.level
+        try:
+            code = status.main(list(args))
+        finally:
+            logging.root.handlers[:], logging.root.level = handlers, level
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def check(self) -> tuple[int, dict[str, tuple[int, str]]]:
+        """Run ``upgrade check --json``: (exit code, check name -> (code, details))."""
+        code, out, err = self.run("--config-file", str(self.config), "upgrade", "check", "--json")
+        assert out, err
+        results = json.loads(out)
+        return code, {c["check"]: (c["result"], c["details"]) for c in results["checks"]}
+
+    def server(self, host: str = "host1", rp_uuid: str | None = None) -> Any:
+        """An ACTIVE server of ours on ``host`` (no allocation: not needed here)."""
+        flavor = self.db.flavor_create(f"f-{len(self.db.server_list())}", 1, 512, 1)
+        return self.db.server_create(
+            name="vm",
+            project_id="p",
+            user_id="u",
+            flavor=flavor,
+            status=models.STATUS_ACTIVE,
+            vm_state="active",
+            task_state=None,
+            host=host,
+            rp_uuid=rp_uuid or self.host_rp,
+        )
+
+
+@pytest.fixture
+def deployment(
+    placement: PlacementInProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> Iterator[Deployment]:
+    db = fresh_sqlite_database(tmp_path / "db")
+    rp = placement.add_host("host1", vcpus=4, memory_mb=4096, disk_gb=40)
+    dep = Deployment(db, placement, rp, tmp_path / "status.conf", capsys)
+    dep.write_config()
+    yield dep
+    db.dispose()
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _age(db: Database, uuid: str, seconds: int) -> None:
+    """Make a migration look unchanged for ``seconds``."""
+    then = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=seconds)
+    with db.engine.begin() as conn:
+        conn.execute(
+            sa.update(models.Migration)
+            .where(models.Migration.uuid == uuid)
+            .values(created_at=then, updated_at=then)
+        )
+
+
+def _migration(db: Database, server: Any, rp: str, status_: str) -> Any:
+    return db.migration_create(
+        server_uuid=server.uuid,
+        source_host=server.host,
+        source_node=None,
+        source_rp_uuid=rp,
+        old_flavor=dict(server.flavor),
+        new_flavor=dict(server.flavor),
+        old_resources=FLAVOR,
+        new_resources=FLAVOR,
+        claim_strategy="max_flavor",
+        project_id="p",
+        user_id="u",
+        status=status_,
+    )
+
+
+# -- healthy -------------------------------------------------------------------------
+
+
+def test_healthy_deployment_passes_every_check(deployment: Deployment) -> None:
+    deployment.server()
+    # A host of ours without servers counts as known too.
+    deployment.placement.add_host("host2", vcpus=4, memory_mb=4096, disk_gb=40)
+    code, results = deployment.check()
+    assert code == SUCCESS, results
+    assert tuple(results) == CHECKS
+    assert {name: r[0] for name, r in results.items()} == dict.fromkeys(CHECKS, SUCCESS)
+    assert migration.head_revision() in results["Database schema"][1]
+    assert "needed: 1.35" in results["Placement API"][1]
+    assert results["Compute host providers"][1].startswith("2 compute host(s), 1 with servers")
+    assert "'max_flavor' is installed" in results["Claim strategy"][1]
+
+
+def test_table_output_names_each_check_and_result(deployment: Deployment) -> None:
+    code, out, _err = deployment.run("--config-file", str(deployment.config), "upgrade", "check")
+    assert code == SUCCESS
+    assert "Upgrade Check Results" in out
+    for name in CHECKS:
+        assert f"Check: {name}" in out
+    assert out.count("Result: Success") == len(CHECKS)
+
+
+def test_no_host_registered_yet_is_fine(deployment: Deployment, tmp_path: Path) -> None:
+    # A Placement that has never seen our owner trait: no host is no problem.
+    with PlacementInProcess(str(tmp_path / "empty-placement")) as empty:
+        deployment.write_config(endpoint=empty.endpoint)
+        code, results = deployment.check()
+    assert code == SUCCESS, results
+    assert results["Compute host providers"][1].startswith("0 compute host(s)")
+
+
+# -- failures ----------------------------------------------------------------------------
+
+
+def test_schema_behind_fails_naming_both_revisions(deployment: Deployment, tmp_path: Path) -> None:
+    old = Database(sqlite_url(tmp_path / "old-db"))
+    old.sync("0001")
+    deployment.db.dispose()
+    deployment.db = old
+    deployment.write_config()
+    code, results = deployment.check()
+    assert code == FAILURE
+    result, details = results["Database schema"]
+    assert result == FAILURE
+    assert "at revision 0001" in details
+    assert f"needs revision {migration.head_revision()}" in details
+    assert "resize-sched-manage db sync" in details
+    # The checks that read the database were not run on the old schema.
+    assert results["Stuck migrations"][0] == WARNING
+    assert results["Stuck migrations"][1].startswith("Not checked")
+    assert results["Compute host providers"][1].startswith("Not checked")
+    assert results["Placement API"][0] == SUCCESS
+
+
+def test_empty_database_fails(deployment: Deployment, tmp_path: Path) -> None:
+    empty = Database(sqlite_url(tmp_path / "empty-db"))
+    deployment.db.dispose()
+    deployment.db = empty
+    deployment.write_config()
+    code, results = deployment.check()
+    assert code == FAILURE
+    assert "has no schema" in results["Database schema"][1]
+
+
+def test_placement_down_fails_with_its_url(deployment: Deployment) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    deployment.write_config(endpoint=url)
+    code, results = deployment.check()
+    assert code == FAILURE
+    result, details = results["Placement API"]
+    assert result == FAILURE
+    assert f"Placement at {url}" in details
+    assert "cannot be reached" in details
+    assert results["Compute host providers"][1].startswith("Not checked")
+    assert results["Database schema"][0] == SUCCESS
+
+
+def test_server_on_missing_provider_fails(deployment: Deployment) -> None:
+    gone = "7b7cc9d2-2a4f-4c3c-9b77-0f5a0c0e2b11"
+    deployment.server()
+    deployment.server(host="ghost", rp_uuid=gone)
+    code, results = deployment.check()
+    assert code == FAILURE
+    result, details = results["Compute host providers"]
+    assert result == FAILURE
+    assert f"host ghost (provider {gone})" in details
+    assert "host1" not in details
+
+
+def test_unknown_strategy_fails_naming_installed_ones(deployment: Deployment) -> None:
+    deployment.write_config(extra="[resize]\nclaim_strategy = no_such_strategy\n")
+    code, results = deployment.check()
+    assert code == FAILURE
+    result, details = results["Claim strategy"]
+    assert result == FAILURE
+    assert "'no_such_strategy' is not installed" in details
+    assert "drop_and_reclaim, legacy, max_flavor" in details
+
+
+# -- warnings ----------------------------------------------------------------------------
+
+
+def test_stuck_migration_warns(deployment: Deployment) -> None:
+    server = deployment.server()
+    stuck = _migration(deployment.db, server, deployment.host_rp, models.MIGRATION_MIGRATING)
+    fresh = _migration(deployment.db, server, deployment.host_rp, models.MIGRATION_PRE_MIGRATING)
+    waiting = _migration(deployment.db, server, deployment.host_rp, models.MIGRATION_FINISHED)
+    _age(deployment.db, stuck.uuid, 3600)
+    _age(deployment.db, waiting.uuid, 3600)  # waits for the user's confirm: not stuck
+    code, results = deployment.check()
+    assert code == WARNING, results
+    result, details = results["Stuck migrations"]
+    assert result == WARNING
+    assert "(300 s)" in details
+    assert f"{stuck.uuid} of server {server.uuid} (migrating for" in details
+    assert fresh.uuid not in details and waiting.uuid not in details
+
+    # A longer [conductor] stuck_after: nothing is stuck yet.
+    deployment.write_config(extra="[conductor]\nstuck_after = 7200\n")
+    code, results = deployment.check()
+    assert code == SUCCESS, results
+
+
+def test_provider_without_owner_trait_warns(deployment: Deployment) -> None:
+    foreign = deployment.placement.add_host("host9", 4, 4096, 40, owner=None)
+    deployment.server(host="host9", rp_uuid=foreign)
+    code, results = deployment.check()
+    assert code == WARNING, results
+    result, details = results["Compute host providers"]
+    assert result == WARNING
+    assert f"host host9 (provider {foreign})" in details
+    assert DEFAULT_OWNER_TRAIT in details
+
+
+# -- usage -----------------------------------------------------------------------------
+
+
+def test_help_is_readable(deployment: Deployment) -> None:
+    code, out, _err = deployment.run("--help")
+    assert code == 0
+    assert out.startswith("usage: resize-sched-status ")
+    assert "{upgrade}" in out
+    assert "Exit codes: 0 all passed; 1 a warning; 2 a failure" in " ".join(out.split())
+    code, out, _err = deployment.run("upgrade", "--help")
+    assert code == 0
+    assert out.startswith("usage: resize-sched-status upgrade [-h] [--json] check")
+    assert "--json" in out
+
+
+def test_usage_error_exits_nonzero(deployment: Deployment) -> None:
+    code, _out, err = deployment.run("downgrade")
+    assert code == 2
+    assert "invalid choice" in err
