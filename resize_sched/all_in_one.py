@@ -10,6 +10,7 @@ previous run left in flight), API. Stop order is the reverse.
 Needs the ``placement`` extra (``pip install resize_sched[placement]``).
 """
 
+import os
 import shutil
 import tempfile
 import threading
@@ -74,6 +75,7 @@ class AllInOne:
         self.api_server: Any = None
         self._api_thread: threading.Thread | None = None
         self.api_endpoint = ""
+        self.clouds_yaml = ""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -111,6 +113,7 @@ class AllInOne:
         self.conductor = ConductorService(conf, self.transport)
         self.conductor.start()
         self._start_api()
+        self.clouds_yaml = self._write_clouds_yaml()
         LOG.info(
             "All-in-one ready: Compute API %s, Placement %s, hosts %s, state in %s, "
             "claim strategy %s",
@@ -120,6 +123,39 @@ class AllInOne:
             self.state_path,
             conf.resize.claim_strategy,
         )
+
+    #: The clouds written to ``clouds.yaml``: the Compute API, and Placement
+    #: for osc-placement (``openstack resource provider ...``). Each is an
+    #: ``admin_token`` cloud, whose one endpoint serves every command.
+    COMPUTE_CLOUD = "resize-sched"
+    PLACEMENT_CLOUD = "resize-sched-placement"
+
+    def _write_clouds_yaml(self) -> str:
+        """Write ``clouds.yaml`` into the state path for openstackclient; return its path."""
+        path = os.path.join(self.state_path, "clouds.yaml")
+        clouds = {
+            self.COMPUTE_CLOUD: (self.api_endpoint, "admin:admin"),
+            self.PLACEMENT_CLOUD: (self.placement.endpoint, "admin:admin"),
+        }
+        lines = ["# Written by resize-sched-all-in-one; rewritten at every start.", "clouds:"]
+        for name, (endpoint, token) in clouds.items():
+            lines += [
+                f"  {name}:",
+                "    auth_type: admin_token",
+                "    auth:",
+                f"      endpoint: {endpoint}",
+                f"      token: '{token}'",
+            ]
+        with open(path, "w", encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")
+        return path
+
+    def export_lines(self) -> list[str]:
+        """The shell lines that point openstackclient at this all-in-one."""
+        return [
+            f"export OS_CLIENT_CONFIG_FILE={self.clouds_yaml}",
+            f"export OS_CLOUD={self.PLACEMENT_CLOUD}",
+        ]
 
     def _host_conf(self, spec: HostSpec) -> cfg.ConfigOpts:
         """A compute host's own configuration: the same files, its own name and size."""

@@ -59,6 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(f"Compute API: {service.api_endpoint}  (X-Auth-Token: admin:admin)", flush=True)
     print(f"Placement:   {service.placement.endpoint}  (X-Auth-Token: admin)", flush=True)
+    print("openstackclient (e.g. 'openstack resource provider list'):", flush=True)
+    for line in service.export_lines():
+        print(f"    {line}", flush=True)
     try:
         stopped.wait()
     finally:

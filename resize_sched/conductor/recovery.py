@@ -27,9 +27,11 @@ seconds: a step whose message was lost, or whose Placement call failed).
 """
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from resize_sched import exception
@@ -184,60 +186,66 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
     def stale(row: Any) -> bool:
         return idle_for is None or _idle(row, now) >= idle_for
 
+    def take_on(what: str, key: str, action: Callable[[], str]) -> None:
+        report.found += 1
+        try:
+            report.resumed[key] = action()
+        except (exception.ResizeSchedException, messaging.ExpectedException) as exc:
+            # NOTE: the RPC handlers called directly re-raise their expected
+            # failures wrapped; the one inside is what happened.
+            if isinstance(exc, messaging.ExpectedException):
+                exc = exc.exc_info[1]
+            _log_failure(what, exc)
+            report.failed[key] = str(exc)
+
+    def settled(migration: Any, then: Callable[[Any], str]) -> Callable[[], str]:
+        def action() -> str:
+            # NOTE: the stamp makes this worker the only one to take it on,
+            # and gives the re-sent step another stuck_after seconds.
+            taken = manager.db.migration_touch(migration.uuid, seen=migration)
+            return then(reconcile(manager, taken, report))
+
+        return action
+
     in_flight = manager.db.migration_list_in_flight()
     for migration in in_flight:
         if idle_for is not None and (migration.status == "finished" or not stale(migration)):
             continue
-        report.found += 1
-        try:
-            # NOTE: the stamp makes this worker the only one to take it on,
-            # and gives the re-sent step another stuck_after seconds.
-            migration = manager.db.migration_touch(migration.uuid, seen=migration)
-            migration = reconcile(manager, migration, report)
-            report.resumed[migration.uuid] = resume(manager, migration)
-        except exception.ResizeSchedException as exc:
-            _log_failure(f"migration {migration.uuid}", exc)
-            report.failed[migration.uuid] = str(exc)
+        take_on(
+            f"migration {migration.uuid}",
+            migration.uuid,
+            settled(migration, lambda m: resume(manager, m)),
+        )
     handled = {m.uuid for m in in_flight}
     for migration_uuid in sorted({e.migration_uuid for e in manager.db.journal_pending()}):
         # NOTE: a step that wrote (or was writing) when its migration was
         # closed under it by a delete, and then stopped: settle the entry and
         # give back whatever the write left.
-        if migration_uuid in handled:
-            continue
         migration = manager.db.migration_get(migration_uuid)
-        if not stale(migration):
+        if migration_uuid in handled or not stale(migration):
             continue
-        report.found += 1
-        try:
-            migration = manager.db.migration_touch(migration.uuid, seen=migration)
-            migration = reconcile(manager, migration, report)
-            report.resumed[migration.uuid] = release_if_deleted(manager, migration)
-        except exception.ResizeSchedException as exc:
-            _log_failure(f"migration {migration.uuid}", exc)
-            report.failed[migration.uuid] = str(exc)
+        take_on(
+            f"migration {migration.uuid}",
+            migration.uuid,
+            settled(migration, lambda m: release_if_deleted(manager, m)),
+        )
     for server in manager.db.server_list(task_state="deleting"):
         # NOTE: a delete whose cast was lost, or whose conductor stopped.
-        if not stale(server):
-            continue
-        report.found += 1
-        try:
-            manager.delete_server(admin_context(), server.uuid)
-            report.resumed[server.uuid] = "delete completed"
-        except exception.ResizeSchedException as exc:
-            _log_failure(f"the delete of server {server.uuid}", exc)
-            report.failed[server.uuid] = str(exc)
+        if stale(server):
+            take_on(
+                f"the delete of server {server.uuid}",
+                server.uuid,
+                lambda s=server: (
+                    manager.delete_server(admin_context(), s.uuid) or "delete completed"
+                ),
+            )
     for server in manager.db.server_list(status="BUILD"):
-        if server.task_state == "deleting":
-            continue
-        if not stale(server):
-            continue
-        report.found += 1
-        try:
-            report.resumed[server.uuid] = resume_build(manager, server)
-        except exception.ResizeSchedException as exc:
-            _log_failure(f"the build of server {server.uuid}", exc)
-            report.failed[server.uuid] = str(exc)
+        if server.task_state != "deleting" and stale(server):
+            take_on(
+                f"the build of server {server.uuid}",
+                server.uuid,
+                lambda s=server: resume_build(manager, s),
+            )
     if report.found:
         LOG.info(
             "Recovery: %d resize(s) and build(s) in flight, %d journal entr(ies) settled, %s",

@@ -346,3 +346,19 @@ def test_malformed_messages_are_dropped_before_any_read_or_write():
         assert run.cloud.client.request_count == requests
         assert _final_state(run) == before
         assert run.cloud.db.server_get(run.server.uuid).task_state != "deleting"
+
+
+def test_a_delete_whose_cast_was_lost_is_finished_by_recovery():
+    from resize_sched.conductor import recovery
+
+    with fresh_run("legacy", "other", "confirm") as run:
+        steps = run.messages()
+        for _, deliver in steps[:4]:
+            deliver()
+        run.record_delete()  # the API's part; its cast never arrives
+        report = recovery.recover(run.manager)
+        assert report.resumed[run.server.uuid] == "delete completed"
+        assert report.failed == {}
+        run.assert_deleted_without_leaks()
+        # Nothing left for the next start.
+        assert recovery.recover(run.manager).found == 0
