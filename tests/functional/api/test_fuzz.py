@@ -8,7 +8,7 @@ bodies of random shape (also the shapes the handlers expect, filled at
 random). For every request: no 5xx, a Compute-style body on a 4xx, and a
 refused request neither changes a row of the database nor casts to the
 conductor. The number of examples is bounded so the file runs in well under
-a minute.
+a minute; it is marked slow and runs in ``tox -e faults``.
 """
 
 import json
@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from resize_sched.api.app import ROUTES
 from resize_sched.context import admin_context
 from tests.functional.api.harness import ADMIN, ALICE, BOB, SENTINEL, ApiHarness
+
+pytestmark = pytest.mark.slow
 
 #: Examples per test; each is one request (and, when refused, a proof that
 #: nothing changed).
