@@ -2,8 +2,8 @@
 
 The real Placement, database, scheduler, executor and task flows; the
 conductor's Placement client is spied on (its requests still go out) so that
-the queries made can be asserted exactly. ``Cloud.check()`` asserts DESIGN
-section 2's invariants after every step.
+the queries made can be asserted exactly. ``Cloud.check()`` asserts the
+invariants of doc/design.rst after every step.
 """
 
 from typing import Any

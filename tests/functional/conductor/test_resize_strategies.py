@@ -1,7 +1,7 @@
 """The claim strategies end to end against the real Placement.
 
-Every step is followed by ``Cloud.check()``, which asserts DESIGN section 2's
-invariants on Placement's actual state; each test also states the exact
+Every step is followed by ``Cloud.check()``, which asserts the invariants of
+doc/design.rst on Placement's actual state; each test also states the exact
 holdings it expects.
 """
 

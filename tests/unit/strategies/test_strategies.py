@@ -1,4 +1,4 @@
-"""Each built-in strategy against the DESIGN table, phase by phase.
+"""Each built-in strategy against the strategy tables of doc/design.rst, phase by phase.
 
 The strategies are pure functions, so these tests need no Placement; the
 functional tests check the same targets against the real one.
