@@ -6,9 +6,10 @@ transaction. State changes that may race are compare-and-swap updates
 the other gets a typed conflict naming the state it found.
 
 The queries live in :mod:`resize_sched.db.compute_api` (flavors, servers,
-request specs) and :mod:`resize_sched.db.migration_api` (migrations and their
-journal); this module adds the engine, schema and lifecycle. Flavor ids
-(``flavorid``, the API-visible id) default to a new UUID.
+request specs), :mod:`resize_sched.db.migration_api` (migrations and their
+journal) and :mod:`resize_sched.db.host_api` (services, compute nodes);
+this module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
+the API-visible id) default to a new UUID.
 """
 
 from typing import Any
@@ -18,6 +19,7 @@ from oslo_log import log as logging
 
 from resize_sched.db import engines, migration
 from resize_sched.db.compute_api import ComputeApi
+from resize_sched.db.host_api import HostApi
 from resize_sched.db.migration_api import MigrationApi
 from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
 
@@ -26,8 +28,9 @@ __all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Se
 LOG = logging.getLogger(__name__)
 
 
-class Database(ComputeApi, MigrationApi):
-    """Flavors, servers, request specs, migrations and the journal, in one database."""
+class Database(ComputeApi, MigrationApi, HostApi):
+    """Flavors, servers, request specs, migrations and the journal, services and
+    compute nodes, in one database."""
 
     def __init__(
         self,

@@ -250,6 +250,8 @@ class Server(TimestampMixin, Base):
     #: no allocation), so the next write needs no read first.
     placement_generation: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
     deleted_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: The image the server was created from (``imageRef``), if any.
+    image_ref: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
 
     def __repr__(self) -> str:
         return f"<Server {self.uuid} {self.status}/{self.vm_state}/{self.task_state}>"
@@ -355,3 +357,107 @@ class JournalEntry(TimestampMixin, Base):
 
     def __repr__(self) -> str:
         return f"<JournalEntry {self.migration_uuid}#{self.seq} {self.phase} {self.state}>"
+
+
+# -- services and compute nodes --------------------------------------------------------
+
+
+class Service(TimestampMixin, Base):
+    """One running daemon (``binary`` on ``host``): its heartbeat and whether
+    new work may go to it, as Nova's ``services`` table.
+
+    A compute service's row is written by the conductor from the service's
+    periodic report; ``updated_at``/``last_seen_up`` tell up from down.
+    """
+
+    __tablename__ = "services"
+    __table_args__ = (sa.UniqueConstraint("host", "binary"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False, unique=True)
+    host: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    binary: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    topic: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    disabled: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
+    disabled_reason: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    forced_down: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, default=False)
+    report_count: Mapped[int] = mapped_column(sa.Integer, nullable=False, default=0)
+    last_seen_up: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: The RPC API version the service last reported it speaks.
+    version: Mapped[str | None] = mapped_column(sa.String(16), nullable=True)
+
+    def __repr__(self) -> str:
+        return f"<Service {self.binary}@{self.host}>"
+
+
+class ComputeNode(TimestampMixin, Base):
+    """One compute host's resource provider and the inventory it last set.
+
+    What the scheduler needs to judge "could this ever fit here, empty"
+    without asking Placement for every provider's inventory, and to name a
+    provider's host without listing providers.
+    """
+
+    __tablename__ = "compute_nodes"
+    __table_args__ = (sa.Index(None, "host"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    #: The resource provider's uuid.
+    uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False, unique=True)
+    host: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    hypervisor_hostname: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    hypervisor_type: Mapped[str] = mapped_column(sa.String(255), nullable=False, default="fake")
+    #: resource class -> Placement inventory record (total, reserved,
+    #: min_unit, max_unit, step_size, allocation_ratio).
+    inventory: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False, default=dict)
+    #: The provider generation that inventory was written at.
+    provider_generation: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    #: When the node's service last reported it.
+    reported_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    def __repr__(self) -> str:
+        return f"<ComputeNode {self.hypervisor_hostname} {self.uuid}>"
+
+
+# -- instance actions ------------------------------------------------------------------
+
+
+class InstanceAction(TimestampMixin, Base):
+    """One user-visible operation on a server (``create``, ``resize``,
+    ``confirmResize``, ``revertResize``, ``delete``), as Nova's
+    ``os-instance-actions`` shows it."""
+
+    __tablename__ = "instance_actions"
+    __table_args__ = (sa.Index(None, "server_uuid", "request_id"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    server_uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False)
+    request_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    action: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    project_id: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    user_id: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    start_time: Mapped[datetime.datetime] = mapped_column(UTCDateTime(), nullable=False)
+    finish_time: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: ``Error`` once any of its events failed, as Nova sets it.
+    message: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+
+
+class InstanceActionEvent(TimestampMixin, Base):
+    """One step of an action (``conductor_migrate_server``,
+    ``compute_prep_resize``...), its result and, on failure, why."""
+
+    __tablename__ = "instance_action_events"
+    __table_args__ = (sa.Index(None, "action_id"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    action_id: Mapped[int] = mapped_column(
+        sa.Integer, sa.ForeignKey("instance_actions.id", ondelete="CASCADE"), nullable=False
+    )
+    event: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    start_time: Mapped[datetime.datetime] = mapped_column(UTCDateTime(), nullable=False)
+    finish_time: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: ``Success`` or ``Error``; None while the step runs.
+    result: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    traceback: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    host: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    details: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
