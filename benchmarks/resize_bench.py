@@ -1,67 +1,77 @@
 """Benchmark the claim strategies side by side against the real Placement.
 
-For each strategy, in one run: a fresh Placement and database, ``--hosts``
-compute hosts, a few servers per host, then ``--resizes`` resize cycles
-(resize, finish, then confirm or revert in turn), driven through the real
-scheduler, executor and task flows with no RPC in between, so the figures are
-Placement's and ours alone. Printed per strategy:
+For each cloud size (``--hosts``, or every one of ``--sizes``), in one run:
+one Placement and database, the hosts and servers set up fast (see
+``cloud.py``: providers registered concurrently, a compute node report per
+host, servers placed by direct allocation writes), then for each strategy,
+with and without ``[resize] prefer_same_host``:
 
-* Placement round trips from the start of scheduling to the claim (mean and
-  max), and per confirm / revert;
-* how many resizes stayed on their host, and how many found no host;
-* latency of schedule+claim (p50, p95, p99) and resize throughput;
-* allocation writes Placement refused (capacity, generation conflicts),
-  cycles that raised anything else (by exception class), and whether, at the
-  end, every host's usage in Placement is what its servers' flavors add up to
-  and within its inventory;
-* the peak memory this process allocated (tracemalloc).
+* the bare floor against the same Placement, just before (``floor.py``: one
+  candidates query and one claim for the same request);
+* ``--resizes`` resize cycles (resize, finish, then confirm or revert in
+  turn) driven through the real scheduler, executor and task flows with no
+  RPC in between, so the figures are Placement's and ours alone: Placement
+  requests per resize / confirm / revert (counted by the client), latency of
+  schedule+claim and its ratio to the floor, the time of it spent inside
+  Placement requests and the rest ("ours"), the in-place resizes' latency;
+* ``--failures`` resizes to a flavor no host can take, even empty: their
+  requests and time, next to a bare candidates query;
+* at the end, every host's usage in Placement checked against its servers'
+  flavors and its inventory (every host up to 200 hosts, else the hosts the
+  resizes and the floor touched).
+
+On the smallest cloud, each strategy also runs with 1, 2 and 4 workers
+(``--concurrency``), each worker with its own client and servers, racing for
+the same hosts: throughput, p50, capacity refusals and generation conflicts
+per resize. Then the API, conductor and compute daemons over RabbitMQ are
+driven through the HTTP API (``fullstack.py``; skipped, saying why, when the
+broker cannot be reached; ``--no-full-stack`` to leave it out). ``--json
+PATH`` writes every figure.
 
 By default Placement is embedded in this process on SQLite (every request
-serialised by one lock) and resize_sched's database is a SQLite file, and the
-cycles run one after another. The production shape is available too:
+serialised by one lock) and resize_sched's database is a SQLite file. The
+production shape: ``--placement-db URL`` (Placement in its own process under
+waitress, on a scratch database on that MariaDB/MySQL or PostgreSQL server,
+see ``external_placement.py``) and ``--db URL``.
 
-* ``--placement-db URL``: Placement in its own process, served by waitress
-  with ``--placement-threads`` threads, on a scratch database made on the
-  MariaDB/MySQL or PostgreSQL server ``URL`` names (see
-  ``external_placement.py``);
-* ``--db URL``: resize_sched's database on a scratch database on that server;
-* ``--workers N``: N threads run the cycles at once, each with its own
-  Placement client and tasks and its own share of the servers; the hosts are
-  shared, so their claims race;
-* ``--placement-conflict-retries N``: Placement's server-side retries of an
-  allocation write after a provider generation conflict (its
-  ``allocation_conflict_retry_count``, 10 by default).
-
-With an external Placement the table also shows what
-Placement answered and logged while the cycles ran (from its log file).
-
-Run: ``python benchmarks/resize_bench.py --hosts 200 --resizes 60`` (or
-``tox -e bench``). Nothing here is asserted; the tests assert behaviour.
+Run: ``python benchmarks/resize_bench.py --sizes 100,1000`` (or ``tox -e
+bench``). Nothing here is asserted; the tests assert behaviour.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
+import json
 import logging
-import statistics
+import os
+import platform
 import sys
 import tempfile
 import threading
 import time
 import tracemalloc
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from external_placement import ExternalPlacement, LogSummary, ScratchDatabase, backend_of
+from cloud import Cloud, PlacementTimer, build_cloud
+from external_placement import ExternalPlacement, ScratchDatabase
+from figures import Consistency, Figures
+from floor import measure_floor
+from report import (
+    ROWS,
+    describe_db,
+    describe_placement,
+    print_concurrency,
+    print_details,
+    print_scaling,
+    print_table,
+)
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
-from resize_sched.conductor.tasks.build import BuildTask
 from resize_sched.conductor.tasks.resize import ResizeTask
 from resize_sched.db.api import Database
 from resize_sched.placement.client import PlacementClient
@@ -71,100 +81,8 @@ STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
 
 #: Attempts at a confirm or revert before the cycle gives up on it.
 DECISION_ATTEMPTS = 3
-
-
-@dataclass
-class Consistency:
-    """Placement's usages against what the servers should hold, after a run."""
-
-    hosts_checked: int = 0
-    #: host name -> (expected usage, Placement's usage)
-    differ: dict[str, tuple[rs.Resources, rs.Resources]] = field(default_factory=dict)
-    #: per differing host: consumer -> what it holds there
-    holders: dict[str, dict[str, rs.Resources]] = field(default_factory=dict)
-    #: host name -> class -> (usage, capacity), where usage > capacity
-    over_capacity: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
-    not_active: list[str] = field(default_factory=list)
-    needs_heal: list[str] = field(default_factory=list)
-    in_flight: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not (
-            self.differ
-            or self.over_capacity
-            or self.not_active
-            or self.needs_heal
-            or self.in_flight
-        )
-
-
-@dataclass
-class Figures:
-    strategy: str
-    schedule_rt: list[int] = field(default_factory=list)
-    confirm_rt: list[int] = field(default_factory=list)
-    revert_rt: list[int] = field(default_factory=list)
-    latency_ms: list[float] = field(default_factory=list)
-    same_host: int = 0
-    no_host: int = 0
-    cycles: int = 0
-    completed: int = 0
-    failed_cycles: int = 0
-    #: exception class name -> how many times a cycle step raised it
-    errors: collections.Counter[str] = field(default_factory=collections.Counter)
-    #: exception class name -> one message, for the report
-    error_examples: dict[str, str] = field(default_factory=dict)
-    #: refused allocation writes (PUT/POST /allocations), by exception class
-    refused: collections.Counter[str] = field(default_factory=collections.Counter)
-    refused_examples: dict[str, str] = field(default_factory=dict)
-    #: an external Placement's answers (``POST 409``...) and logged warnings
-    #: while the cycles ran; None for an embedded one
-    placement_log: LogSummary | None = None
-    elapsed_s: float = 0.0
-    peak_mib: float = 0.0
-    consistency: Consistency | None = None
-
-    def error(self, exc: BaseException, step: str) -> None:
-        name = type(exc).__name__
-        self.errors[name] += 1
-        self.error_examples.setdefault(name, f"{step}: {_one_line(exc)}")
-
-    def refusal(self, exc: BaseException) -> None:
-        name = type(exc).__name__
-        self.refused[name] += 1
-        self.refused_examples.setdefault(name, _one_line(exc))
-
-    def merge(self, other: Figures) -> None:
-        """Add another worker's figures to these."""
-        self.schedule_rt += other.schedule_rt
-        self.confirm_rt += other.confirm_rt
-        self.revert_rt += other.revert_rt
-        self.latency_ms += other.latency_ms
-        self.same_host += other.same_host
-        self.no_host += other.no_host
-        self.cycles += other.cycles
-        self.completed += other.completed
-        self.failed_cycles += other.failed_cycles
-        self.errors.update(other.errors)
-        for name, example in other.error_examples.items():
-            self.error_examples.setdefault(name, example)
-        self.refused.update(other.refused)
-        for name, example in other.refused_examples.items():
-            self.refused_examples.setdefault(name, example)
-
-
-def _one_line(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _percentile(values: list[float], pct: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
-    return ordered[index]
+#: Up to this many hosts the consistency check reads every host.
+CHECK_ALL_HOSTS_UP_TO = 200
 
 
 def _count_refusals(client: PlacementClient, figures: Figures) -> None:
@@ -191,26 +109,37 @@ class ResizeWorker:
 
     :param deps: this worker's configuration, database, client and executor.
     :param servers: uuids of the servers only this worker resizes.
-    :param small: the small flavor; ``medium`` the medium one.
+    :param flavors: name -> flavor (``small``, ``medium``, ``huge``).
     :param figures: where to count.
     """
 
     def __init__(
-        self, deps: TaskDeps, servers: list[str], small: Any, medium: Any, figures: Figures
+        self, deps: TaskDeps, servers: list[str], flavors: dict[str, Any], figures: Figures
     ) -> None:
         self.db = deps.db
         self.client = deps.client
+        self.timer = PlacementTimer(self.client)
         self.resizes = ResizeTask(deps)
         self.servers = servers
-        self.small, self.medium = small, medium
+        self.flavors = flavors
         self.figures = figures
         _count_refusals(self.client, figures)
 
-    def run(self, cycles: int, start: threading.Barrier | None = None) -> None:
-        """Run ``cycles`` cycles; a cycle that raises is counted, never fatal."""
+    def run(
+        self,
+        cycles: int,
+        start: threading.Barrier | None = None,
+        before_each: Callable[[], None] | None = None,
+    ) -> None:
+        """Run ``cycles`` cycles; a cycle that raises is counted, never fatal.
+
+        :param before_each: called before every cycle, untimed (a floor sample).
+        """
         if start is not None:
             start.wait()
         for n in range(cycles):
+            if before_each is not None:
+                before_each()
             self.figures.cycles += 1
             try:
                 ok = self.cycle(n)
@@ -220,40 +149,81 @@ class ResizeWorker:
             if not ok:
                 self.figures.failed_cycles += 1
 
-    def cycle(self, n: int) -> bool:
+    def _timed_schedule(self, migration_uuid: str) -> tuple[Any, float, float, int]:
+        """Schedule and claim: (destination, ms, ms inside Placement, requests)."""
+        self.client.reset_request_count()
+        self.timer.reset()
+        started = time.perf_counter()
+        try:
+            dest = self.resizes.schedule(migration_uuid)
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            inside = self.timer.ms
+        return dest, elapsed, inside, self.client.request_count
+
+    def cycle(self, n: int, *, record: bool = True) -> bool:
         """Resize one server, finish, then confirm (even n) or revert (odd n).
 
+        :param record: False for a warm-up: only the first-schedule figures
+            and the outcome are kept.
         :returns: False when a step raised something (counted) other than
             NoValidHost; the resize was then failed back to its source.
         """
-        figures, client, resizes = self.figures, self.client, self.resizes
+        figures = self.figures
         server = self.db.server_get(self.servers[n % len(self.servers)])
-        target = self.medium if server.flavor["name"] == "small" else self.small
-        migration = resizes.begin(server.uuid, target.flavorid)
-        client.reset_request_count()
-        t0 = time.perf_counter()
+        target = self.flavors["medium" if server.flavor["name"] == "small" else "small"]
+        migration = self.resizes.begin(server.uuid, target.flavorid)
+        figures.touched.add(server.rp_uuid)
         try:
-            dest = resizes.schedule(migration.uuid)
+            dest, ms, inside, requests = self._timed_schedule(migration.uuid)
         except exception.NoValidHost:
-            figures.latency_ms.append((time.perf_counter() - t0) * 1000)
             figures.no_host += 1
             return True
         except Exception as exc:  # counted and reported, never fatal
             figures.error(exc, "schedule")
             self._abandon(migration.uuid, exc)
             return False
-        figures.latency_ms.append((time.perf_counter() - t0) * 1000)
-        figures.schedule_rt.append(client.request_count)
-        figures.same_host += dest.same_host
+        if record:
+            figures.latency_ms.append(ms)
+            figures.placement_ms.append(inside)
+            figures.own_ms.append(ms - inside)
+            figures.schedule_rt.append(requests)
+            figures.same_host += dest.same_host
+            if dest.same_host:
+                figures.in_place_ms.append(ms)
+        else:
+            figures.first_ms, figures.first_rt = ms, requests
+        figures.touched.add(dest.provider)
         try:
-            resizes.finish(migration.uuid)
+            self.resizes.finish(migration.uuid)
         except Exception as exc:  # counted and reported, never fatal
             figures.error(exc, "finish")
             self._abandon(migration.uuid, exc)
             return False
-        return self._decide(server.uuid, confirm=n % 2 == 0)
+        return self._decide(server.uuid, confirm=n % 2 == 0, record=record)
 
-    def _decide(self, server_uuid: str, confirm: bool) -> bool:
+    def timed_failure(self, server_uuid: str) -> None:
+        """Resize ``server_uuid`` to a flavor no host can take; count what it cost."""
+        migration = self.resizes.begin(server_uuid, self.flavors["huge"].flavorid)
+        figures = self.figures
+        self.client.reset_request_count()
+        self.timer.reset()
+        started = time.perf_counter()
+        try:
+            self.resizes.schedule(migration.uuid)
+        except exception.NoValidHost as exc:
+            figures.failure_ms.append((time.perf_counter() - started) * 1000)
+            figures.failure_placement_ms.append(self.timer.ms)
+            figures.failure_rt.append(self.client.request_count)
+            figures.failure_kinds[exc.kind] += 1
+            return
+        except Exception as exc:  # counted and reported, never fatal
+            figures.error(exc, "failure")
+            self._abandon(migration.uuid, exc)
+            return
+        figures.error(RuntimeError("a resize to 16 VCPU found a host"), "failure")
+
+    def _decide(self, server_uuid: str, confirm: bool, record: bool = True) -> bool:
         """Confirm or revert, retrying; a revert refused for room becomes a confirm."""
         ok = True
         for _attempt in range(DECISION_ATTEMPTS):
@@ -261,10 +231,12 @@ class ResizeWorker:
             try:
                 if confirm:
                     self.resizes.confirm(server_uuid)
-                    self.figures.confirm_rt.append(self.client.request_count)
+                    if record:
+                        self.figures.confirm_rt.append(self.client.request_count)
                 else:
                     self.resizes.revert(server_uuid)
-                    self.figures.revert_rt.append(self.client.request_count)
+                    if record:
+                        self.figures.revert_rt.append(self.client.request_count)
             except Exception as exc:  # counted and reported, never fatal
                 self.figures.error(exc, "confirm" if confirm else "revert")
                 ok = False
@@ -273,7 +245,7 @@ class ResizeWorker:
                     # an operator would do is keep the new one.
                     confirm = True
                 continue
-            self.figures.completed += 1
+            self.figures.completed += record
             return ok
         return False
 
@@ -294,16 +266,20 @@ class ResizeWorker:
             self.figures.error(exc, "fail")
 
 
-def check_consistency(db: Database, client: PlacementClient, hosts: dict[str, str]) -> Consistency:
-    """Compare every host's usage in Placement with its servers' flavors and capacity.
+def check_consistency(
+    db: Database, client: PlacementClient, hosts: dict[str, str], only: set[str] | None = None
+) -> Consistency:
+    """Compare hosts' usage in Placement with their servers' flavors and capacity.
 
     Meaningful when nothing is in flight: then each server holds exactly its
     flavor on its host and nothing else holds anything. Whatever the servers
     hold, no host may hold more than its inventory allows.
 
     :param hosts: host name -> provider uuid.
+    :param only: provider uuids to read (None: every host).
     """
-    result = Consistency(hosts_checked=len(hosts))
+    checked = {n: rp for n, rp in hosts.items() if only is None or rp in only}
+    result = Consistency(hosts_checked=len(checked))
     servers = db.server_list()
     expected: dict[str, rs.Resources] = {}
     for server in servers:
@@ -316,7 +292,7 @@ def check_consistency(db: Database, client: PlacementClient, hosts: dict[str, st
             expected[server.rp_uuid] = rs.add(expected.get(server.rp_uuid, {}), wanted)
     result.in_flight = [f"{m.uuid} {m.status}" for m in db.migration_list_in_flight()]
     names = {server.uuid: server.name for server in servers}
-    for name, rp in hosts.items():
+    for name, rp in checked.items():
         usage = client.get_usages(rp)
         inventories, _generation = client.get_inventories(rp)
         for rc, used in usage.items():
@@ -330,6 +306,9 @@ def check_consistency(db: Database, client: PlacementClient, hosts: dict[str, st
                 for consumer, held in client.get_provider_allocations(rp).items()
             }
     return result
+
+
+# -- one cloud ---------------------------------------------------------------------------
 
 
 def _placement_service(args: argparse.Namespace, tmp: str) -> Any:
@@ -349,83 +328,140 @@ def _split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
 
-def run_strategy(strategy: str, args: argparse.Namespace) -> Figures:
-    figures = Figures(strategy)
-    with contextlib.ExitStack() as stack:
-        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix=f"bench-{strategy}-"))
-        placement = stack.enter_context(_placement_service(args, tmp))
-        conf = rs_conf.new_conf()
-        rs_conf.parse_args(conf, [], default_config_files=[])
-        placement.configure(conf)
-        conf.set_override("claim_strategy", strategy, group="resize")
-        conf.set_override("prefer_same_host", args.prefer_same_host, group="resize")
-        if args.db:
-            db_url = stack.enter_context(ScratchDatabase(args.db, tmp)).url
-        else:
-            db_url = f"sqlite:///{tmp}/resize_sched.sqlite"
-        db = Database(db_url)
-        stack.callback(db.dispose)
-        db.sync()
-        client = PlacementClient.from_conf(conf)
-        deps = TaskDeps.build(conf, db, client)
-        builds = BuildTask(deps)
-        # Busy hosts hold `per_host` smalls (6 of 8 VCPU): a small->medium
-        # resize needs 2 more VCPU there, which only a strategy that does
-        # not count the server twice can find. A tenth of the hosts are
-        # empty, so a resize that must move has somewhere to go.
-        empty = max(1, args.hosts // 10)
-        busy = args.hosts - empty
-        hosts = {}
-        for i in range(args.hosts):
-            name = f"host{i:05d}"
-            hosts[name] = placement.add_host(name, vcpus=8, memory_mb=8192, disk_gb=400)
-        small = db.flavor_create("small", 2, 2048, 20)
-        medium = db.flavor_create("medium", 4, 4096, 40)
-        servers = []
-        for i in range(busy * args.per_host):
-            server = builds.create(
-                name=f"vm{i}",
-                flavorid=small.flavorid,
-                project_id="bench",
-                user_id="bench",
-                force_hosts=(f"host{i % busy:05d}",),
+class Bench:
+    """One cloud of ``hosts`` hosts and the runs made on it.
+
+    :param args: the command line.
+    :param hosts: the cloud's size.
+    """
+
+    def __init__(self, args: argparse.Namespace, hosts: int) -> None:
+        self.args = args
+        self.hosts = hosts
+        self.conf: Any = None
+        self.db: Database | None = None
+        self.cloud: Cloud | None = None
+        self.placement: Any = None
+        self._next_server = 0
+        #: what earlier runs on this cloud left wrong (see _carried_over)
+        self._known: set[tuple[str, str]] = set()
+
+    @contextlib.contextmanager
+    def up(self) -> Iterator[Bench]:
+        """Placement, database and cloud for the duration of the block."""
+        args = self.args
+        with contextlib.ExitStack() as stack:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-"))
+            self.placement = stack.enter_context(_placement_service(args, tmp))
+            conf = rs_conf.new_conf()
+            rs_conf.parse_args(conf, [], default_config_files=[])
+            self.placement.configure(conf)
+            self.conf = conf
+            if args.db:
+                db_url = stack.enter_context(ScratchDatabase(args.db, tmp)).url
+            else:
+                db_url = f"sqlite:///{tmp}/resize_sched.sqlite"
+            self.db = Database(db_url)
+            stack.callback(self.db.dispose)
+            self.db.sync()
+            started = time.perf_counter()
+            self.cloud = build_cloud(
+                make_client=lambda: PlacementClient.from_conf(conf),
+                db=self.db,
+                deployment_name=conf.placement.deployment_name,
+                hosts=self.hosts,
+                per_host=args.per_host,
+                threads=args.setup_threads,
+                progress=_progress,
             )
-            builds.schedule(server.uuid)
-            servers.append(builds.spawned(server.uuid).uuid)
+            self.cloud.setup_s["total"] = time.perf_counter() - started
+            _progress(
+                f"  {self.hosts} hosts, {len(self.cloud.servers)} servers set up in "
+                f"{self.cloud.setup_s['total']:.1f} s"
+            )
+            yield self
 
-        if args.workers == 1:
-            # The sequential loop: the conductor's own client and tasks.
-            workers = [ResizeWorker(deps, servers, small, medium, Figures(strategy))]
-        else:
-            workers = []
-            for w in range(args.workers):
-                worker_client = PlacementClient.from_conf(conf)
-                worker_deps = TaskDeps.build(conf, db, worker_client)
-                # NOTE: warm up what every client does once (version
-                # discovery, strategy loading), as the sequential loop's
-                # client did during the builds, so round trips compare.
-                _ = worker_client.max_version
-                worker_deps.configured_strategy()
-                workers.append(
-                    ResizeWorker(
-                        worker_deps, servers[w :: args.workers], small, medium, Figures(strategy)
-                    )
+    def _take_servers(self, count: int) -> list[str]:
+        """The next ``count`` servers, round the list, so each run resizes fresh ones."""
+        assert self.cloud is not None
+        servers = self.cloud.servers
+        count = min(count, len(servers))
+        taken = [servers[(self._next_server + i) % len(servers)] for i in range(count)]
+        self._next_server = (self._next_server + count) % len(servers)
+        return taken
+
+    def _deps(self, strategy: str, prefer_same_host: bool) -> TaskDeps:
+        conf = self.conf
+        conf.set_override("claim_strategy", strategy, group="resize")
+        conf.set_override("prefer_same_host", prefer_same_host, group="resize")
+        if self.args.host_subset_size is not None:
+            conf.set_override("host_subset_size", self.args.host_subset_size, group="scheduler")
+        deps = TaskDeps.build(conf, self.db, PlacementClient.from_conf(conf))
+        # NOTE: what a conductor does once at start (version discovery,
+        # strategy loading) is not a resize's cost.
+        _ = deps.client.max_version
+        deps.configured_strategy()
+        return deps
+
+    def run(self, strategy: str, prefer_same_host: bool, workers: int = 1) -> Figures:
+        """Floor, cycles (and, with one worker, failures) of one configuration."""
+        args, cloud = self.args, self.cloud
+        assert cloud is not None
+        figures = Figures(strategy, prefer_same_host, workers, self.hosts)
+        conf = self.conf
+        flavors = cloud.flavors
+        floor_client = PlacementClient.from_conf(conf)
+        _ = floor_client.max_version
+        medium = rs.flavor_request(flavors["medium"].to_snapshot()).resources
+        huge = rs.flavor_request(flavors["huge"].to_snapshot()).resources
+
+        floor_s = [0.0]
+
+        def floor_sample(samples: int = 1) -> None:
+            started = time.perf_counter()
+            figures.floor.merge(measure_floor(floor_client, conf, medium, huge, samples))
+            floor_s[0] += time.perf_counter() - started
+
+        if workers > 1:
+            floor_sample(args.floor_samples)
+        servers = self._take_servers(args.resizes + 1 + (args.failures if workers == 1 else 0))
+        runners = []
+        for w in range(workers):
+            mine = servers[1:][w::workers] if workers > 1 else servers[1:]
+            runners.append(
+                ResizeWorker(
+                    self._deps(strategy, prefer_same_host),
+                    mine,
+                    flavors,
+                    Figures(strategy, prefer_same_host, workers, self.hosts),
                 )
-        shares = _split(args.resizes, args.workers)
+            )
+        # The first schedule of a fresh scheduler, apart from the rest.
+        first = runners[0]
+        first.servers = [servers[0], *first.servers]
+        first.cycle(0, record=False)
+        figures.first_ms, figures.first_rt = first.figures.first_ms, first.figures.first_rt
+        first.servers = first.servers[1:]
+        first.figures.cycles = 0
 
-        external = placement if isinstance(placement, ExternalPlacement) else None
+        external = self.placement if isinstance(self.placement, ExternalPlacement) else None
         log_from = external.log_offset() if external else 0
-        tracemalloc.start()
-        started = time.perf_counter()
-        if args.workers == 1:
-            workers[0].run(shares[0])
+        if args.trace_memory:
+            tracemalloc.start()
+        shares = _split(args.resizes, workers)
+        if workers == 1:
+            started = time.perf_counter()
+            # NOTE: one floor sample before every cycle, so that both see the
+            # same moment of a machine whose load changes.
+            first.run(shares[0], before_each=floor_sample)
+            started += floor_s[0]  # the floor's samples are not the cycles' time
         else:
-            barrier = threading.Barrier(args.workers + 1)
+            barrier = threading.Barrier(workers + 1)
             threads = [
                 threading.Thread(
                     target=worker.run, args=(share, barrier), name=f"resize-worker-{i}"
                 )
-                for i, (worker, share) in enumerate(zip(workers, shares))
+                for i, (worker, share) in enumerate(zip(runners, shares))
             ]
             for thread in threads:
                 thread.start()
@@ -434,172 +470,176 @@ def run_strategy(strategy: str, args: argparse.Namespace) -> Figures:
             for thread in threads:
                 thread.join()
         figures.elapsed_s = time.perf_counter() - started
-        figures.peak_mib = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-        for worker in workers:
+        if args.trace_memory:
+            figures.peak_mib = tracemalloc.get_traced_memory()[1] / 2**20
+            tracemalloc.stop()
+        for worker in runners:
             figures.merge(worker.figures)
         if external is not None:
             figures.placement_log = external.log_summary(since=log_from)
-        figures.consistency = check_consistency(db, PlacementClient.from_conf(conf), hosts)
-    return figures
 
-
-def _mean(values: list[int]) -> str:
-    return f"{statistics.mean(values):.2f}" if values else "-"
-
-
-def _over_capacity(f: Figures) -> str:
-    return str(len(f.consistency.over_capacity)) if f.consistency else "-"
-
-
-def _let_past(f: Figures) -> str:
-    return str(f.placement_log.over_capacity_accepted) if f.placement_log else "-"
-
-
-def _consistent(f: Figures) -> str:
-    c = f.consistency
-    if c is None:
-        return "-"
-    if not c.differ:
-        return "yes"
-    return f"no ({len(c.differ)} hosts differ)"
-
-
-def _answers(f: Figures, status: str) -> str:
-    if f.placement_log is None:
-        return "-"
-    return str(
-        sum(n for key, n in f.placement_log.answers.items() if key.split()[1].startswith(status))
-    )
-
-
-def _describe_placement(args: argparse.Namespace) -> str:
-    if args.placement_db:
-        backend = backend_of(args.placement_db)
-        return (
-            f"external on {backend} with {args.placement_threads} threads "
-            "(waitress, own process; its memory is not in the table)"
-            + (
-                f", allocation_conflict_retry_count={args.placement_conflict_retries}"
-                if args.placement_conflict_retries is not None
-                else ""
+        if workers == 1:
+            failing = ResizeWorker(
+                self._deps(strategy, prefer_same_host),
+                [],
+                flavors,
+                Figures(strategy, prefer_same_host),
             )
+            for server in servers[len(servers) - args.failures :]:
+                failing.timed_failure(server)
+            f = failing.figures
+            figures.failure_rt, figures.failure_ms = f.failure_rt, f.failure_ms
+            figures.failure_placement_ms, figures.failure_kinds = (
+                f.failure_placement_ms,
+                f.failure_kinds,
+            )
+            for name, count in f.errors.items():
+                figures.errors[name] += count
+                figures.error_examples.setdefault(name, f.error_examples[name])
+
+        self._restore(servers, strategy, figures)
+        figures.touched |= figures.floor.providers
+        only = None if self.hosts <= CHECK_ALL_HOSTS_UP_TO else figures.touched
+        figures.consistency = self._carried_over(
+            check_consistency(self.db, PlacementClient.from_conf(conf), cloud.hosts, only)
         )
-    if args.http:
-        return "over HTTP (SQLite, one wsgiref thread)"
-    return "in-process (SQLite, requests serialised)"
+        return figures
 
+    def _carried_over(self, found: Consistency) -> Consistency:
+        """Leave out what an earlier run on this cloud already left wrong (counted apart).
 
-def _describe_db(args: argparse.Namespace) -> str:
-    if args.db:
-        return f"{backend_of(args.db)} (scratch database)"
-    return "SQLite file"
-
-
-def report(all_figures: list[Figures], args: argparse.Namespace) -> None:
-    workers = f"{args.workers} worker{'s' if args.workers > 1 else ''}"
-    print(
-        f"\nresize_sched benchmark: {args.hosts} hosts (a tenth empty), "
-        f"{args.per_host} small servers per busy host, "
-        f"{args.resizes} resize cycles per strategy, prefer_same_host={args.prefer_same_host}\n"
-        f"Placement: {_describe_placement(args)}; resize_sched database: "
-        f"{_describe_db(args)}; {workers}"
-        f"{' (concurrent, hosts shared)' if args.workers > 1 else ' (sequential)'}\n"
-    )
-    rows: list[tuple[str, Callable[[Figures], str]]] = [
-        ("round trips, schedule->claim (mean)", lambda f: _mean(f.schedule_rt)),
-        ("round trips, schedule->claim (max)", lambda f: str(max(f.schedule_rt, default=0))),
-        ("round trips per confirm (mean)", lambda f: _mean(f.confirm_rt)),
-        ("round trips per revert (mean)", lambda f: _mean(f.revert_rt)),
-        ("resizes that stayed on their host", lambda f: f"{f.same_host}"),
-        ("resizes with no valid host", lambda f: f"{f.no_host}"),
-        ("schedule+claim p50 (ms)", lambda f: f"{_percentile(f.latency_ms, 50):.1f}"),
-        ("schedule+claim p95 (ms)", lambda f: f"{_percentile(f.latency_ms, 95):.1f}"),
-        ("schedule+claim p99 (ms)", lambda f: f"{_percentile(f.latency_ms, 99):.1f}"),
-        ("resize cycles per second", lambda f: f"{f.cycles / f.elapsed_s:.1f}"),
-        ("peak traced memory (MiB)", lambda f: f"{f.peak_mib:.1f}"),
-        ("resize cycles run", lambda f: f"{f.cycles}"),
-        ("  confirmed or reverted", lambda f: f"{f.completed}"),
-        ("  with an error (below)", lambda f: f"{f.failed_cycles}"),
-        ("wall time (s)", lambda f: f"{f.elapsed_s:.2f}"),
-        ("claim writes refused: capacity", lambda f: f"{f.refused['ClaimRefused']}"),
-        (
-            "claim writes refused: generation",
-            lambda f: f"{f.refused['ConsumerGenerationConflict']}",
-        ),
-        (
-            "claim writes refused: other",
-            lambda f: str(
-                sum(f.refused.values())
-                - f.refused["ClaimRefused"]
-                - f.refused["ConsumerGenerationConflict"]
-            ),
-        ),
-        ("Placement answers 409 (server log)", lambda f: _answers(f, "409")),
-        ("Placement answers 5xx (server log)", lambda f: _answers(f, "5")),
-        ("over-capacity writes logged (server log)", _let_past),
-        (
-            "servers not ACTIVE at the end",
-            lambda f: str(len(f.consistency.not_active)) if f.consistency else "-",
-        ),
-        ("usages consistent", _consistent),
-        ("hosts over capacity at the end", _over_capacity),
-    ]
-    width = max(len(label) for label, _ in rows)
-    header = " " * width + "".join(f"  {f.strategy:>16}" for f in all_figures)
-    print(header)
-    print("-" * len(header))
-    for label, fn in rows:
-        print(f"{label:<{width}}" + "".join(f"  {fn(f):>16}" for f in all_figures))
-
-    for f in all_figures:
-        if f.errors:
-            print(f"\n{f.strategy}: errors by class")
-            for name, count in f.errors.most_common():
-                print(f"  {name}: {count}  (first: {f.error_examples[name]})")
-        others = {k: v for k, v in f.refused.items() if k != "ClaimRefused"}
-        if others:
-            print(f"\n{f.strategy}: claim writes refused other than for capacity")
-            for name, count in sorted(others.items()):
-                print(f"  {name}: {count}  (first: {f.refused_examples[name]})")
-        if f.placement_log and f.placement_log.problems:
-            # NOTE: a refused claim logs "Over capacity ... Needed: ..." once per
-            # class; those are counted above, so only the rest is listed.
-            refusals = {k: n for k, n in f.placement_log.problems.items() if " Needed: " in k}
-            rest = collections.Counter(
-                {k: n for k, n in f.placement_log.problems.items() if k not in refusals}
-            )
-            print(
-                f"\n{f.strategy}: Placement logged {sum(refusals.values())} capacity refusal "
-                f"lines and {sum(rest.values())} other warnings"
-            )
-            for line, count in rest.most_common(8):
-                print(f"  {count} x {line}")
-        c = f.consistency
-        if c is None or c.ok:
-            continue
-        print(f"\n{f.strategy}: state after the run is not clean")
-        for what, items in (
-            ("servers not ACTIVE", c.not_active),
-            ("servers flagged needs_heal", c.needs_heal),
-            ("migrations in flight", c.in_flight),
+        A run that leaves a server flagged for healing (drop_and_reclaim's
+        restore refused under concurrency) would otherwise be blamed on
+        every later run.
+        """
+        known = self._known
+        fresh = Consistency(hosts_checked=found.hosts_checked)
+        for host, pair in found.differ.items():
+            if ("differ", host) in known:
+                fresh.carried_over += 1
+            else:
+                fresh.differ[host] = pair
+                fresh.holders[host] = found.holders.get(host, {})
+        for host, classes in found.over_capacity.items():
+            if ("over", host) in known:
+                fresh.carried_over += 1
+            else:
+                fresh.over_capacity[host] = classes
+        for kind, items, target in (
+            ("not_active", found.not_active, fresh.not_active),
+            ("needs_heal", found.needs_heal, fresh.needs_heal),
+            ("in_flight", found.in_flight, fresh.in_flight),
         ):
-            if items:
-                print(f"  {what} ({len(items)}): {', '.join(items[:10])}")
-        for host, classes in sorted(c.over_capacity.items()):
-            over = ", ".join(f"{rc} {used} of {cap:g}" for rc, (used, cap) in classes.items())
-            print(f"  {host} is over capacity: {over}")
-        for host, (expected, usage) in sorted(c.differ.items()):
-            print(f"  {host}: servers' flavors add up to {expected}, Placement has {usage}")
-            for holder, held in sorted(c.holders[host].items()):
-                print(f"    {holder} holds {held}")
+            for item in items:
+                if (kind, item) in known:
+                    fresh.carried_over += 1
+                else:
+                    target.append(item)
+        known.update(("differ", host) for host in found.differ)
+        known.update(("over", host) for host in found.over_capacity)
+        known.update(("not_active", item) for item in found.not_active)
+        known.update(("needs_heal", item) for item in found.needs_heal)
+        known.update(("in_flight", item) for item in found.in_flight)
+        return fresh
+
+    def _restore(self, servers: list[str], strategy: str, figures: Figures) -> None:
+        """Resize the servers a run left medium back to small (untimed, confirmed).
+
+        Without it every run would leave the cloud fuller for the next one.
+        """
+        assert self.cloud is not None and self.db is not None
+        grown = [s for s in servers if self.db.server_get(s).flavor["name"] != "small"]
+        if not grown:
+            return
+        restorer = ResizeWorker(
+            self._deps(strategy, True), grown, self.cloud.flavors, Figures(strategy)
+        )
+        for server in grown:
+            restorer.servers = [server]
+            try:
+                restorer.cycle(0, record=False)
+            except Exception as exc:  # counted and reported, never fatal
+                restorer.figures.error(exc, "restore")
+        for name, count in restorer.figures.errors.items():
+            figures.errors[f"{name} (restoring)"] += count
+            figures.error_examples.setdefault(
+                f"{name} (restoring)", restorer.figures.error_examples[name]
+            )
+        figures.touched |= restorer.figures.touched
 
 
-def main(argv: list[str] | None = None) -> int:
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- the report --------------------------------------------------------------------------
+
+
+# -- main --------------------------------------------------------------------------------
+
+
+def _ints(text: str) -> list[int]:
+    return [int(item) for item in text.split(",") if item.strip()]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hosts", type=int, default=100, help="compute hosts (default 100)")
-    parser.add_argument("--per-host", type=int, default=3, help="servers per host (default 3)")
-    parser.add_argument("--resizes", type=int, default=40, help="resize cycles (default 40)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--hosts", type=int, default=100, help="compute hosts (default 100)")
+    size.add_argument(
+        "--sizes",
+        type=_ints,
+        metavar="N,N,...",
+        help="run the whole benchmark on a cloud of each size, e.g. 100,1000,10000",
+    )
+    parser.add_argument("--per-host", type=int, default=3, help="servers per busy host (3)")
+    parser.add_argument("--resizes", type=int, default=40, help="resize cycles per run (40)")
+    parser.add_argument(
+        "--failures",
+        type=int,
+        default=3,
+        help="resizes that fit nowhere, per strategy and size (3)",
+    )
+    parser.add_argument(
+        "--floor-samples",
+        type=int,
+        default=10,
+        help="floor samples before a run with several workers (10); with one worker, "
+        "one sample is taken before every cycle instead",
+    )
+    parser.add_argument(
+        "--same-host",
+        choices=("off", "on", "both"),
+        default="both",
+        help="[resize] prefer_same_host for each strategy (default both)",
+    )
+    parser.add_argument(
+        "--prefer-same-host",
+        action="store_const",
+        dest="same_host",
+        const="on",
+        help="same as --same-host on",
+    )
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument(
+        "--concurrency",
+        type=_ints,
+        default=[1, 2, 4],
+        metavar="N,N,...",
+        help="worker counts run on the smallest cloud, without prefer_same_host "
+        "(default 1,2,4; empty to skip)",
+    )
+    parser.add_argument(
+        "--host-subset-size",
+        type=int,
+        metavar="N",
+        help="[scheduler] host_subset_size for every run (default: the option's default)",
+    )
+    parser.add_argument(
+        "--concurrency-resizes",
+        type=int,
+        help="resize cycles per concurrency run (default: 2 x --resizes)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--http", action="store_true", help="serve Placement over HTTP")
     where.add_argument(
@@ -618,9 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         "--placement-conflict-retries",
         type=int,
         metavar="N",
-        help="with --placement-db: Placement's [placement] allocation_conflict_retry_count "
-        "(its server-side retries of an allocation write after a provider generation "
-        "conflict; Placement's default is 10, 1 means no retry)",
+        help="with --placement-db: Placement's [placement] allocation_conflict_retry_count",
     )
     parser.add_argument(
         "--db",
@@ -628,26 +666,143 @@ def main(argv: list[str] | None = None) -> int:
         help="resize_sched's database: a scratch database on this server (default: SQLite)",
     )
     parser.add_argument(
-        "--workers",
+        "--setup-threads",
         type=int,
-        default=1,
-        help="threads running resize cycles at once (default 1: sequential)",
+        default=8,
+        help="threads registering providers and placing servers (default 8)",
     )
-    parser.add_argument("--prefer-same-host", action="store_true")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument(
+        "--trace-memory",
+        action="store_true",
+        help="report peak traced memory (tracemalloc slows everything down)",
+    )
+    stack = parser.add_mutually_exclusive_group()
+    stack.add_argument(
+        "--full-stack",
+        action="store_true",
+        default=True,
+        help="also drive API -> conductor -> compute daemons over RabbitMQ (the "
+        "default; skipped, saying why, when the broker cannot be reached)",
+    )
+    stack.add_argument(
+        "--no-full-stack", action="store_false", dest="full_stack", help="skip the full stack"
+    )
+    parser.add_argument(
+        "--transport-url",
+        default=os.environ.get("RESIZE_SCHED_TEST_RABBIT_URL", ""),
+        help="RabbitMQ for --full-stack (default: $RESIZE_SCHED_TEST_RABBIT_URL)",
+    )
+    parser.add_argument(
+        "--full-stack-hosts", type=int, default=10, help="compute daemons (default 10)"
+    )
+    parser.add_argument(
+        "--full-stack-clients",
+        type=_ints,
+        default=[1, 4],
+        metavar="N,N,...",
+        help="concurrent API clients (default 1,4)",
+    )
+    parser.add_argument(
+        "--full-stack-resizes",
+        type=int,
+        default=20,
+        help="resizes per client count (default 20)",
+    )
+    parser.add_argument("--json", metavar="PATH", help="write every figure to PATH")
     args = parser.parse_args(argv)
-    servers = (args.hosts - max(1, args.hosts // 10)) * args.per_host
-    if not 1 <= args.workers <= servers:
-        parser.error(f"--workers must be between 1 and the number of servers ({servers})")
+    args.sizes = args.sizes or [args.hosts]
+    if min(args.sizes) < 2:
+        parser.error("a cloud needs at least 2 hosts")
     if args.placement_conflict_retries is not None and not args.placement_db:
         parser.error("--placement-conflict-retries needs --placement-db")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     # NOTE: resizes that find no host log a warning each; the table says it.
     logging.basicConfig(level=logging.ERROR)
-    figures = []
-    for strategy in args.strategies.split(","):
-        print(f"running {strategy}...", file=sys.stderr, flush=True)
-        figures.append(run_strategy(strategy, args))
-    report(figures, args)
+    strategies = [s for s in args.strategies.split(",") if s]
+    same_host = {"off": [False], "on": [True], "both": [False, True]}[args.same_host]
+    started = time.perf_counter()
+    by_size: dict[int, list[Figures]] = {}
+    setups: dict[int, dict[str, Any]] = {}
+    concurrency: list[Figures] = []
+    for n, hosts in enumerate(args.sizes):
+        _progress(f"{hosts} hosts: setting up...")
+        with Bench(args, hosts).up() as bench:
+            assert bench.cloud is not None
+            setups[hosts] = {
+                "seconds": {k: round(v, 2) for k, v in bench.cloud.setup_s.items()},
+                "servers": len(bench.cloud.servers),
+                "compute_nodes": len(bench.db.compute_node_list()),
+                "how": bench.cloud.how,
+            }
+            by_size[hosts] = []
+            for strategy in strategies:
+                for psh in same_host:
+                    _progress(f"{hosts} hosts: {strategy}, prefer_same_host={psh}...")
+                    by_size[hosts].append(bench.run(strategy, psh))
+            if n == 0 and args.concurrency:
+                saved = args.resizes
+                args.resizes = args.concurrency_resizes or 2 * saved
+                for strategy in strategies:
+                    for workers in args.concurrency:
+                        _progress(f"{hosts} hosts: {strategy}, {workers} worker(s)...")
+                        concurrency.append(bench.run(strategy, False, workers))
+                args.resizes = saved
+    full_stack: dict[str, Any] | None = None
+    if args.full_stack:
+        import fullstack
+
+        full_stack = fullstack.run(args, _progress)
+
+    elapsed = time.perf_counter() - started
+    print(
+        f"\nresize_sched benchmark: {args.per_host} small servers per busy host (a tenth of "
+        f"the hosts empty), {args.resizes} resize cycles per run, a floor sample before each "
+        f"(concurrency: {args.floor_samples} before the run), {args.failures} resizes that "
+        f"fit nowhere per strategy\n"
+        f"Placement: {describe_placement(args)}; resize_sched database: {describe_db(args)}; "
+        f"+psh = [resize] prefer_same_host; requests counted by the client; {elapsed:.0f} s"
+        + (
+            f"; [scheduler] host_subset_size={args.host_subset_size}"
+            if args.host_subset_size is not None
+            else ""
+        )
+    )
+    for hosts, setup in setups.items():
+        seconds = ", ".join(f"{k} {v:.1f}" for k, v in setup["seconds"].items())
+        print(f"setup of {hosts} hosts, {setup['servers']} servers (s): {seconds}")
+    print(f"setup: {next(iter(setups.values()))['how']}")
+    for hosts, figures in by_size.items():
+        print_table(f"{hosts} hosts, 1 worker", figures, ROWS)
+    if len(by_size) > 1:
+        print_scaling(by_size)
+    print_concurrency(concurrency)
+    if full_stack is not None:
+        fullstack.print_report(full_stack)
+    print_details([f for figures in by_size.values() for f in figures] + concurrency)
+
+    if args.json:
+        document = {
+            "command": sys.argv if argv is None else ["resize_bench.py", *argv],
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+            "placement": describe_placement(args),
+            "database": describe_db(args),
+            "host_subset_size": args.host_subset_size,
+            "elapsed_s": round(elapsed, 1),
+            "setup": setups,
+            "sizes": {
+                str(hosts): [f.to_json() for f in figures] for hosts, figures in by_size.items()
+            },
+            "concurrency": [f.to_json() for f in concurrency],
+            "full_stack": full_stack,
+        }
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(document, out, indent=2, sort_keys=True)
+        _progress(f"figures written to {args.json}")
     return 0
 
 

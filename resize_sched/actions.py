@@ -13,9 +13,24 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched import resources as rs
+from resize_sched.context import RequestContext
+from resize_sched.db import action_api
 from resize_sched.strategies import ClaimStrategy, Holdings
 
 LOG = logging.getLogger(__name__)
+
+
+def _record(db: Any, context: RequestContext | None, server_uuid: str, action: str) -> None:
+    """Record the accepted action for ``os-instance-actions`` (when a request made it)."""
+    if context is None:
+        return
+    db.action_start(
+        server_uuid,
+        context.request_id,
+        action,
+        user_id=context.user_id,
+        project_id=context.project_id,
+    )
 
 
 def create_server(
@@ -26,6 +41,8 @@ def create_server(
     project_id: str,
     user_id: str,
     force_hosts: Sequence[str] = (),
+    image_ref: str | None = None,
+    context: RequestContext | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
@@ -38,12 +55,16 @@ def create_server(
     :param project_id: the project that owns it.
     :param user_id: the user who asked for it.
     :param force_hosts: hosts the scheduler must choose among (tests, admins).
+    :param image_ref: the image it is created from, if any.
+    :param context: the request; when given, its ``create`` action is recorded.
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
     """
     flavor = db.flavor_get(flavorid)
-    server = db.server_create(name=name, project_id=project_id, user_id=user_id, flavor=flavor)
+    server = db.server_create(
+        name=name, project_id=project_id, user_id=user_id, flavor=flavor, image_ref=image_ref
+    )
     request = rs.flavor_request(flavor.to_snapshot())
     db.request_spec_create(
         server.uuid,
@@ -51,6 +72,7 @@ def create_server(
         required_traits=sorted(request.required_traits),
         force_hosts=list(force_hosts),
     )
+    _record(db, context, server.uuid, action_api.CREATE)
     LOG.info("Server %s (%s) recorded with flavor %s", server.uuid, name, flavorid)
     return server
 
@@ -61,6 +83,7 @@ def begin_resize(
     server_uuid: str,
     flavorid: str,
     project_id: str | None = None,
+    context: RequestContext | None = None,
 ) -> Any:
     """Record a resize: server ACTIVE -> RESIZE, a new ``pre-migrating`` migration.
 
@@ -71,6 +94,7 @@ def begin_resize(
     :param db: the :class:`resize_sched.db.api.Database`.
     :param strategy: the strategy configured now.
     :param project_id: restrict to this project's servers (None: admin).
+    :param context: the request; when given, its ``resize`` action is recorded.
     :returns: the migration row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: the new flavor is the server's current one.
@@ -115,6 +139,7 @@ def begin_resize(
         "generations": {"server": server.placement_generation, "migration": None},
     }
     migration = db.migration_update(migration.uuid, holdings=holdings)
+    _record(db, context, server_uuid, action_api.RESIZE)
     LOG.info(
         "Resize of server %s to flavor %s begins as migration %s (strategy %s)",
         server_uuid,
@@ -126,7 +151,12 @@ def begin_resize(
 
 
 def _begin_decision(
-    db: Any, server_uuid: str, project_id: str | None, operation: str, values: dict[str, Any]
+    db: Any,
+    server_uuid: str,
+    project_id: str | None,
+    operation: str,
+    values: dict[str, Any],
+    context: RequestContext | None = None,
 ) -> Any:
     server = db.server_get(server_uuid, project_id=project_id)
     migration = db.migration_get_in_progress_for_server(server_uuid)
@@ -144,23 +174,38 @@ def _begin_decision(
         **values,
     )
     status = "confirming" if operation == "confirm" else "reverting"
-    return db.migration_update(migration.uuid, expected_status="finished", status=status)
+    migration = db.migration_update(migration.uuid, expected_status="finished", status=status)
+    action = action_api.CONFIRM_RESIZE if operation == "confirm" else action_api.REVERT_RESIZE
+    _record(db, context, server_uuid, action)
+    return migration
 
 
-def begin_confirm(db: Any, server_uuid: str, project_id: str | None = None) -> Any:
+def begin_confirm(
+    db: Any,
+    server_uuid: str,
+    project_id: str | None = None,
+    context: RequestContext | None = None,
+) -> Any:
     """Record a confirm: migration ``finished`` -> ``confirming``.
 
+    :param context: the request; when given, its ``confirmResize`` action is recorded.
     :raises ServerNotFound: unknown server, or another project's.
     :raises ServerStateConflict: the server is not in VERIFY_RESIZE.
     """
     return _begin_decision(
-        db, server_uuid, project_id, "confirm", {"task_state": "resize_confirming"}
+        db, server_uuid, project_id, "confirm", {"task_state": "resize_confirming"}, context
     )
 
 
-def begin_revert(db: Any, server_uuid: str, project_id: str | None = None) -> Any:
+def begin_revert(
+    db: Any,
+    server_uuid: str,
+    project_id: str | None = None,
+    context: RequestContext | None = None,
+) -> Any:
     """Record a revert: server REVERT_RESIZE, migration ``finished`` -> ``reverting``.
 
+    :param context: the request; when given, its ``revertResize`` action is recorded.
     :raises ServerNotFound: unknown server, or another project's.
     :raises ServerStateConflict: the server is not in VERIFY_RESIZE.
     """
@@ -170,18 +215,28 @@ def begin_revert(db: Any, server_uuid: str, project_id: str | None = None) -> An
         project_id,
         "revert",
         {"status": "REVERT_RESIZE", "task_state": "resize_reverting"},
+        context,
     )
 
 
-def begin_delete(db: Any, server_uuid: str, project_id: str | None = None) -> Any:
+def begin_delete(
+    db: Any,
+    server_uuid: str,
+    project_id: str | None = None,
+    context: RequestContext | None = None,
+) -> Any:
     """Record a delete: it wins over every step that comes after it.
 
     The server becomes ``deleting`` and its resize in flight (if any) ends in
     ``error`` in one transaction; the conductor then releases what both
     consumers hold. See :meth:`resize_sched.db.compute_api.ComputeApi.server_begin_delete`.
 
+    :param context: the request; when given, its ``delete`` action is recorded.
     :raises ServerNotFound: unknown server, or another project's.
     """
     server = db.server_begin_delete(server_uuid, project_id)
+    # NOTE: a server is deleted once: asking again (a retry) records nothing new.
+    if not any(a.action == action_api.DELETE for a in db.action_list(server_uuid)):
+        _record(db, context, server_uuid, action_api.DELETE)
     LOG.info("Server %s: delete recorded", server_uuid)
     return server

@@ -7,24 +7,73 @@ under ``[all_in_one] state_path``. Start order: Placement, database, compute
 hosts (each registers its provider), conductor (which first recovers what a
 previous run left in flight), API. Stop order is the reverse.
 
+The API's server also serves two development stand-ins, never to be exposed:
+a Keystone subset under ``/identity`` (:mod:`resize_sched.identity`: password
+log-in for an ``admin`` and a ``demo`` member user, with passwords made up
+at every start, and a service catalog) and a Glance subset under ``/image``
+(:mod:`resize_sched.images`), which ``[glance]`` is pointed at so that server
+creates' ``imageRef`` is checked. ``clouds.yaml`` in the state path lets the
+unchanged ``openstack`` and ``nova`` CLIs log in (:meth:`AllInOne.export_lines`).
+
 Needs the ``placement`` extra (``pip install resize_sched[placement]``).
 """
 
 import os
+import secrets
 import shutil
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception, rpc
+from resize_sched.identity import Endpoint, IdentityApp, User
+from resize_sched.images import ImageApp
 
 LOG = logging.getLogger(__name__)
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+#: Where the stand-ins are mounted on the API's server.
+IDENTITY_PREFIX = "/identity"
+IMAGE_PREFIX = "/image"
+
+
+def _write_private(path: str, lines: list[str]) -> None:
+    """Write ``lines`` to a file only its owner may read (it holds passwords)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write("\n".join(lines) + "\n")
+    os.chmod(path, 0o600)
+
+
+class PrefixDispatcher:
+    """Hand requests under a mount prefix to its app, everything else to ``default``.
+
+    :param default: the application for unmatched paths (the Compute API).
+    :param mounts: prefix (``/identity``) to application; the app sees the
+        prefix moved from ``PATH_INFO`` to ``SCRIPT_NAME``.
+    """
+
+    def __init__(self, default: WSGIApp, mounts: dict[str, WSGIApp]) -> None:
+        self.default = default
+        self.mounts = mounts
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        path = environ.get("PATH_INFO") or "/"
+        for prefix, app in self.mounts.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + prefix
+                environ["PATH_INFO"] = path[len(prefix) :]
+                return app(environ, start_response)
+        return self.default(environ, start_response)
 
 
 @dataclass(frozen=True)
@@ -75,7 +124,23 @@ class AllInOne:
         self.api_server: Any = None
         self._api_thread: threading.Thread | None = None
         self.api_endpoint = ""
+        self.identity_endpoint = ""
+        self.image_endpoint = ""
         self.clouds_yaml = ""
+        #: Cloud name to its openrc file, for ``nova`` (which reads no clouds.yaml).
+        self.openrc: dict[str, str] = {}
+        #: The stand-in Keystone's users; passwords new at every start.
+        self.users = (
+            User(
+                self.ADMIN_USER,
+                secrets.token_urlsafe(12),
+                self.ADMIN_USER,
+                roles=("admin", "member", "reader"),
+            ),
+            User(self.MEMBER_USER, secrets.token_urlsafe(12), self.MEMBER_USER),
+        )
+        self.identity = IdentityApp(self.users)
+        self.images = ImageApp()
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -114,47 +179,82 @@ class AllInOne:
         self.conductor.start()
         self._start_api()
         self.clouds_yaml = self._write_clouds_yaml()
+        self.openrc = self._write_openrc()
         LOG.info(
-            "All-in-one ready: Compute API %s, Placement %s, hosts %s, state in %s, "
-            "claim strategy %s",
+            "All-in-one ready: Compute API %s, Placement %s, Identity (stand-in) %s, "
+            "Image (stand-in) %s, hosts %s, state in %s, claim strategy %s",
             self.api_endpoint,
             self.placement.endpoint,
+            self.identity_endpoint,
+            self.image_endpoint,
             ", ".join(h.name for h in self.hosts),
             self.state_path,
             conf.resize.claim_strategy,
         )
 
-    #: The clouds written to ``clouds.yaml``: the Compute API, and Placement
-    #: for osc-placement (``openstack resource provider ...``). Each is an
-    #: ``admin_token`` cloud, whose one endpoint serves every command.
-    COMPUTE_CLOUD = "resize-sched"
-    PLACEMENT_CLOUD = "resize-sched-placement"
+    #: The clouds written to ``clouds.yaml``, both password log-ins to the
+    #: stand-in Keystone, whose catalog leads to the Compute API, Placement
+    #: (osc-placement's ``openstack resource provider ...``) and the images.
+    ADMIN_CLOUD = "resize-sched"
+    MEMBER_CLOUD = "resize-sched-member"
+    ADMIN_USER = "admin"
+    MEMBER_USER = "demo"
 
     def _write_clouds_yaml(self) -> str:
-        """Write ``clouds.yaml`` into the state path for openstackclient; return its path."""
+        """Write ``clouds.yaml`` into the state path for the CLIs; return its path.
+
+        Readable by its owner only: it holds this run's passwords.
+        """
         path = os.path.join(self.state_path, "clouds.yaml")
-        clouds = {
-            self.COMPUTE_CLOUD: (self.api_endpoint, "admin:admin"),
-            self.PLACEMENT_CLOUD: (self.placement.endpoint, "admin:admin"),
-        }
         lines = ["# Written by resize-sched-all-in-one; rewritten at every start.", "clouds:"]
-        for name, (endpoint, token) in clouds.items():
+        for cloud, user in ((self.ADMIN_CLOUD, self.users[0]), (self.MEMBER_CLOUD, self.users[1])):
             lines += [
-                f"  {name}:",
-                "    auth_type: admin_token",
+                f"  {cloud}:",
+                "    auth_type: password",
                 "    auth:",
-                f"      endpoint: {endpoint}",
-                f"      token: '{token}'",
+                f"      auth_url: {self.identity_endpoint}",
+                f"      username: {user.name}",
+                f"      password: '{user.password}'",
+                f"      project_name: {user.project}",
+                "      user_domain_name: Default",
+                "      project_domain_name: Default",
+                "    identity_api_version: 3",
+                "    region_name: RegionOne",
+                "    interface: public",
             ]
-        with open(path, "w", encoding="utf-8") as out:
-            out.write("\n".join(lines) + "\n")
+        _write_private(path, lines)
         return path
 
+    def _write_openrc(self) -> dict[str, str]:
+        """Write an openrc per cloud for python-novaclient, which reads no clouds.yaml.
+
+        :returns: the cloud name to the path of its file (``source`` it).
+        """
+        written = {}
+        for cloud, user in ((self.ADMIN_CLOUD, self.users[0]), (self.MEMBER_CLOUD, self.users[1])):
+            path = os.path.join(self.state_path, f"{cloud}-openrc.sh")
+            _write_private(
+                path,
+                [
+                    f"# Written by resize-sched-all-in-one: cloud {cloud} for the nova CLI.",
+                    f"export OS_AUTH_URL={self.identity_endpoint}",
+                    "export OS_IDENTITY_API_VERSION=3",
+                    f"export OS_USERNAME={user.name}",
+                    f"export OS_PASSWORD='{user.password}'",
+                    f"export OS_PROJECT_NAME={user.project}",
+                    "export OS_USER_DOMAIN_NAME=Default",
+                    "export OS_PROJECT_DOMAIN_NAME=Default",
+                    "export OS_REGION_NAME=RegionOne",
+                ],
+            )
+            written[cloud] = path
+        return written
+
     def export_lines(self) -> list[str]:
-        """The shell lines that point openstackclient at this all-in-one."""
+        """The shell lines that point ``openstack`` and ``nova`` at this all-in-one."""
         return [
             f"export OS_CLIENT_CONFIG_FILE={self.clouds_yaml}",
-            f"export OS_CLOUD={self.PLACEMENT_CLOUD}",
+            f"export OS_CLOUD={self.ADMIN_CLOUD}",
         ]
 
     def _host_conf(self, spec: HostSpec) -> cfg.ConfigOpts:
@@ -188,17 +288,51 @@ class AllInOne:
         from resize_sched.conductor.rpcapi import ConductorAPI
 
         app = build_app(self.conf, self.db, ConductorAPI(self.conf, self.transport))
+        root = PrefixDispatcher(app, {IDENTITY_PREFIX: self.identity, IMAGE_PREFIX: self.images})
+        # NOTE: a create's image check calls the stand-ins on this same server:
+        # threads enough for that second request (and its log-in) beside others.
         self.api_server = waitress.create_server(
-            app, host=self.conf.api.bind_host, port=self.conf.api.bind_port, threads=4
+            root, host=self.conf.api.bind_host, port=self.conf.api.bind_port, threads=8
         )
         host = self.api_server.effective_host
         if host == "0.0.0.0":
             host = "127.0.0.1"
-        self.api_endpoint = f"http://{host}:{self.api_server.effective_port}/v2.1"
+        base = f"http://{host}:{self.api_server.effective_port}"
+        self.api_endpoint = f"{base}/v2.1"
+        self.identity_endpoint = f"{base}{IDENTITY_PREFIX}"
+        self.image_endpoint = f"{base}{IMAGE_PREFIX}"
+        self.identity.catalog = (
+            Endpoint("compute", "nova", self.api_endpoint),
+            Endpoint("placement", "placement", self.placement.endpoint),
+            Endpoint("image", "glance", self.image_endpoint),
+            Endpoint("identity", "keystone", self.identity_endpoint),
+        )
+        self._configure_glance()
         self._api_thread = threading.Thread(
             target=self.api_server.run, name="all-in-one-api", daemon=True
         )
         self._api_thread.start()
+
+    def _configure_glance(self) -> None:
+        """Point ``[glance]`` at the image stand-in, through the identity's catalog.
+
+        The API reads it at its first create with an image, after the
+        server below serves.
+        """
+        group = "glance"
+        self.conf.register_opts(ks_loading.get_auth_plugin_conf_options("password"), group=group)
+        admin = self.users[0]
+        for name, value in {
+            "auth_type": "password",
+            "auth_url": self.identity_endpoint,
+            "username": admin.name,
+            "password": admin.password,
+            "project_name": admin.project,
+            "user_domain_name": "Default",
+            "project_domain_name": "Default",
+            "region_name": "RegionOne",
+        }.items():
+            self.conf.set_override(name, value, group=group)
 
     def stop(self) -> None:
         """Stop every part, newest first. Safe to call more than once."""

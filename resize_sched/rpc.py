@@ -9,9 +9,16 @@ Notifications (:mod:`resize_sched.notifications`) go through an
 oslo.messaging ``Notifier`` configured by ``[oslo_messaging_notifications]``;
 resize_sched's defaults there are ``driver = noop`` (nothing is sent) and
 ``topics = versioned_notifications``.
+
+Queues (doc/messaging.rst): oslo.messaging's ``[oslo_messaging_rabbit]``
+options reach the driver unchanged, since every transport is built on the
+service's own ``ConfigOpts``. :func:`queue_durability` reads them (and the
+transport URL's query, which overrides them) to say whether a queued cast
+survives a broker restart; :func:`get_transport` logs a warning when not.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import oslo_messaging as messaging
@@ -43,10 +50,109 @@ def _register_library_groups(conf: cfg.ConfigOpts) -> None:
             pass
 
 
+# -- queue durability -----------------------------------------------------------------
+
+#: The RabbitMQ driver's option group.
+RABBIT_GROUP = "oslo_messaging_rabbit"
+
+#: Transport URL schemes served by the RabbitMQ driver.
+_RABBIT_SCHEMES = frozenset({"rabbit", "kombu"})
+
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+@dataclass(frozen=True)
+class QueueDurability:
+    """What the RPC queues of a configuration are, and whether that is a problem.
+
+    :ivar kind: ``quorum``, ``classic durable``, ``classic non-durable``, or
+        ``not RabbitMQ`` (a ``fake://`` transport, say: nothing to check).
+    :ivar durable: a cast queued for a consumer that is down survives a broker
+        restart.
+    :ivar problem: a one-line warning, or None.
+    :ivar error: a one-line configuration error oslo.messaging refuses at the
+        first queue it declares, or None.
+    """
+
+    kind: str
+    durable: bool
+    problem: str | None = None
+    error: str | None = None
+
+
+def register_rabbit_opts(conf: cfg.ConfigOpts) -> None:
+    """Register ``[oslo_messaging_rabbit]`` on ``conf`` (as the driver does
+    when a rabbit transport is built), so the options can be read before."""
+    from oslo_messaging._drivers import amqp as amqp_driver
+    from oslo_messaging._drivers import impl_rabbit
+
+    conf.register_opts(impl_rabbit.rabbit_opts, group=RABBIT_GROUP)
+    conf.register_opts(amqp_driver.amqp_opts, group=RABBIT_GROUP)
+
+
+def queue_durability(conf: cfg.ConfigOpts, url: str | None = None) -> QueueDurability:
+    """How ``[oslo_messaging_rabbit]`` (with the URL's query over it) makes the RPC queues.
+
+    :param conf: a parsed configuration.
+    :param url: the transport URL; ``[DEFAULT] transport_url`` when None.
+    :raises oslo_messaging.InvalidTransportURL: the URL cannot be parsed.
+    """
+    parsed = messaging.TransportURL.parse(conf, url)
+    if parsed.transport not in _RABBIT_SCHEMES:
+        return QueueDurability(kind="not RabbitMQ", durable=True)
+    register_rabbit_opts(conf)
+    group = conf[RABBIT_GROUP]
+
+    def flag(name: str) -> bool:
+        if name in parsed.query:
+            return parsed.query[name].strip().lower() in _TRUE
+        return bool(group[name])
+
+    quorum = flag("rabbit_quorum_queue")
+    error = None
+    if quorum and flag("rabbit_ha_queues"):
+        error = (
+            f"[{RABBIT_GROUP}] rabbit_quorum_queue and rabbit_ha_queues are both set; "
+            "oslo.messaging refuses to declare a queue: turn rabbit_ha_queues off"
+        )
+    if quorum:
+        return QueueDurability(kind="quorum", durable=True, error=error)
+    if flag("amqp_durable_queues"):
+        return QueueDurability(kind="classic durable", durable=True, error=error)
+    return QueueDurability(
+        kind="classic non-durable",
+        durable=False,
+        problem=(
+            "RPC queues are classic and non-durable: a broker restart drops every "
+            "cast still queued (a step for a compute host that is down, say) and "
+            "only the conductor's sweep re-sends it, after [conductor] stuck_after; "
+            f"set [{RABBIT_GROUP}] rabbit_quorum_queue = true (see doc/messaging.rst)"
+        ),
+        error=error,
+    )
+
+
+def _warn_queue_durability(conf: cfg.ConfigOpts, url: str | None) -> None:
+    try:
+        durability = queue_durability(conf, url)
+    except messaging.InvalidTransportURL:
+        return  # get_rpc_transport reports it
+    if durability.error:
+        LOG.error("%s", durability.error)
+    elif durability.problem:
+        LOG.warning("%s", durability.problem)
+    else:
+        LOG.debug("RPC queues: %s", durability.kind)
+
+
 def get_transport(
     conf: cfg.ConfigOpts, url: str | None = None, exchange: str | None = None
 ) -> messaging.Transport:
     """The RPC transport named by ``[DEFAULT] transport_url`` (or ``url``).
+
+    ``[oslo_messaging_rabbit]`` (quorum queues and the rest) applies as
+    oslo.messaging documents it; classic non-durable queues are logged as a
+    warning (:func:`queue_durability`).
 
     :param exchange: override ``control_exchange``. NOTE: ``fake://``
         transports in one process share their exchanges by name, so each
@@ -60,6 +166,7 @@ def get_transport(
             if group is None:
                 conf.register_opts(opts)
         conf.set_override("control_exchange", exchange)
+    _warn_queue_durability(conf, url)
     return messaging.get_rpc_transport(conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
 
 

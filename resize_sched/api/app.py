@@ -31,14 +31,19 @@ from resize_sched.api import auth, faults, microversion, middleware, policy
 from resize_sched.api.handlers import (
     flavor_extra_specs,
     flavors,
+    hypervisors,
+    instance_actions,
     migrations,
     server_actions,
+    server_migrations,
     servers,
+    services,
     versions,
 )
 from resize_sched.api.request import PREFIX, REQUEST_ID_KEY, VERSION_KEY, ApiRequest
 from resize_sched.conductor.rpcapi import ConductorAPI
 from resize_sched.db.api import Database
+from resize_sched.placement.client import PlacementClient
 from resize_sched.strategies import ClaimStrategy
 
 LOG = logging.getLogger(__name__)
@@ -60,6 +65,14 @@ class ApiState:
     db: Database
     conductor: ConductorAPI
     _strategies: dict[str, ClaimStrategy] = field(default_factory=dict)
+    _placement: PlacementClient | None = None
+
+    def placement(self) -> PlacementClient:
+        """The Placement client (os-services, os-hypervisors), built from
+        ``[placement]`` on first use."""
+        if self._placement is None:
+            self._placement = PlacementClient.from_conf(self.conf)
+        return self._placement
 
     def claim_strategy(self) -> ClaimStrategy:
         """The strategy new resizes use: ``[resize] claim_strategy`` now.
@@ -107,7 +120,25 @@ ROUTES = (
     Route("GET", "/servers/{server_id}", servers.show),
     Route("DELETE", "/servers/{server_id}", servers.delete),
     Route("POST", "/servers/{server_id}/action", server_actions.action),
+    Route("GET", "/servers/{server_id}/os-instance-actions", instance_actions.index),
+    Route("GET", "/servers/{server_id}/os-instance-actions/{request_id}", instance_actions.show),
+    Route("GET", "/servers/{server_id}/migrations", server_migrations.index),
+    Route("GET", "/servers/{server_id}/migrations/{migration_id}", server_migrations.show),
+    Route("DELETE", "/servers/{server_id}/migrations/{migration_id}", server_migrations.delete),
+    Route(
+        "POST", "/servers/{server_id}/migrations/{migration_id}/action", server_migrations.action
+    ),
     Route("GET", "/os-migrations", migrations.index),
+    Route("GET", "/os-services", services.index),
+    Route("PUT", "/os-services/disable", services.disable),
+    Route("PUT", "/os-services/disable-log-reason", services.disable_log_reason),
+    Route("PUT", "/os-services/enable", services.enable),
+    Route("PUT", "/os-services/{service_id}", services.update),
+    Route("GET", "/os-hypervisors", hypervisors.index),
+    Route("GET", "/os-hypervisors/detail", hypervisors.detail),
+    Route("GET", "/os-hypervisors/{hypervisor_id}", hypervisors.show),
+    Route("GET", "/os-hypervisors/{hypervisor_id}/uptime", hypervisors.uptime),
+    Route("GET", "/os-aggregates", hypervisors.aggregates),
 )
 
 

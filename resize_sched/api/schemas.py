@@ -2,9 +2,11 @@
 
 They follow Nova's (``nova/api/openstack/compute/schemas``) where we serve
 the same thing: counts may be integers or digit strings, a flavor id is a
-string or integer. Server create accepts, and ignores, the optional keys
-openstacksdk and the CLI send that mean nothing without images or networks
-here (``imageRef``, ``networks``, ``metadata``...); any other key is refused.
+string or integer. Server create accepts ``imageRef`` (recorded, and checked
+when ``[glance]`` is configured), accepts and ignores the optional keys
+openstacksdk and the CLI send that mean nothing without networks here
+(``networks``, ``metadata``...), and takes block device mappings only to
+refuse them clearly (no volumes here); any other key is refused.
 """
 
 from typing import Any
@@ -98,8 +100,11 @@ SERVER_CREATE = {
             "properties": {
                 "name": _NAME,
                 "flavorRef": _FLAVOR_REF,
-                # Accepted and ignored: no images, networks or metadata here.
-                "imageRef": {"type": "string"},
+                "imageRef": {"type": "string", "maxLength": 2048},
+                # Refused by the handler with a clear message: no volumes here.
+                "block_device_mapping_v2": {"type": "array"},
+                "block_device_mapping": {"type": "array"},
+                # Accepted and ignored: no networks or metadata here.
                 "networks": _NETWORKS,
                 "metadata": {"type": "object"},
                 "key_name": {"type": ["string", "null"]},

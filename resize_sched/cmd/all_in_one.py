@@ -59,9 +59,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     print(f"Compute API: {service.api_endpoint}  (X-Auth-Token: admin:admin)", flush=True)
     print(f"Placement:   {service.placement.endpoint}  (X-Auth-Token: admin)", flush=True)
-    print("openstackclient (e.g. 'openstack resource provider list'):", flush=True)
+    print(f"Identity:    {service.identity_endpoint}  (a development stand-in)", flush=True)
+    print(f"Image:       {service.image_endpoint}  (a development stand-in)", flush=True)
+    print(
+        f"openstack (clouds {service.ADMIN_CLOUD} and {service.MEMBER_CLOUD} in "
+        f"{service.clouds_yaml}; e.g. 'openstack server list'):",
+        flush=True,
+    )
     for line in service.export_lines():
         print(f"    {line}", flush=True)
+    print("nova (which reads no clouds.yaml):", flush=True)
+    print(f"    source {service.openrc[service.ADMIN_CLOUD]}", flush=True)
     try:
         stopped.wait()
     finally:

@@ -78,9 +78,10 @@ HOST_HELP = (
     "Disable a host (no new build or resize lands on it, not even a resize that stays "
     "on it; its servers keep running and resizes in flight finish) or enable it again, "
     "by setting or clearing the COMPUTE_STATUS_DISABLED trait on its resource provider "
-    "in Placement, as Nova does for a disabled compute service. HOST is the compute "
-    "service's [DEFAULT] host. Exit codes: 0 done (or it already was so); 1 no host "
-    "of this deployment has that name, or an error."
+    "in Placement, as Nova does for a disabled compute service, and recording it on the "
+    "host's compute service (what os-services shows; as 'openstack compute service set "
+    "--disable' does). HOST is the compute service's [DEFAULT] host. Exit codes: 0 done "
+    "(or it already was so); 1 no host of this deployment has that name, or an error."
 )
 
 Command = Callable[[cfg.ConfigOpts], int]
@@ -154,7 +155,21 @@ def _placement_audit(conf: cfg.ConfigOpts) -> int:
 def _host_set_disabled(conf: cfg.ConfigOpts) -> int:
     disabled = conf.category.action == "disable"
     host = conf.category.host_name
+    reason = getattr(conf.category, "reason", None) if disabled else None
     changed = hosts.set_disabled(PlacementClient.from_conf(conf), _owner(conf), host, disabled)
+    # NOTE: then the host's compute service row, so os-services agrees.
+    db = Database.from_conf(conf)
+    try:
+        try:
+            service = db.service_get_by_host(host)
+        except exception.NotFound:
+            LOG.info("Host %s has no compute service recorded yet; Placement only", host)
+        else:
+            if service.disabled != disabled or (disabled and service.disabled_reason != reason):
+                db.service_set_disabled(service.uuid, disabled, reason)
+                changed = True
+    finally:
+        db.dispose()
     state = "disabled" if disabled else "enabled"
     print(f"Host {host} {state}." if changed else f"Host {host} was already {state}.")
     return 0
@@ -174,6 +189,11 @@ def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
     ):
         parser = actions.add_parser(action, help=text, description=HOST_HELP)
         parser.add_argument("host_name", metavar="HOST", help="The compute host's name.")
+        if action == "disable":
+            parser.add_argument(
+                "--reason",
+                help="Why, as os-services shows it (its disabled_reason).",
+            )
         parser.set_defaults(action_fn=_host_set_disabled)
 
 

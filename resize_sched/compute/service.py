@@ -8,6 +8,14 @@ on topic ``compute`` with ``server=<host>``; every ``[compute]
 update_interval`` seconds a background thread puts the mark and the inventory
 right again if they drifted (or re-creates the provider if it was deleted).
 
+The service also reports to the conductor (conductor RPC API 1.2,
+``compute_report``) at start and every ``[DEFAULT] report_interval``
+seconds: its host and node name, its provider's uuid, the inventory it set
+there and the provider generation it last read or wrote it at, and the
+compute RPC version it speaks. That report is its heartbeat (``os-services``
+tells up from down by it) and keeps its compute node row current; a
+conductor capped below 1.2 is sent none.
+
 A provider of that name already marked as someone else's (another
 deployment's owner trait, or Nova's ``COMPUTE_NODE``) is never taken over:
 the service refuses to start. An unmarked one, as an older resize_sched left
@@ -20,6 +28,7 @@ with its own ``ConfigOpts`` and host, in one process on one shared transport.
 
 import math
 import threading
+import time
 from typing import Any
 
 import oslo_messaging as messaging
@@ -32,6 +41,7 @@ from resize_sched.compute.driver import base as driver_base
 from resize_sched.compute.driver.fake import FakeDriver
 from resize_sched.compute.manager import ComputeManager
 from resize_sched.conductor import rpcapi as conductor_rpcapi
+from resize_sched.context import admin_context
 from resize_sched.placement.client import (
     NOVA_COMPUTE_TRAIT,
     OWNER_TRAIT_PREFIX,
@@ -140,6 +150,9 @@ class ComputeService:
         self.driver = driver if driver is not None else FakeDriver.from_conf(conf)
         self.placement = placement
         self.provider_uuid: str | None = None
+        #: The provider generation the inventory was last read or written at.
+        self.provider_generation: int | None = None
+        self._conductor: conductor_rpcapi.ConductorAPI | None = None
         self._transport = transport
         self._owns_transport = transport is None
         self._rpc_server: messaging.MessageHandlingServer | None = None
@@ -170,10 +183,11 @@ class ComputeService:
             self.placement = PlacementClient.from_conf(self.conf)
         if self._transport is None:
             self._transport = rpc.get_transport(self.conf)
+        self._conductor = conductor_rpcapi.ConductorAPI(self.conf, self._transport)
         manager = ComputeManager(
             self.host,
             self.driver,
-            conductor_rpcapi.ConductorAPI(self.conf, self._transport),
+            self._conductor,
             compute_rpcapi.ComputeAPI(self.conf, self._transport),
         )
         target = messaging.Target(topic=compute_rpcapi.TOPIC, server=self.host)
@@ -185,16 +199,15 @@ class ComputeService:
         except Exception:
             self.stop()
             raise
+        self.report()
         self._stopping.clear()
-        interval = self.conf.compute.update_interval
-        if interval > 0:
-            self._refresher = threading.Thread(
-                target=self._refresh_loop,
-                args=(interval,),
-                name=f"compute-inventory-{self.host}",
-                daemon=True,
-            )
-            self._refresher.start()
+        self._refresher = threading.Thread(
+            target=self._refresh_loop,
+            args=(self.conf.compute.update_interval, self.conf.report_interval),
+            name=f"compute-inventory-{self.host}",
+            daemon=True,
+        )
+        self._refresher.start()
         LOG.info("Compute host %s serving as resource provider %s", self.host, self.provider_uuid)
 
     def stop(self) -> None:
@@ -249,9 +262,12 @@ class ComputeService:
                 return self._register_again()
             known = None
             if inventory_matches(current, self.inventory):
+                self.provider_generation = generation
                 return False
             try:
-                self.placement.set_inventory(self.provider_uuid, self.inventory, generation)
+                self.provider_generation = self.placement.set_inventory(
+                    self.provider_uuid, self.inventory, generation
+                )
             except exception.ConsumerGenerationConflict:
                 if attempt == INVENTORY_CONFLICT_RETRIES:
                     raise
@@ -321,14 +337,51 @@ class ComputeService:
         LOG.info("Created resource provider %s for %s", provider["uuid"], self.host)
         return provider, True
 
-    def _refresh_loop(self, interval: float) -> None:
-        while not self._stopping.wait(interval):
-            try:
-                self.refresh_inventory()
-            except exception.PlacementError as exc:
-                LOG.warning("Could not refresh the inventory of %s: %s", self.host, exc)
-            except Exception:
-                LOG.exception("Inventory refresh of %s failed", self.host)
+    # -- reports ----------------------------------------------------------------------
+
+    def report(self) -> bool:
+        """Send the conductor this host's report (see the module doc).
+
+        :returns: whether one was sent (False: no provider yet, a conductor
+            capped below 1.2, or the transport refused; logged).
+        """
+        if self._conductor is None or self.provider_uuid is None:
+            return False
+        try:
+            return self._conductor.compute_report(
+                admin_context(),
+                host=self.host,
+                node=self.host,
+                rp_uuid=self.provider_uuid,
+                inventory=self.inventory,
+                provider_generation=self.provider_generation,
+                service_version=compute_rpcapi.VERSION,
+            )
+        except messaging.MessagingException as exc:
+            LOG.warning("Could not report %s to the conductor: %s", self.host, exc)
+            return False
+
+    def _refresh_loop(self, update_interval: float, report_interval: float) -> None:
+        """Refresh the inventory every ``update_interval`` seconds (never when 0)
+        and report every ``report_interval`` seconds, both from one thread."""
+        tick = min(report_interval, update_interval) if update_interval > 0 else report_interval
+        last_refresh = last_report = time.monotonic()
+        while not self._stopping.wait(tick):
+            now = time.monotonic()
+            if update_interval > 0 and now - last_refresh >= update_interval:
+                last_refresh = now
+                try:
+                    self.refresh_inventory()
+                except exception.PlacementError as exc:
+                    LOG.warning("Could not refresh the inventory of %s: %s", self.host, exc)
+                except Exception:
+                    LOG.exception("Inventory refresh of %s failed", self.host)
+            if now - last_report >= report_interval:
+                last_report = now
+                try:
+                    self.report()
+                except Exception:
+                    LOG.exception("Report of %s failed", self.host)
 
 
 def _foreign_mark(trait: str, own: str) -> bool:

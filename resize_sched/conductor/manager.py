@@ -18,13 +18,33 @@ from oslo_log import log as logging
 
 from resize_sched import actions, exception, notifications
 from resize_sched.compute.rpcapi import ComputeAPI, migration_message, server_message
+from resize_sched.conductor import reports
 from resize_sched.conductor.rpcapi import NAMESPACE, VERSION
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.build import BuildTask
 from resize_sched.conductor.tasks.resize import ResizeTask
 from resize_sched.context import RequestContext
+from resize_sched.db import action_api
 
 LOG = logging.getLogger(__name__)
+
+#: The instance-action event of each compute operation (Nova's names) and the
+#: action it belongs to. The conductor records them, as the only database
+#: writer: started when it casts the step, finished when the host reports.
+#: Steps a host reports only when they fail (confirm, revert) are recorded
+#: only then. A revert is ``compute_revert_resize`` on the destination and
+#: ``compute_finish_revert_resize`` on the source.
+COMPUTE_EVENTS: dict[str, tuple[str, str]] = {
+    "spawn": ("compute_build_and_run_instance", action_api.CREATE),
+    "prep_resize": ("compute_prep_resize", action_api.RESIZE),
+    "resize": ("compute_resize_instance", action_api.RESIZE),
+    "finish_resize": ("compute_finish_resize", action_api.RESIZE),
+    "confirm": ("compute_confirm_resize", action_api.CONFIRM_RESIZE),
+    "revert": ("compute_revert_resize", action_api.REVERT_RESIZE),
+    "finish_revert": ("compute_finish_revert_resize", action_api.REVERT_RESIZE),
+}
+#: The conductor's own event of a delete.
+DELETE_EVENT = "conductor_delete_server"
 
 #: Failures that end a flow on purpose; logged without a traceback.
 _EXPECTED = (
@@ -46,7 +66,13 @@ def _malformed(arguments: dict[str, Any]) -> list[str]:
     for name, value in arguments.items():
         if value is None and name in ("migration_uuid", "host"):
             continue
-        if name.endswith("_uuid"):
+        if name == "inventory":
+            problem = reports.malformed_inventory(value)
+            problems += [problem] if problem else []
+        elif name == "provider_generation":
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                problems.append(f"{name} is not an integer: {value!r:.80}")
+        elif name.endswith("_uuid"):
             if not isinstance(value, str) or not _UUID.match(value):
                 problems.append(f"{name} is not a uuid: {value!r:.80}")
         elif not isinstance(value, str) or len(value) > 65535:
@@ -124,16 +150,20 @@ class ConductorManager:
             # schedules again.
             LOG.warning("Build of server %s left for the sweep: Placement: %s", server_uuid, exc)
             return
+        self._compute_event("spawn", server_uuid, server.host)
         self.compute.spawn(ctxt, server.host, server_message(server))
 
     @handler
     def build_done(self, ctxt: RequestContext, server_uuid: str) -> None:
         try:
-            self.builds.spawned(server_uuid)
+            server = self.builds.spawned(server_uuid)
         except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
             LOG.info(
                 "Build of server %s: spawned report not due (%s); nothing to do", server_uuid, exc
             )
+            return
+        self._compute_event("spawn", server_uuid, server.host, result=action_api.SUCCESS)
+        self.db.action_finish(server_uuid, (action_api.CREATE,))
 
     # -- resizes ----------------------------------------------------------------------
 
@@ -178,6 +208,7 @@ class ConductorManager:
 
     def _prep(self, ctxt: RequestContext, migration_uuid: str, host: str) -> None:
         migration = self.db.migration_get(migration_uuid)
+        self._compute_event("prep_resize", migration.server_uuid, host)
         self.compute.prep_resize(ctxt, host, migration_message(migration))
 
     @handler
@@ -187,16 +218,32 @@ class ConductorManager:
         migration = self.resizes.prepared(migration_uuid, host)
         if migration is None:
             return
+        server_uuid = migration.server_uuid
+        self._compute_event(
+            "prep_resize", server_uuid, migration.dest_host, result=action_api.SUCCESS
+        )
+        self._compute_event("resize", server_uuid, migration.source_host)
         self.compute.resize_instance(ctxt, migration.source_host, migration_message(migration))
 
     @handler
     def resize_finished(self, ctxt: RequestContext, migration_uuid: str) -> None:
-        self.resizes.finish(migration_uuid)
+        migration = self.resizes.finish(migration_uuid)
+        if migration is None:
+            return
+        server_uuid = migration.server_uuid
+        self._compute_event(
+            "resize", server_uuid, migration.source_host, result=action_api.SUCCESS
+        )
+        self._compute_event(
+            "finish_resize", server_uuid, migration.dest_host, result=action_api.SUCCESS
+        )
+        self.db.action_finish(server_uuid, (action_api.RESIZE,))
 
     @handler
     def confirm_resize(self, ctxt: RequestContext, migration_uuid: str) -> None:
         migration = self.resizes.complete_confirm(migration_uuid)
         if migration is not None:
+            self.db.action_finish(migration.server_uuid, (action_api.CONFIRM_RESIZE,))
             self.compute.confirm_resize(ctxt, migration.source_host, migration_message(migration))
 
     @handler
@@ -207,6 +254,7 @@ class ConductorManager:
             LOG.warning("Revert of %s refused, may be retried: %s", migration_uuid, exc)
             return
         if migration is not None:
+            self.db.action_finish(migration.server_uuid, (action_api.REVERT_RESIZE,))
             self.compute.revert_resize(ctxt, migration.dest_host, migration_message(migration))
 
     # -- failures reported by compute hosts ----------------------------------------------
@@ -228,23 +276,30 @@ class ConductorManager:
             host or "its host",
             reason,
         )
+        # NOTE: each failure's event is recorded only when the report was due
+        # (the task acted on it): a duplicate or stale report records nothing.
         if operation == "spawn":
-            self.builds.fail(server_uuid, reason)
+            if self.builds.fail(server_uuid, reason) is not None:
+                self._compute_event("spawn", server_uuid, host, reason=reason)
         elif operation == "prep_resize" and migration_uuid:
             try:
                 dest = self.resizes.reschedule(migration_uuid, reason, host)
             except (exception.NoValidHost, exception.RestoreFailed) as exc:
                 LOG.warning("Resize %s: no alternate left: %s", migration_uuid, exc)
+                self._compute_event("prep_resize", server_uuid, host, reason=reason)
                 self._notify_resize_error(ctxt, migration_uuid, exc)
                 return
             if dest is not None:
+                self._compute_event("prep_resize", server_uuid, host, reason=reason)
                 self._prep(ctxt, migration_uuid, dest.host)
         elif operation in ("resize", "finish_resize") and migration_uuid:
             # NOTE: as Nova's fix for bug 1825537: the server goes to ERROR on
             # its source with exactly its old allocation; nothing leaks.
-            self.resizes.fail(
+            failed = self.resizes.fail(
                 migration_uuid, kind="failed", reason=f"{operation}: {reason}", server_error=True
             )
+            if failed is not None:
+                self._compute_event(operation, server_uuid, host, reason=reason)
         else:
             try:
                 self.db.server_update(
@@ -254,6 +309,74 @@ class ConductorManager:
                 )
             except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
                 LOG.info("Fault of server %s not recorded: %s", server_uuid, exc)
+                return
+            part = self._revert_part(operation, migration_uuid, host)
+            self._compute_event(part, server_uuid, host, reason=reason)
+
+    def _revert_part(self, operation: str, migration_uuid: str | None, host: str | None) -> str:
+        """``revert`` on a source host is the revert's second part, ``finish_revert``."""
+        if operation != "revert" or not migration_uuid:
+            return operation
+        try:
+            migration = self.db.migration_get(migration_uuid)
+        except exception.NotFound:
+            return operation
+        if host == migration.source_host:
+            return "finish_revert"
+        return operation
+
+    def _compute_event(
+        self,
+        operation: str,
+        server_uuid: str,
+        host: str | None,
+        *,
+        result: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """Record a compute step's event: started (no result, no reason),
+        finished with ``result``, or failed for ``reason``. Operations without
+        an event (a destroy) record nothing."""
+        if operation not in COMPUTE_EVENTS:
+            return
+        event, action = COMPUTE_EVENTS[operation]
+        if reason is not None:
+            self.db.action_event_failed(server_uuid, event, (action,), reason, host=host)
+        elif result is not None:
+            self.db.action_event_finish(server_uuid, event, (action,), result=result, host=host)
+        else:
+            self.db.action_event_start(server_uuid, event, (action,), host=host)
+
+    # -- compute services' reports ------------------------------------------------------
+
+    @handler
+    def compute_report(
+        self,
+        ctxt: RequestContext,
+        host: str,
+        node: str,
+        rp_uuid: str,
+        inventory: dict[str, Any],
+        provider_generation: int | None,
+        service_version: str,
+    ) -> None:
+        """A compute service's heartbeat and compute node (:mod:`.reports`)."""
+        try:
+            reports.record(
+                self.db,
+                self.deps.client,
+                self.deps.conf.placement.deployment_name,
+                host=host,
+                node=node,
+                rp_uuid=rp_uuid,
+                inventory=inventory,
+                provider_generation=provider_generation,
+                version=service_version,
+            )
+        except exception.PlacementError as exc:
+            LOG.warning("Report of %s not recorded (the next one will be): %s", host, exc)
+        except ValueError as exc:  # blank or over-long names
+            LOG.warning("Malformed compute_report message dropped: %s", exc)
 
     # -- delete -----------------------------------------------------------------------
 
@@ -273,6 +396,14 @@ class ConductorManager:
         except exception.ServerNotFound:
             LOG.info("Server %s is already deleted; nothing to do", server_uuid)
             return
+        with self.db.action_event(
+            server_uuid, DELETE_EVENT, (action_api.DELETE,), host=self.deps.conf.host
+        ):
+            self._delete(ctxt, server)
+        self.db.action_finish(server_uuid, (action_api.DELETE,))
+
+    def _delete(self, ctxt: RequestContext, server: Any) -> None:
+        server_uuid = server.uuid
         notifications.notify_delete(self.notifier, ctxt, server, notifications.START)
         hosts = {server.host} if server.host else set()
         closed = [

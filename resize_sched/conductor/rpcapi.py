@@ -7,23 +7,30 @@ API version history:
   resize_finished, operation_failed.
 * 1.1 - resize_prepared and operation_failed name the reporting ``host``, so
   a late report from a host the resize has since left changes nothing.
+* 1.2 - compute_report: a compute service's periodic report (heartbeat,
+  compute node, the inventory it set in Placement). Not sent to a 1.1
+  conductor: such a conductor keeps no services or compute nodes.
 
 Every method is a cast: the caller has already validated the request and
 recorded its intent in the database; the outcome shows in the server's and
 migration's status.
 """
 
+from collections.abc import Mapping
 from typing import Any
 
 import oslo_messaging as messaging
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from resize_sched import rpc
 from resize_sched.context import RequestContext
 
+LOG = logging.getLogger(__name__)
+
 TOPIC = "conductor"
 NAMESPACE = "conductor"
-VERSION = "1.1"
+VERSION = "1.2"
 
 
 class ConductorAPI:
@@ -111,3 +118,39 @@ class ConductorAPI:
             server_uuid=server_uuid,
             migration_uuid=migration_uuid,
         )
+
+    def compute_report(
+        self,
+        ctxt: RequestContext,
+        host: str,
+        node: str,
+        rp_uuid: str,
+        inventory: Mapping[str, Mapping[str, Any]],
+        provider_generation: int | None,
+        service_version: str,
+    ) -> bool:
+        """The periodic report of the compute service on ``host``.
+
+        :param node: the compute node's (hypervisor's) name.
+        :param rp_uuid: the uuid of the resource provider it registered.
+        :param inventory: the inventory records it set on that provider.
+        :param provider_generation: the provider generation that inventory
+            was read or written at.
+        :param service_version: the compute RPC API version the service speaks.
+        :returns: whether it was sent (False: the conductor is capped below 1.2).
+        """
+        if not self.client.can_send_version("1.2"):
+            LOG.debug("Conductor capped below 1.2: compute report of %s not sent", host)
+            return False
+        self._cast(
+            ctxt,
+            "compute_report",
+            "1.2",
+            host=host,
+            node=node,
+            rp_uuid=rp_uuid,
+            inventory={rc: dict(record) for rc, record in inventory.items()},
+            provider_generation=provider_generation,
+            service_version=service_version,
+        )
+        return True

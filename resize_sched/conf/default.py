@@ -25,6 +25,22 @@ OPTS = [
         "SQLite database. Change it when running unprivileged or when several "
         "independent deployments share a machine.",
     ),
+    cfg.IntOpt(
+        "report_interval",
+        default=10,
+        min=1,
+        help="Seconds between a compute service's reports to the conductor (its "
+        "heartbeat, with the inventory it last set in Placement). Keep it well below "
+        "service_down_time.",
+    ),
+    cfg.IntOpt(
+        "service_down_time",
+        default=60,
+        min=1,
+        help="Seconds since its last report after which a service counts as down "
+        "(os-services and os-hypervisors show state 'down'). Keep it well above "
+        "report_interval.",
+    ),
 ]
 
 

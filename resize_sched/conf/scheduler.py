@@ -35,6 +35,18 @@ OPTS = [
         "over the emptiest hosts, negative packs them onto the fullest, 0 keeps "
         "Placement's order.",
     ),
+    cfg.IntOpt(
+        "host_subset_size",
+        default=1,
+        min=1,
+        help="Pick the chosen host at random among this many of the best-weighed "
+        "hosts (the others stay alternates, in order). 1 always takes the best. "
+        "Several conductors scheduling at once see the same best host and race "
+        "for it; a larger subset spreads them over hosts of nearly equal standing, "
+        "so fewer claims are refused and retried, at the cost of a choice that is "
+        "a little less than the best. A source host that needs nothing more is "
+        "always kept first.",
+    ),
 ]
 
 

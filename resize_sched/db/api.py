@@ -7,7 +7,8 @@ the other gets a typed conflict naming the state it found.
 
 The queries live in :mod:`resize_sched.db.compute_api` (flavors, servers,
 request specs), :mod:`resize_sched.db.migration_api` (migrations and their
-journal) and :mod:`resize_sched.db.host_api` (services, compute nodes);
+journal), :mod:`resize_sched.db.host_api` (services, compute nodes) and
+:mod:`resize_sched.db.action_api` (instance actions and events);
 this module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
 the API-visible id) default to a new UUID.
 """
@@ -18,6 +19,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched.db import engines, migration
+from resize_sched.db.action_api import ActionApi
 from resize_sched.db.compute_api import ComputeApi
 from resize_sched.db.host_api import HostApi
 from resize_sched.db.migration_api import MigrationApi
@@ -28,9 +30,9 @@ __all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Se
 LOG = logging.getLogger(__name__)
 
 
-class Database(ComputeApi, MigrationApi, HostApi):
+class Database(ComputeApi, MigrationApi, HostApi, ActionApi):
     """Flavors, servers, request specs, migrations and the journal, services and
-    compute nodes, in one database."""
+    compute nodes, instance actions and their events, in one database."""
 
     def __init__(
         self,

@@ -296,11 +296,13 @@ class ComputeApi(SessionSource):
         host: str | None = None,
         node: str | None = None,
         rp_uuid: str | None = None,
+        image_ref: str | None = None,
     ) -> models.Server:
         """Create a server record.
 
         :param flavor: a Flavor, or a snapshot mapping; a snapshot is stored.
         :param uuid: the server's uuid; a new one when omitted.
+        :param image_ref: the image it is created from, if any.
         :returns: the new server.
         :raises resize_sched.exception.Invalid: a bad value; nothing written.
         :raises resize_sched.exception.Conflict: the uuid is taken.
@@ -325,6 +327,7 @@ class ComputeApi(SessionSource):
             node=node,
             rp_uuid=rp_uuid,
             needs_heal=False,
+            image_ref=image_ref,
             **values,
         )
         try:

@@ -9,7 +9,7 @@ this ever fit, empty" without a Placement request per provider; the
 """
 
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -127,10 +127,166 @@ class HostApi(SessionSource):
             raise exception.NotFound(what=f"compute node {rp_uuid}")
         return found
 
-    def service_list(self, *, binary: str | None = None) -> list[models.Service]:
-        """Every service (of ``binary``, when given), oldest first."""
+    def service_list(
+        self, *, binary: str | None = None, host: str | None = None
+    ) -> list[models.Service]:
+        """Every service (of ``binary`` and on ``host``, when given), oldest first."""
         query = sa.select(models.Service).order_by(models.Service.id)
         if binary is not None:
             query = query.where(models.Service.binary == binary)
+        if host is not None:
+            query = query.where(models.Service.host == host)
         with self._reader() as session:
             return list(session.scalars(query))
+
+    def service_get(self, uuid: str) -> models.Service:
+        """One service by its uuid.
+
+        :raises NotFound: no such service.
+        """
+        with self._reader() as session:
+            found = session.scalars(
+                sa.select(models.Service).where(models.Service.uuid == uuid)
+            ).one_or_none()
+        if found is None:
+            raise exception.NotFound(what=f"service {uuid}")
+        return found
+
+    def service_get_by_host(self, host: str, binary: str = COMPUTE_BINARY) -> models.Service:
+        """The service ``binary`` on ``host``.
+
+        :raises NotFound: no such service.
+        """
+        with self._reader() as session:
+            found = session.scalars(
+                sa.select(models.Service).where(
+                    models.Service.host == host, models.Service.binary == binary
+                )
+            ).one_or_none()
+        if found is None:
+            raise exception.NotFound(what=f"service {binary} on host {host}")
+        return found
+
+    def service_set_disabled(
+        self,
+        uuid: str,
+        disabled: bool,
+        reason: str | None = None,
+        *,
+        expected_disabled: bool | None = None,
+    ) -> models.Service:
+        """Disable a service (with ``reason``) or enable it (the reason is cleared).
+
+        One ``UPDATE ... WHERE uuid = ? [AND disabled = expected_disabled]``.
+
+        :param expected_disabled: when given, the flag the row must still have
+            (compare-and-swap); None: whatever it is.
+        :returns: the service as now stored.
+        :raises NotFound: no such service.
+        :raises Conflict: its flag is no longer ``expected_disabled``.
+        """
+        if reason is not None:
+            reason = text(reason, "disabled_reason")
+        conditions = [models.Service.uuid == uuid]
+        if expected_disabled is not None:
+            conditions.append(models.Service.disabled == expected_disabled)
+        values = {
+            "disabled": disabled,
+            "disabled_reason": reason if disabled else None,
+            "updated_at": models.utcnow(),
+        }
+        with self._writer() as session:
+            done = session.execute(
+                sa.update(models.Service).where(*conditions).values(**values)
+            ).rowcount
+            found = session.scalars(
+                sa.select(models.Service).where(models.Service.uuid == uuid)
+            ).one_or_none()
+        if found is None:
+            raise exception.NotFound(what=f"service {uuid}")
+        if not done:
+            raise exception.Conflict(
+                reason=f"service {uuid} is no longer "
+                f"{'disabled' if expected_disabled else 'enabled'}"
+            )
+        return found
+
+    def service_set_forced_down(self, uuid: str, forced_down: bool) -> models.Service:
+        """Set or clear a service's ``forced_down`` flag (a forced-down service is down).
+
+        :returns: the service as now stored.
+        :raises NotFound: no such service.
+        """
+        with self._writer() as session:
+            session.execute(
+                sa.update(models.Service)
+                .where(models.Service.uuid == uuid)
+                .values(forced_down=forced_down, updated_at=models.utcnow())
+            )
+            found = session.scalars(
+                sa.select(models.Service).where(models.Service.uuid == uuid)
+            ).one_or_none()
+        if found is None:
+            raise exception.NotFound(what=f"service {uuid}")
+        return found
+
+    def compute_nodes_by_host(self, host: str) -> list[models.ComputeNode]:
+        """The compute nodes of one host, oldest first."""
+        with self._reader() as session:
+            return list(
+                session.scalars(
+                    sa.select(models.ComputeNode)
+                    .where(models.ComputeNode.host == host)
+                    .order_by(models.ComputeNode.id)
+                )
+            )
+
+
+def service_is_up(service: models.Service, down_time: float, now: Any = None) -> bool:
+    """Whether a service reported within the last ``down_time`` seconds (and
+    is not forced down), as Nova's database service group driver judges.
+
+    :param service: the service row.
+    :param down_time: ``[DEFAULT] service_down_time``.
+    :param now: the time to judge at; the current time when None.
+    """
+    if service.forced_down or service.last_seen_up is None:
+        return False
+    now = now if now is not None else models.utcnow()
+    return (now - service.last_seen_up).total_seconds() <= down_time
+
+
+def compute_node_inventories(
+    db: HostApi, uuids: Iterable[str] | None = None
+) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The host name and last reported inventory of compute nodes, by provider uuid.
+
+    One light read (no ORM objects) for the scheduler: host names for the
+    candidates it weighs, inventories when it judges whether a request could
+    ever fit.
+
+    :param db: the database.
+    :param uuids: only these providers (read in chunks); None: every node.
+    :returns: provider uuid -> (host, class -> inventory record); providers
+        without a node are absent.
+    """
+    columns = (models.ComputeNode.uuid, models.ComputeNode.host, models.ComputeNode.inventory)
+    wanted = None if uuids is None else sorted(set(uuids))
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+    with db._reader() as session:
+        if wanted is None:
+            rows = list(session.execute(sa.select(*columns)))
+        else:
+            rows = []
+            for start in range(0, len(wanted), _UUID_CHUNK):
+                chunk = wanted[start : start + _UUID_CHUNK]
+                rows.extend(
+                    session.execute(sa.select(*columns).where(models.ComputeNode.uuid.in_(chunk)))
+                )
+    for uuid, host, inventory in rows:
+        out[uuid] = (host, inventory or {})
+    return out
+
+
+#: Provider uuids per ``IN (...)`` in :func:`compute_node_inventories`.
+_UUID_CHUNK = 500

@@ -459,6 +459,7 @@ class MigrationApi(SessionSource):
         target: dict[str, Any],
         owner: str | None = None,
         releasing: bool = False,
+        holdings: Mapping[str, Any] | None = None,
     ) -> models.JournalEntry:
         """Record a transition about to be written to Placement.
 
@@ -468,12 +469,22 @@ class MigrationApi(SessionSource):
         for. A retry after a generation conflict journals again, so it is
         checked again: nothing a delete emptied is re-created.
 
+        With ``holdings``, the same transaction records them as the
+        migration's known holdings: what the write leads to, so that a write
+        that succeeds needs no commit but its entry's ``applied``. While the
+        entry is ``intended`` they are only what is expected (crash recovery
+        and the executor settle an intended entry by reading Placement); the
+        writer puts back what is held if the write is refused.
+
         :param phase: the strategy phase (e.g. ``prepare``, ``claim``, ``revert``).
         :param before: the holdings the transition starts from.
         :param target: the holdings it leads to.
         :param owner: the step token that must own the migration (None: any).
         :param releasing: the target holds nothing, so it may always go ahead.
-        :returns: the entry, ``intended``, numbered after the migration's last.
+        :param holdings: the migration's holdings once the write lands.
+        :returns: the entry, ``intended``, numbered after the migration's last;
+            with ``holdings``, its ``migration`` attribute is the migration
+            as updated.
         :raises resize_sched.exception.MigrationNotFound: no such migration.
         :raises resize_sched.exception.StepNotDue: the write is no longer wanted.
         :raises resize_sched.exception.Invalid: before/target not mappings.
@@ -522,6 +533,17 @@ class MigrationApi(SessionSource):
                         state=models.JOURNAL_INTENDED,
                     )
                     session.add(entry)
+                    updated = None
+                    if holdings is not None:
+                        _, updated = update_where(
+                            session,
+                            models.Migration,
+                            migration_uuid,
+                            [],
+                            {"holdings": dict(holdings)},
+                        )
+                if updated is not None:
+                    entry.migration = updated  # type: ignore[attr-defined]
                 return entry
             except sa.exc.IntegrityError:
                 # NOTE: a concurrent writer took the same seq; count again.

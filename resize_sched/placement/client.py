@@ -490,8 +490,11 @@ class PlacementClient:
         version = ROOT_REQUIRED_VERSION if roots else IN_TREE_VERSION
         resp = self._request("GET", "/allocation_candidates", self._pin(version), params=params)
         body = resp.json()
+        # NOTE: taken as they come: Placement only ever answers the positive
+        # amounts asked for, so there is nothing to normalize (hundreds of
+        # candidates per query).
         requests = [
-            normalize_allocations({rp: a["resources"] for rp, a in ar["allocations"].items()})
+            {rp: a["resources"] for rp, a in ar["allocations"].items()}
             for ar in body["allocation_requests"]
         ]
         return Candidates(requests, body["provider_summaries"])

@@ -141,14 +141,39 @@ class TransitionExecutor:
             holdings are forgotten so the next apply reads first.
         :raises PlacementError: any other refusal; nothing changed.
         """
-        current = self.read(migration) if fresh else self.known(migration)
+        if fresh:
+            current = self.read(migration)
+        elif not migration.holdings:
+            # NOTE: forgotten after a write whose answer never came: settle
+            # that write's entry now that Placement says whether it landed.
+            current = self.read(migration)
+            self._settle(migration, current)
+        else:
+            current = Known.from_dict(migration.holdings)
         last_written = current.holdings
+        expected = False  # the row holds an intended target, not what is held
         for attempt in range(self.conflict_retries + 1):
             goal = target(current.holdings) if callable(target) else target
             writes = self._writes(migration, current, goal, verify)
             if not writes:
                 LOG.debug("Migration %s %s: nothing to change", migration.uuid, phase)
+                if expected:
+                    # NOTE: an earlier attempt recorded its target as held.
+                    return self.db.migration_update(
+                        migration.uuid, owner=owner, holdings=current.to_dict()
+                    )
                 return self._remember(migration, current, owner)
+            done = Known(
+                goal,
+                _next_generation(current.server_generation, goal.server)
+                if migration.server_uuid in writes
+                else current.server_generation,
+                _next_generation(current.migration_generation, goal.migration)
+                if migration.uuid in writes
+                else current.migration_generation,
+            )
+            # NOTE: the intent and the holdings it leads to, in one commit;
+            # a refused write puts back what is held (see journal_intend).
             entry = self.db.journal_intend(
                 migration.uuid,
                 phase=phase,
@@ -156,7 +181,9 @@ class TransitionExecutor:
                 target=goal.to_dict(),
                 owner=owner,
                 releasing=not goal.server and not goal.migration,
+                holdings=done.to_dict(),
             )
+            expected = True
             try:
                 if len(writes) == 1:
                     ((consumer, write),) = writes.items()
@@ -177,8 +204,18 @@ class TransitionExecutor:
                     attempt + 1,
                     self.conflict_retries + 1,
                 )
-                current = self.read(migration)
-                if verify and current.holdings != last_written:
+                try:
+                    current = self.read(migration)
+                except exception.PlacementError:
+                    # NOTE: the conflict proved the known holdings wrong (a
+                    # write of ours that timed out may have landed); with no
+                    # read to replace them, forget them, or the next
+                    # transition would trust them and may write nothing.
+                    self.db.migration_update(migration.uuid, holdings=None)
+                    raise
+                # NOTE: equal to the goal: our own write landed though its
+                # answer was lost (a time-out, then the retry's conflict).
+                if verify and current.holdings not in (last_written, goal):
                     LOG.warning(
                         "Migration %s %s: Placement holds %s, not what we last wrote (%s): "
                         "changed by someone else; writing the target over it",
@@ -196,17 +233,9 @@ class TransitionExecutor:
                 raise
             except exception.PlacementError as exc:
                 self.db.journal_mark(entry.id, "abandoned", detail=str(exc))
+                self._put_back(migration, current, owner)
                 raise
             self.db.journal_mark(entry.id, "applied")
-            done = Known(
-                goal,
-                _next_generation(current.server_generation, goal.server)
-                if migration.server_uuid in writes
-                else current.server_generation,
-                _next_generation(current.migration_generation, goal.migration)
-                if migration.uuid in writes
-                else current.migration_generation,
-            )
             LOG.info(
                 "Migration %s %s applied: server %s, migration %s",
                 migration.uuid,
@@ -214,6 +243,9 @@ class TransitionExecutor:
                 goal.server,
                 goal.migration,
             )
+            updated = getattr(entry, "migration", None)
+            if updated is not None:
+                return updated
             return self._remember(migration, done, owner)
         raise exception.PlacementConflict(
             method="POST",
@@ -221,6 +253,33 @@ class TransitionExecutor:
             placement_code="placement.concurrent_update",
             detail=f"still conflicting after {self.conflict_retries} re-reads",
         )
+
+    def _settle(self, migration: Any, actual: Known) -> None:
+        """Mark the migration's ``intended`` entries by what Placement holds now.
+
+        Each equal to its target landed (``applied``); each equal to what was
+        held before did not (``abandoned``); any other is left to recovery.
+        """
+        for entry in self.db.journal_list(migration.uuid):
+            if entry.state != "intended":
+                continue
+            if actual.holdings == Holdings.from_dict(entry.target):
+                state = "applied"
+            elif actual.holdings == Holdings.from_dict(entry.before):
+                state = "abandoned"
+            else:
+                continue
+            try:
+                self.db.journal_mark(entry.id, state, detail="settled by the next read")
+            except exception.Conflict:
+                continue  # settled meanwhile
+            LOG.info(
+                "Migration %s %s (journal entry %s): settled %s by reading Placement",
+                migration.uuid,
+                entry.phase,
+                entry.seq,
+                state,
+            )
 
     def _writes(
         self, migration: Any, current: Known, goal: Holdings, verify: bool = False
@@ -243,6 +302,14 @@ class TransitionExecutor:
                 consumer_type=MIGRATION,
             )
         return writes
+
+    def _put_back(self, migration: Any, current: Known, owner: str | None) -> None:
+        """A write was refused: the row gets back what is held instead of its target."""
+        try:
+            self.db.migration_update(migration.uuid, owner=owner, holdings=current.to_dict())
+        except exception.StepNotDue:
+            # NOTE: whoever took the migration over reads or writes its own.
+            LOG.debug("Migration %s: taken over; its holdings are the new owner's", migration.uuid)
 
     def _remember(self, migration: Any, known: Known, owner: str | None) -> Any:
         if migration.holdings == known.to_dict():

@@ -11,7 +11,16 @@ import itertools
 
 from oslo_policy import policy
 
-from resize_sched.policies import base, flavors, migrations, servers
+from resize_sched.policies import (
+    base,
+    flavors,
+    hypervisors,
+    instance_actions,
+    migrations,
+    server_migrations,
+    servers,
+    services,
+)
 
 
 def list_rules() -> list[policy.RuleDefault]:
@@ -25,5 +34,9 @@ def list_rules() -> list[policy.RuleDefault]:
             servers.list_rules(),
             flavors.list_rules(),
             migrations.list_rules(),
+            instance_actions.list_rules(),
+            server_migrations.list_rules(),
+            services.list_rules(),
+            hypervisors.list_rules(),
         )
     )

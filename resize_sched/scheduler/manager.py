@@ -19,22 +19,42 @@ a claim strategy may ask it for something else than the new flavor (see
   fits, is returned alone (``Selection.complete`` is false) without asking
   about any other host.
 
+The two queries of the second case do not depend on each other: the source's
+runs on a small thread pool of the scheduler while the calling thread asks
+about every other host, so a resize waits for one round trip, not two.
+
 Only hosts of this deployment that take new work are ever candidates, and
 Placement itself leaves the others out: every query asks for roots with the
 deployment's owner trait and without ``COMPUTE_STATUS_DISABLED``
 (``root_required``), so a host registered by another service, or by another
 deployment sharing the Placement, costs nothing and is never seen (see
 :mod:`resize_sched.scheduler.hosts` for disabling a host).
+
+What the scheduler knows of its hosts without asking Placement comes from the
+``compute_nodes`` table, which the compute services' reports keep current:
+the host name of each provider, and the inventory the verdict of a failure
+(could the request ever fit, empty?) is judged on. A provider the table does
+not know costs one request of its own, never a wrong answer.
+
+Among hosts of equal standing, racing conductors would all pick the same
+first one; ``[scheduler] host_subset_size`` makes each pick at random among
+the best N instead (N = 1 by default: always the best).
 """
 
 import math
+import random
+import threading
+from collections.abc import Callable, Iterable
+from concurrent import futures
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched import resources as rs
+from resize_sched.db import host_api
 from resize_sched.placement.client import (
     DISABLED_TRAIT,
     Candidates,
@@ -45,6 +65,12 @@ from resize_sched.resources import Allocations, Resources
 from resize_sched.scheduler import hosts
 
 LOG = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Threads of a scheduler's pool: each resize with a separate source query
+#: uses one for as long as that query takes.
+_POOL_SIZE = 4
 
 #: The weight of a source that needs nothing more (a shrink under max_flavor):
 #: staying put costs nothing and moves no disk, so it always comes first.
@@ -105,11 +131,23 @@ class Scheduler:
     :param conf: a ConfigOpts with the ``[scheduler]`` and ``[placement]``
         groups registered; ``[placement] deployment_name`` says which hosts
         are ours.
+    :param db: the :class:`resize_sched.db.api.Database` whose
+        ``compute_nodes`` name hosts and hold their inventory; None: every
+        such fact is read from Placement (one request per provider).
+    :param rng: the random source of ``host_subset_size`` (tests seed one).
     """
 
-    def __init__(self, client: PlacementClient, conf: cfg.ConfigOpts) -> None:
+    def __init__(
+        self,
+        client: PlacementClient,
+        conf: cfg.ConfigOpts,
+        db: Any = None,
+        *,
+        rng: random.Random | None = None,
+    ) -> None:
         self.client = client
         self.conf = conf
+        self.db = db
         #: The trait on the root provider of every host of this deployment.
         self.owner_trait = owner_trait(conf.placement.deployment_name)
         # NOTE: what the root of every host we may choose has: our mark, and
@@ -117,6 +155,16 @@ class Scheduler:
         self._usable = (self.owner_trait, "!" + DISABLED_TRAIT)
         self._enabled = ("!" + DISABLED_TRAIT,)
         self._names: dict[str, str] = {}
+        self._random = rng or random.Random()
+        self._pool: futures.ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def close(self) -> None:
+        """Stop the thread pool (it is started again if needed)."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
     # -- public ---------------------------------------------------------------
 
@@ -144,26 +192,40 @@ class Scheduler:
                 return Selection([found[1]], complete=False)
             source_allowed = False
 
-        one_query = source_allowed and rs.normalize(request.source_request) == rs.normalize(
-            request.destination_request
-        )
-        candidates = self._query(request.destination_request, request)
-        scored = self._score(candidates, request, keep_source=one_query)
-        if source_allowed and not one_query:
-            # NOTE: a source that needs nothing more and is among the
-            # candidates already passed every check the query makes (owned,
-            # enabled, traits, aggregates): it needs no request of its own.
-            seen = any(
-                self._root_of(ar, candidates) == source for ar in candidates.allocation_requests
+        wanted = rs.normalize(request.destination_request)
+        source_amounts = rs.normalize(request.source_request)
+        one_query = source_allowed and source_amounts == wanted
+        if source_allowed and not one_query and source_amounts:
+            # NOTE: two independent queries: the source's on the pool, every
+            # other host's here, so the resize waits for the slower only.
+            candidates, source_candidates = self._both(
+                lambda: self._query(wanted, request),
+                lambda: self._query(source_amounts, request, in_tree=source),
             )
-            found = self._ask_source(request, seen=seen)
-            if found is not None:
-                scored.append(found)
+            scored = self._score(candidates, request, keep_source=False)
+            from_source = self._score(source_candidates, request, keep_source=True)
+            scored.extend(from_source[:1])
+        else:
+            candidates = self._query(wanted, request)
+            scored = self._score(candidates, request, keep_source=one_query)
+            if source_allowed and not one_query:
+                # NOTE: a source that needs nothing more and is among the
+                # candidates already passed every check the query makes
+                # (owned, enabled, traits, aggregates): it needs no request
+                # of its own.
+                seen = any(
+                    self._root_of(ar, candidates) == source
+                    for ar in candidates.allocation_requests
+                )
+                found = self._ask_source(request, seen=seen)
+                if found is not None:
+                    scored.append(found)
 
         allowed = self._filter(scored, request)
         if not allowed:
             raise self._no_valid_host(request, len(scored))
         allowed.sort(key=lambda item: item[0], reverse=True)
+        allowed = self._pick_in_subset(allowed)
         chosen = [dest for _, dest in allowed[: self.conf.scheduler.max_attempts]]
         LOG.info(
             "Selected %s with %d alternate(s) out of %d candidate host(s)",
@@ -173,7 +235,45 @@ class Scheduler:
         )
         return Selection(chosen)
 
+    def _pick_in_subset(
+        self, ranked: list[tuple[float, Destination]]
+    ) -> list[tuple[float, Destination]]:
+        """Move one of the best ``host_subset_size`` hosts, at random, to the front.
+
+        The others keep their order, as alternates. A source that needs
+        nothing more (weighed infinite) is never displaced: staying is free.
+        """
+        size = min(self.conf.scheduler.host_subset_size, len(ranked))
+        if size <= 1 or ranked[0][0] == _FREE_SOURCE_WEIGHT:
+            return ranked
+        index = self._random.randrange(size)
+        if index:
+            ranked = [ranked[index], *ranked[:index], *ranked[index + 1 :]]
+        return ranked
+
     # -- queries ----------------------------------------------------------------
+
+    def _both(self, first: Callable[[], T], second: Callable[[], Any]) -> tuple[T, Any]:
+        """Run ``second`` on the pool while ``first`` runs here; both results.
+
+        An error of either is raised (``first``'s when both fail), once
+        ``second`` has ended: nothing is left running behind the caller.
+        """
+        future = self._executor().submit(second)
+        try:
+            result = first()
+        except BaseException:
+            futures.wait([future])
+            raise
+        return result, future.result()
+
+    def _executor(self) -> futures.ThreadPoolExecutor:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = futures.ThreadPoolExecutor(
+                    max_workers=_POOL_SIZE, thread_name_prefix="scheduler"
+                )
+            return self._pool
 
     def _query(
         self, amounts: Resources, request: SchedulingRequest, in_tree: str | None = None
@@ -237,30 +337,30 @@ class Scheduler:
     ) -> list[tuple[float, Destination]]:
         """One destination per host (its first allocation request), weighed."""
         multiplier = self.conf.scheduler.ram_weight_multiplier
-        seen: set[str] = set()
-        out: list[tuple[float, Destination]] = []
+        summaries = candidates.provider_summaries
+        firsts: dict[str, tuple[int, Allocations]] = {}
         for index, allocation_request in enumerate(candidates.allocation_requests):
             root = self._root_of(allocation_request, candidates)
-            if root in seen:
-                continue
-            seen.add(root)
-            same_host = root == request.source
-            if same_host and not keep_source:
-                continue
-            summary = candidates.provider_summaries.get(root, {})
-            memory = summary.get("resources", {}).get(rs.MEMORY_MB, {})
+            if root not in firsts:
+                firsts[root] = (index, allocation_request)
+        if not keep_source:
+            firsts.pop(request.source, None)  # type: ignore[arg-type]
+        names = self._host_names(firsts)
+        out: list[tuple[float, Destination]] = []
+        for root, (index, allocation_request) in firsts.items():
+            memory = summaries.get(root, {}).get("resources", {}).get(rs.MEMORY_MB, {})
             free_ram = memory.get("capacity", 0) - memory.get("used", 0)
             # NOTE: ties keep Placement's order (earlier candidates first).
             weight = multiplier * free_ram - index * 1e-9
-            dest = Destination(root, self._host_name(root), allocation_request, same_host)
-            out.append((weight, dest))
+            same_host = root == request.source
+            out.append((weight, Destination(root, names[root], allocation_request, same_host)))
         return out
 
     @staticmethod
     def _root_of(allocation_request: Allocations, candidates: Candidates) -> str:
         for rp in allocation_request:
-            summary = candidates.provider_summaries.get(rp, {})
-            return summary.get("root_provider_uuid") or rp
+            summary = candidates.provider_summaries.get(rp)
+            return (summary and summary.get("root_provider_uuid")) or rp
         raise ValueError("empty allocation request")
 
     def _filter(
@@ -281,11 +381,35 @@ class Scheduler:
         return kept
 
     def _host_name(self, provider: str) -> str:
-        if provider not in self._names:
-            # NOTE: our hosts only, disabled ones too (a source may be one).
-            owned = hosts.list_owned(self.client, self.owner_trait)
-            self._names = {rp["uuid"]: rp["name"] for rp in owned}
-        return self._names.get(provider, provider)
+        return self._host_names((provider,))[provider]
+
+    def _host_names(self, providers: Iterable[str]) -> dict[str, str]:
+        """The host name of each provider (its uuid when it has none).
+
+        Names are cached: a provider's name is its host's for good (a host
+        whose provider is re-created gets a new uuid). Those not cached yet
+        are read from ``compute_nodes`` in one query; a provider no compute
+        service has reported yet costs one ``GET /resource_providers/{uuid}``.
+        """
+        names = self._names
+        missing = [rp for rp in providers if rp not in names]
+        if missing:
+            if self.db is not None:
+                known = host_api.compute_node_inventories(self.db, missing)
+                for rp, (host, _inventory) in known.items():
+                    names[rp] = host
+                missing = [rp for rp in missing if rp not in known]
+            for rp in missing:
+                names[rp] = self._read_name(rp)
+        return {rp: names[rp] for rp in providers}
+
+    def _read_name(self, provider: str) -> str:
+        try:
+            return self.client.get_resource_provider(provider)["name"]
+        except exception.PlacementNotFound:
+            # NOTE: gone since the query named it; its uuid names it well
+            # enough for a claim that will be refused.
+            return provider
 
     # -- failure ----------------------------------------------------------------
 
@@ -319,17 +443,23 @@ class Scheduler:
         """Whether any allowed host, empty, could hold the request.
 
         Allowed hosts are those the candidates query could return: ours,
-        enabled, with the required traits, in the aggregates asked for.
-
-        NOTE: this costs one request per provider, but only on the failure
-        path; Placement has no query for capacity regardless of usage.
+        enabled, with the required traits, in the aggregates asked for. One
+        provider listing says which they are (whether a host is disabled
+        lives in Placement alone, so even a request with no trait or
+        aggregate of its own needs it); each one's inventory is the one its
+        compute service last reported (``compute_nodes``). A provider with
+        no report yet costs one inventory request, read last, so that a
+        missing report never makes a wrong "infeasible". Without a database,
+        every provider's inventory is read from Placement.
         """
+        wanted = rs.normalize(request.destination_request)
         providers = hosts.list_owned(
             self.client,
             self.owner_trait,
             required=[*self._enabled, *sorted(request.required_traits)],
             member_of=request.member_of,
         )
+        allowed = []
         for rp in providers:
             self._names[rp["uuid"]] = rp["name"]
             name = rp["name"]
@@ -339,8 +469,27 @@ class Scheduler:
                 or (request.force_hosts and name not in request.force_hosts)
             ):
                 continue
-            inventories, _ = self.client.get_inventories(rp["uuid"])
-            if _fits_empty(inventories, request.destination_request):
+            allowed.append(rp["uuid"])
+        if not allowed:
+            return False
+        reported = {}
+        if self.db is not None:
+            # NOTE: every node at once: one query whatever the cloud's size,
+            # and the table holds this deployment's hosts only.
+            reported = host_api.compute_node_inventories(self.db)
+        unreported = []
+        for rp in allowed:
+            if rp not in reported:
+                unreported.append(rp)
+            elif _fits_empty(reported[rp][1], wanted):
+                return True
+        for rp in unreported:
+            LOG.debug("Provider %s has no compute node report; reading its inventory", rp)
+            try:
+                inventories, _ = self.client.get_inventories(rp)
+            except exception.PlacementNotFound:
+                continue  # deleted since the listing
+            if _fits_empty(inventories, wanted):
                 return True
         return False
 

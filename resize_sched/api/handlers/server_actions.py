@@ -41,7 +41,9 @@ def _resize(
     strategy = state.claim_strategy()
     try:
         visible_flavor(req, state.db, flavorid)
-        migration = actions.begin_resize(state.db, strategy, server_id, flavorid, project_id=scope)
+        migration = actions.begin_resize(
+            state.db, strategy, server_id, flavorid, project_id=scope, context=req.context
+        )
     except exception.FlavorNotFound:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
     state.conductor.resize_server(req.context, migration.uuid)
@@ -59,7 +61,9 @@ def _confirm(
 ) -> webob.Response:
     schemas.validate(body, schemas.CONFIRM_RESIZE)
     policy.authorized_server(req, state.db, rules.CONFIRM_RESIZE, server_id)
-    migration = actions.begin_confirm(state.db, server_id, project_id=req.project_scope())
+    migration = actions.begin_confirm(
+        state.db, server_id, project_id=req.project_scope(), context=req.context
+    )
     state.conductor.confirm_resize(req.context, migration.uuid)
     LOG.info("Confirm of server %s requested (migration %s)", server_id, migration.uuid)
     return empty_response(204)
@@ -70,7 +74,9 @@ def _revert(
 ) -> webob.Response:
     schemas.validate(body, schemas.REVERT_RESIZE)
     policy.authorized_server(req, state.db, rules.REVERT_RESIZE, server_id)
-    migration = actions.begin_revert(state.db, server_id, project_id=req.project_scope())
+    migration = actions.begin_revert(
+        state.db, server_id, project_id=req.project_scope(), context=req.context
+    )
     state.conductor.revert_resize(req.context, migration.uuid)
     LOG.info("Revert of server %s requested (migration %s)", server_id, migration.uuid)
     return empty_response(202)

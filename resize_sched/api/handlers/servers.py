@@ -10,8 +10,10 @@ Bodies follow the microversion for the changes that touch what we serve:
 2.3 (admin extended attributes), 2.9 ``locked``, 2.16 ``host_status``,
 2.19 ``description``, 2.26 ``tags``, 2.47 (the flavor embedded instead of a
 link), 2.63 ``trusted_image_certificates``, 2.71 ``server_groups``, 2.73
-``locked_reason``. Without images, networks, locks or tags these carry
-empty values.
+``locked_reason``. Without networks, locks or tags these carry empty
+values. ``imageRef`` is recorded (and checked against the Image service when
+``[glance]`` is configured, :mod:`resize_sched.api.glance`); block device
+mappings are refused.
 """
 
 import hashlib
@@ -21,7 +23,7 @@ import webob
 from oslo_log import log as logging
 
 from resize_sched import actions, exception
-from resize_sched.api import faults, policy, schemas
+from resize_sched.api import faults, glance, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.name_filter import NameFilter
 from resize_sched.api.request import (
@@ -72,6 +74,16 @@ def _flavor_view(req: ApiRequest, server: models.Server) -> dict[str, Any]:
     return {
         "id": flavorid,
         "links": [{"rel": "bookmark", "href": req.bookmark("flavors", flavorid)}],
+    }
+
+
+def _image_view(req: ApiRequest, server: models.Server) -> dict[str, Any] | str:
+    # NOTE: as Nova: "" for a server with no image (booted from a volume).
+    if not server.image_ref:
+        return ""
+    return {
+        "id": server.image_ref,
+        "links": [{"rel": "bookmark", "href": req.bookmark("images", server.image_ref)}],
     }
 
 
@@ -144,7 +156,7 @@ def view(req: ApiRequest, server: models.Server, *, detail: bool = True) -> dict
             "created": isotime(server.created_at),
             "updated": isotime(server.updated_at or server.created_at),
             "flavor": _flavor_view(req, server),
-            "image": "",
+            "image": _image_view(req, server),
             "addresses": {},
             "metadata": {},
             "hostId": host_id,
@@ -253,15 +265,22 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     ctxt = req.context
     policy.authorize(req, rules.CREATE)
     body = req.validated_body(schemas.SERVER_CREATE)["server"]
+    image_ref = glance.image_ref_of(body)
     flavorid = flavor_ref(body["flavorRef"])
     try:
-        visible_flavor(req, state.db, flavorid)
+        flavor = visible_flavor(req, state.db, flavorid)
+        if image_ref is not None:
+            image_ref = glance.validated_image(
+                state.conf, image_ref, flavor.memory_mb, flavor.root_gb
+            )
         server = actions.create_server(
             state.db,
             name=body["name"],
             flavorid=flavorid,
             project_id=ctxt.project_id,
             user_id=ctxt.user_id,
+            image_ref=image_ref,
+            context=ctxt,
         )
     except exception.FlavorNotFound:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
@@ -295,7 +314,7 @@ def delete(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response
     policy.authorized_server(req, state.db, rules.DELETE, server_id)
     # NOTE: recorded first, in one transaction with closing a resize in
     # flight: every later conductor step sees it and stands down.
-    actions.begin_delete(state.db, server_id, scope)
+    actions.begin_delete(state.db, server_id, scope, context=req.context)
     state.conductor.delete_server(req.context, server_id)
     LOG.info("Server %s deletion requested", server_id)
     return empty_response(204)

@@ -35,7 +35,7 @@ class TaskDeps:
             conf=conf,
             db=db,
             client=client,
-            scheduler=Scheduler(client, conf),
+            scheduler=Scheduler(client, conf, db),
             executor=TransitionExecutor(
                 client, db, conflict_retries=conf.placement.generation_conflict_retries
             ),

@@ -11,10 +11,14 @@ from oslo_log import log as logging
 
 from resize_sched import actions, exception
 from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.db import action_api
 from resize_sched.placement.client import INSTANCE, ConsumerWrite
 from resize_sched.scheduler.manager import SchedulingRequest
 
 LOG = logging.getLogger(__name__)
+
+#: The instance-action event of scheduling a build (os-instance-actions), Nova's name.
+SCHEDULE_EVENT = "conductor_schedule_and_build_instances"
 
 
 class BuildTask:
@@ -52,8 +56,17 @@ class BuildTask:
     def schedule(self, server_uuid: str) -> Any:
         """Choose a host and claim the flavor there; the host spawns it next.
 
+        Recorded as the ``create`` action's ``conductor_schedule_and_build_instances``
+        event.
+
         :raises NoValidHost: nothing fits; the server goes to ERROR with a fault.
         """
+        with self.db.action_event(
+            server_uuid, SCHEDULE_EVENT, (action_api.CREATE,), host=self.deps.conf.host
+        ):
+            return self._schedule(server_uuid)
+
+    def _schedule(self, server_uuid: str) -> Any:
         server = self.db.server_get(server_uuid)
         spec = self.db.request_spec_get(server_uuid)
         request = SchedulingRequest(

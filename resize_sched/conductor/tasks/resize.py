@@ -31,10 +31,20 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.db import action_api
 from resize_sched.scheduler.manager import Destination, SchedulingRequest, Selection
 from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
 
 LOG = logging.getLogger(__name__)
+
+#: The instance-action event each step records (os-instance-actions), and the
+#: actions it belongs to; Nova's name where Nova has the step.
+STEP_EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "schedule": ("conductor_migrate_server", (action_api.RESIZE,)),
+    "reschedule": ("conductor_migrate_server", (action_api.RESIZE,)),
+    "confirm": ("conductor_confirm_resize", (action_api.CONFIRM_RESIZE,)),
+    "revert": ("conductor_revert_resize", (action_api.REVERT_RESIZE,)),
+}
 
 
 def facts_of(migration: Any) -> ResizeFacts:
@@ -104,7 +114,12 @@ class ResizeTask:
             LOG.info("%s Nothing to do.", exc)
             return None
         try:
-            return body(migration, token)
+            if name not in STEP_EVENTS:
+                return body(migration, token)
+            event, belongs_to = STEP_EVENTS[name]
+            host = self.deps.conf.host
+            with self.db.action_event(migration.server_uuid, event, belongs_to, host=host):
+                return body(migration, token)
         except exception.StepNotDue as exc:
             LOG.info("%s Stopping the step.", exc)
             self._give_back_if_deleted(migration_uuid)
@@ -380,8 +395,10 @@ class ResizeTask:
 
         :returns: the migration, or None when it is not ``confirming`` (a
             duplicate, a confirm the API never accepted, or a delete).
-        :raises PlacementError: Placement refused or failed; the server is back
-            in VERIFY_RESIZE and the confirm can be retried.
+        :raises PlacementError: Placement refused; the server is back in
+            VERIFY_RESIZE and the confirm can be retried.
+        :raises PlacementUnavailable: twice unanswered; the confirm stays in
+            progress and the sweep completes it.
         """
         return self._step(
             migration_uuid,
@@ -418,13 +435,31 @@ class ResizeTask:
         dest = migration.dest_rp_uuid
         known = self.deps.executor.known(migration)
         status = "confirming" if decision == "confirm" else "reverting"
-        try:
-            migration = self.deps.executor.apply(
-                migration, decision, phase(facts, known.holdings, dest), verify=True, owner=token
-            )
-        except exception.PlacementError as exc:
-            self._undecide(migration, token, status, exc)
-            raise
+        target = phase(facts, known.holdings, dest)
+        for attempt in (1, 2):
+            try:
+                migration = self.deps.executor.apply(
+                    migration, decision, target, verify=True, owner=token
+                )
+                break
+            except exception.PlacementUnavailable as exc:
+                # NOTE: whether the write landed is unknown, so the server
+                # cannot go back to VERIFY_RESIZE: the write may have given
+                # up room it still runs in. Once more now (the executor reads
+                # Placement first); then the migration stays confirming or
+                # reverting, and the sweep completes it.
+                if attempt == 2:
+                    LOG.warning(
+                        "Migration %s: %s left for the sweep: %s", migration.uuid, status, exc
+                    )
+                    raise
+                LOG.warning(
+                    "Migration %s: %s unanswered (%s); once more", migration.uuid, status, exc
+                )
+                migration = self.db.migration_get(migration.uuid)
+            except exception.PlacementError as exc:
+                self._undecide(migration, token, status, exc)
+                raise
         generations = (migration.holdings or {}).get("generations", {})
         if decision == "confirm":
             values = {

@@ -44,6 +44,7 @@ class RecordingConductor:
         namespace=conductor_rpcapi.NAMESPACE, version=conductor_rpcapi.VERSION
     )
     reports: list[Report] = field(default_factory=list)
+    compute_reports: list[Report] = field(default_factory=list)
     _cond: threading.Condition = field(default_factory=threading.Condition)
 
     def _record(self, ctxt: RequestContext, method: str, **kwargs: Any) -> None:
@@ -84,6 +85,14 @@ class RecordingConductor:
             migration_uuid=migration_uuid,
             host=host,
         )
+
+    @messaging.expose
+    def compute_report(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        # NOTE: heartbeats go to their own list: the tests of operations
+        # count every other report.
+        with self._cond:
+            self.compute_reports.append(Report("compute_report", kwargs, ctxt.request_id))
+            self._cond.notify_all()
 
     def wait_for(self, method: str, timeout: float = TIMEOUT, **match: Any) -> Report:
         """The first report of ``method`` whose kwargs include ``match``."""

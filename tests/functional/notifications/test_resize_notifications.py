@@ -153,6 +153,10 @@ class RelayConductor:
         self._report("resize_finished", migration_uuid=migration_uuid)
 
     @messaging.expose
+    def compute_report(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """A compute service's heartbeat: not part of these tests."""
+
+    @messaging.expose
     def operation_failed(
         self,
         ctxt: RequestContext,

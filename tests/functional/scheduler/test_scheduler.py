@@ -5,8 +5,10 @@ client is spied on (the real requests still go out) so that the queries the
 scheduler makes can be asserted exactly.
 """
 
+import random
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,10 +16,12 @@ import pytest
 from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched import resources as rs
+from resize_sched.db.api import Database
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from resize_sched.scheduler import hosts
 from resize_sched.scheduler.manager import Scheduler, SchedulingRequest, Selection
+from tests.functional.fixtures.database import fresh_sqlite_database
 from tests.functional.fixtures.placement import PlacementInProcess
 from tests.functional.fixtures.spy import Spy
 
@@ -30,18 +34,41 @@ ROOTS = f"{DEFAULT_OWNER_TRAIT},!COMPUTE_STATUS_DISABLED"
 
 
 class World:
-    """Hosts in a real Placement, and a scheduler with its own (spied) client."""
+    """Hosts in a real Placement and their compute nodes in a real database,
+    and a scheduler with its own (spied) client."""
 
-    def __init__(self, placement: PlacementInProcess) -> None:
+    def __init__(self, placement: PlacementInProcess, db: Database) -> None:
         self.placement = placement
+        self.db = db
         self.other = placement.client()
         self.hosts: dict[str, str] = {}
 
     def add_host(
-        self, name: str, vcpus: int = 8, memory_mb: int = 8192, disk_gb: int = 100, **kw: Any
+        self,
+        name: str,
+        vcpus: int = 8,
+        memory_mb: int = 8192,
+        disk_gb: int = 100,
+        *,
+        report: bool = True,
+        **kw: Any,
     ) -> str:
+        """Register a host; ``report``: its compute node too, as its service would."""
         self.hosts[name] = self.placement.add_host(name, vcpus, memory_mb, disk_gb, **kw)
+        if report:
+            self.report(name)
         return self.hosts[name]
+
+    def report(self, name: str) -> None:
+        """A compute service's report: the inventory Placement holds for ``name``."""
+        inventory, generation = self.other.get_inventories(self.hosts[name])
+        self.db.compute_node_report(
+            host=name,
+            node=name,
+            rp_uuid=self.hosts[name],
+            inventory=inventory,
+            provider_generation=generation,
+        )
 
     def hold(self, host: str, amounts: dict[str, int]) -> str:
         consumer = str(uuid.uuid4())
@@ -67,15 +94,17 @@ class World:
         client = PlacementClient.from_conf(conf)
         client.max_version  # noqa: B018 - negotiate now, so counts are exact
         client.reset_request_count()
-        return Scheduler(client, conf), client, Spy(client)
+        return Scheduler(client, conf, self.db, rng=random.Random(7)), client, Spy(client)
 
     def names(self, selection: Selection) -> list[str]:
         return [d.host for d in selection.destinations]
 
 
 @pytest.fixture
-def world(placement: PlacementInProcess) -> World:
-    return World(placement)
+def world(placement: PlacementInProcess, tmp_path: Path) -> Iterator[World]:
+    db = fresh_sqlite_database(tmp_path / "db")
+    yield World(placement, db)
+    db.dispose()
 
 
 def resize_request(world: World, source: str = "host1", **kw: Any) -> SchedulingRequest:
@@ -112,12 +141,9 @@ def test_source_asked_the_same_as_others_costs_one_query(world: World) -> None:
     assert spy.candidate_queries() == [
         {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "root_required": ROOTS, "limit": LIMIT}
     ]
-    # The names of the hosts are read once and then cached.
-    assert [(m, p) for m, p, _ in spy.calls] == [
-        ("GET", "/allocation_candidates"),
-        ("GET", "/resource_providers"),
-    ]
-    assert client.request_count == 2
+    # The names of the hosts come from their compute nodes: no request.
+    assert [(m, p) for m, p, _ in spy.calls] == [("GET", "/allocation_candidates")]
+    assert client.request_count == 1
     # The source's answer came from the same query and is kept, as same_host.
     assert world.names(selection) == ["host2", "host1"]
     by_host = {d.host: d for d in selection.destinations}
@@ -127,7 +153,26 @@ def test_source_asked_the_same_as_others_costs_one_query(world: World) -> None:
 
     client.reset_request_count()
     scheduler.select_destinations(request)
-    assert client.request_count == 1  # names cached
+    assert client.request_count == 1
+
+
+def test_a_host_without_a_compute_node_is_named_by_one_provider_read(world: World) -> None:
+    world.add_host("host1")
+    world.add_host("host2", report=False)
+    scheduler, client, spy = world.scheduler()
+
+    selection = scheduler.select_destinations(_build_request())
+
+    # Only the provider the table does not know is read, and only once:
+    # never a listing of every provider of the cloud.
+    assert sorted(world.names(selection)) == ["host1", "host2"]
+    assert [(m, p) for m, p, _ in spy.calls] == [
+        ("GET", "/allocation_candidates"),
+        ("GET", f"/resource_providers/{world.hosts['host2']}"),
+    ]
+    spy.calls.clear()
+    scheduler.select_destinations(_build_request())
+    assert [p for _, p, _ in spy.calls] == ["/allocation_candidates"]
 
 
 def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: World) -> None:
@@ -142,7 +187,8 @@ def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: W
     selection = scheduler.select_destinations(resize_request(world))
 
     assert client.request_count == 2
-    assert spy.candidate_queries() == [
+    # The two queries run at once, so in either order.
+    assert sorted(spy.candidate_queries(), key=lambda q: "in_tree" in q) == [
         {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "root_required": ROOTS, "limit": LIMIT},
         {
             "resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1",
@@ -354,7 +400,7 @@ def test_required_traits_on_the_source_increase_query(world: World) -> None:
     request = resize_request(world, required_traits=frozenset({"CUSTOM_X"}))
     assert world.names(scheduler.select_destinations(request)) == ["host2"]
     assert [q.get("required") for q in spy.candidate_queries()] == ["CUSTOM_X", "CUSTOM_X"]
-    assert spy.candidate_queries()[1]["in_tree"] == world.hosts["host1"]
+    assert {q.get("in_tree") for q in spy.candidate_queries()} == {None, world.hosts["host1"]}
 
 
 @pytest.mark.parametrize("source_has_trait", [False, True])
@@ -577,3 +623,108 @@ def test_source_not_allowed_and_only_source_fits_is_infeasible(world: World) -> 
     scheduler, _, _ = world.scheduler()
     request = resize_request(world, allow_same_host=False)
     expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+
+
+# -- the verdict of a failure at constant cost --------------------------------------------
+
+
+def _verdict_requests(world: World, request: SchedulingRequest, kind: str) -> list[str]:
+    scheduler, client, spy = world.scheduler()
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), kind)
+    assert client.request_count == len(spy.calls)
+    return [p for _, p, _ in spy.calls]
+
+
+@pytest.mark.parametrize(
+    "sizes", [(2, 8), pytest.param((5, 50), marks=pytest.mark.slow)], ids=["2-8", "5-50"]
+)
+def test_infeasible_and_deferred_cost_the_same_requests_at_any_size(
+    world: World, sizes: tuple[int, int]
+) -> None:
+    """The verdict reads reported inventories, not one provider after another."""
+    too_big = SchedulingRequest(destination_request={"VCPU": 9})
+    no_room = SchedulingRequest(destination_request={"VCPU": 8})
+    counts = []
+    for size in sizes:
+        for n in range(len(world.hosts), size):
+            world.add_host(f"host{n}")
+            world.hold(f"host{n}", {"VCPU": 1})  # never room for 8 now
+        infeasible = _verdict_requests(world, too_big, "infeasible")
+        deferred = _verdict_requests(world, no_room, "deferred")
+        counts.append((infeasible, deferred))
+    # The candidates query, then one listing of the allowed providers.
+    expected = ["/allocation_candidates", "/resource_providers"]
+    assert counts == [(expected, expected), (expected, expected)]
+
+
+def test_a_provider_without_a_report_is_read_from_placement(world: World) -> None:
+    world.add_host("host1", vcpus=4)
+    world.add_host("host2", vcpus=16, report=False)
+    world.hold("host2", {"VCPU": 12})
+    request = SchedulingRequest(destination_request={"VCPU": 8})
+    # host1's report says it can never hold 8; host2 has no report: its
+    # inventory is read, and it could hold 8 once emptied.
+    assert _verdict_requests(world, request, "deferred") == [
+        "/allocation_candidates",
+        "/resource_providers",
+        f"/resource_providers/{world.hosts['host2']}/inventories",
+    ]
+    # Reported, it costs nothing more.
+    world.report("host2")
+    assert _verdict_requests(world, request, "deferred") == [
+        "/allocation_candidates",
+        "/resource_providers",
+    ]
+
+
+def test_a_new_report_changes_the_verdict(world: World) -> None:
+    world.add_host("host1", vcpus=4)
+    world.hold("host1", {"VCPU": 4})
+    request = SchedulingRequest(destination_request={"VCPU": 8})
+    expect_no_valid_host(lambda: world.scheduler()[0].select_destinations(request), "infeasible")
+    # The host grows (its service set more inventory); until it reports,
+    # the verdict is the last report's.
+    world.other.set_inventory(
+        world.hosts["host1"], {"VCPU": 16, "MEMORY_MB": 8192, "DISK_GB": 100}
+    )
+    world.hold("host1", {"VCPU": 10})
+    scheduler = world.scheduler()[0]
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+    world.report("host1")
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), "deferred")
+
+
+def test_the_verdict_still_leaves_out_disabled_and_untraited_hosts(world: World) -> None:
+    world.add_host("host1", vcpus=4)
+    world.add_host("host2", vcpus=16)
+    world.hold("host2", {"VCPU": 12})
+    world.traits("host1", ["CUSTOM_X"])
+    request = SchedulingRequest(destination_request={"VCPU": 8})
+    scheduler = world.scheduler()[0]
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), "deferred")
+    world.disable("host2")
+    expect_no_valid_host(lambda: scheduler.select_destinations(request), "infeasible")
+    world.disable("host2", disabled=False)
+    traited = SchedulingRequest(
+        destination_request={"VCPU": 8}, required_traits=frozenset({"CUSTOM_X"})
+    )
+    expect_no_valid_host(lambda: scheduler.select_destinations(traited), "infeasible")
+
+
+# -- host_subset_size -------------------------------------------------------------------------
+
+
+def test_host_subset_size_spreads_the_choice_among_equal_hosts(world: World) -> None:
+    for n in range(4):
+        world.add_host(f"host{n}")
+    scheduler, client, _ = world.scheduler(host_subset_size=3, max_attempts=4)
+    chosen = []
+    for _ in range(30):
+        selection = scheduler.select_destinations(_build_request())
+        names = world.names(selection)
+        chosen.append(names[0])
+        assert sorted(names) == ["host0", "host1", "host2", "host3"]  # alternates kept
+    best = world.names(world.scheduler(max_attempts=4)[0].select_destinations(_build_request()))
+    # Only the three best are ever chosen, and each of them some of the time.
+    assert set(chosen) == set(best[:3])
+    assert client.request_count == 30  # nothing more asked

@@ -2,7 +2,10 @@
 
 osc-placement's ``openstack resource provider list`` and ``resource provider
 usage show`` run as subprocesses with only ``OS_CLIENT_CONFIG_FILE`` and
-``OS_CLOUD`` set, as the all-in-one prints them.
+``OS_CLOUD`` set, as the all-in-one prints them: the password log-in at the
+identity stand-in, whose catalog leads to Placement. The clouds' log-ins and
+the ``imageRef`` check through ``[glance]`` are tested here with openstacksdk
+(quick); the whole CLI story is in test_cli_commands.py (slow).
 """
 
 import json
@@ -11,8 +14,13 @@ import pathlib
 import shutil
 import subprocess
 import sys
+from typing import Any
 
+import openstack.config
 import pytest
+from keystoneauth1 import exceptions as ks_exc
+
+from resize_sched.images import DEFAULT_IMAGES
 
 
 def _openstack() -> str:
@@ -58,3 +66,83 @@ def test_resource_provider_list_and_usage_show(deploy):
     other = "host2" if host == "host1" else "host1"
     usage = _run(d, "resource", "provider", "usage", "show", d.hosts[other])
     assert all(u["usage"] == 0 for u in usage)
+
+
+def _password_session(d, cloud: str) -> Any:
+    """A keystoneauth session logged in through the clouds.yaml the all-in-one wrote."""
+    config = openstack.config.OpenStackConfig(config_files=[d.aio.clouds_yaml], load_envvars=False)
+    return config.get_one(cloud=cloud).get_session()
+
+
+def test_password_clouds_log_in_and_find_every_service(deploy):
+    d = deploy()
+    admin = _password_session(d, d.aio.ADMIN_CLOUD)
+    assert admin.get_token() == "admin:admin"
+    endpoints = {
+        service: admin.get_endpoint(service_type=service, interface="public")
+        for service in ("compute", "placement", "image", "identity")
+    }
+    assert endpoints == {
+        "compute": d.aio.api_endpoint,
+        "placement": d.aio.placement.endpoint,
+        "image": d.aio.image_endpoint,
+        "identity": d.aio.identity_endpoint,
+    }
+    member = _password_session(d, d.aio.MEMBER_CLOUD)
+    assert member.get_token() == "demo:demo"
+    # The member token is a member's at the Compute API: no flavor creation.
+    refused = member.post(
+        f"{d.aio.api_endpoint}/flavors",
+        json={"flavor": {"name": "x", "ram": 1, "vcpus": 1, "disk": 1}},
+        raise_exc=False,
+    )
+    assert refused.status_code == 403
+    # A wrong password is refused by the stand-in.
+    config = openstack.config.OpenStackConfig(config_files=[d.aio.clouds_yaml], load_envvars=False)
+    region = config.get_one(cloud=d.aio.ADMIN_CLOUD, auth={"password": "wrong"})
+    with pytest.raises(ks_exc.Unauthorized):
+        region.get_session().get_token()
+
+
+def test_image_ref_is_checked_against_the_image_service(deploy):
+    d = deploy()
+    cirros = next(i for i in DEFAULT_IMAGES if i.name == "cirros")
+    ubuntu = next(i for i in DEFAULT_IMAGES if i.name == "ubuntu-24.04")
+    small = d.flavor("small", vcpus=1, ram=512, disk=5)
+    compute = d.conn.compute
+
+    server = compute.create_server(name="vm", flavor_id=small.id, image_id=cirros.id)
+    server = compute.wait_for_server(server, status="ACTIVE", wait=30, interval=0.05)
+    body = compute.get(f"/servers/{server.id}").json()["server"]
+    assert body["image"]["id"] == cirros.id
+    assert body["image"]["links"][0]["href"].endswith(f"/images/{cirros.id}")
+    # Without an image, Nova's "".
+    bare = d.boot("bare", small)
+    assert compute.get(f"/servers/{bare.id}").json()["server"]["image"] == ""
+
+    def create(**server: Any) -> Any:
+        body = {"server": {"name": "x", "flavorRef": small.id, **server}}
+        return compute.post("/servers", json=body, raise_exc=False)
+
+    unknown = create(imageRef="00000000-0000-0000-0000-000000000000")
+    assert unknown.status_code == 400
+    assert "Can not find requested image" in unknown.json()["badRequest"]["message"]
+    too_small = create(imageRef=ubuntu.id)
+    assert too_small.status_code == 400
+    assert "memory is too small" in too_small.json()["badRequest"]["message"]
+    big_ram = d.flavor("big-ram", vcpus=1, ram=2048, disk=5)
+    small_disk = create(imageRef=ubuntu.id, flavorRef=big_ram.id)
+    assert small_disk.status_code == 400
+    assert "needs at least 10 GiB" in small_disk.json()["badRequest"]["message"]
+    volume = create(
+        imageRef=cirros.id,
+        block_device_mapping_v2=[
+            {"uuid": cirros.id, "source_type": "image", "destination_type": "volume",
+             "volume_size": 1, "boot_index": 0}
+        ],
+    )  # fmt: skip
+    assert volume.status_code == 400
+    assert "no volumes" in volume.json()["badRequest"]["message"]
+    # Nothing was recorded for the refused creates.
+    assert sorted(s.name for s in compute.servers()) == ["bare", "vm"]
+    d.check()

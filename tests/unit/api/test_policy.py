@@ -61,6 +61,22 @@ TABLE = {
     "os_compute_api:os-migrations:index": (MANAGER, "GET /os-migrations"),
     "os_compute_api:os-migrations:index:all_projects": (ADMIN, "GET /os-migrations"),
     "os_compute_api:os-migrations:index:host": (ADMIN, "GET /os-migrations (host fields)"),
+    "os_compute_api:os-instance-actions:list": (READER, "GET .../os-instance-actions"),
+    "os_compute_api:os-instance-actions:show": (READER, "GET .../os-instance-actions/{id}"),
+    "os_compute_api:os-instance-actions:events": (ADMIN, "events' traceback and host"),
+    "os_compute_api:os-instance-actions:events:details": (ADMIN, "events' details (2.84)"),
+    "os_compute_api:servers:migrations:index": (MANAGER, "GET /servers/{id}/migrations"),
+    "os_compute_api:servers:migrations:index:host": (ADMIN, "... (host fields)"),
+    "os_compute_api:servers:migrations:show": (ADMIN, "GET /servers/{id}/migrations/{id}"),
+    "os_compute_api:servers:migrations:force_complete": (MANAGER, "POST .../action"),
+    "os_compute_api:servers:migrations:delete": (MANAGER, "DELETE .../migrations/{id}"),
+    "os_compute_api:os-services:list": (ADMIN, "GET /os-services"),
+    "os_compute_api:os-services:update": (ADMIN, "PUT /os-services/{id}"),
+    "os_compute_api:os-hypervisors:list": (ADMIN, "GET /os-hypervisors"),
+    "os_compute_api:os-hypervisors:list-detail": (ADMIN, "GET /os-hypervisors/detail"),
+    "os_compute_api:os-hypervisors:show": (ADMIN, "GET /os-hypervisors/{id}"),
+    "os_compute_api:os-hypervisors:uptime": (ADMIN, "GET /os-hypervisors/{id}/uptime"),
+    "os_compute_api:os-aggregates:index": (ADMIN, "GET /os-aggregates"),
 }
 
 BASE_RULES = {

@@ -5,6 +5,8 @@ down the edge cases that are awkward to build there (nested providers, ties,
 inventory constraints).
 """
 
+import random
+import threading
 from typing import Any
 
 import pytest
@@ -79,6 +81,7 @@ class FakeClient:
         self.traits: dict[str, set[str]] = {}
         self.queries: list[dict[str, Any]] = []
         self.provider_lists: list[dict[str, Any]] = []
+        self.provider_reads: list[str] = []
 
     def get_allocation_candidates(self, resources: Any, **kw: Any) -> Candidates:
         self.queries.append({"resources": dict(resources), **kw})
@@ -99,13 +102,19 @@ class FakeClient:
     def get_inventories(self, uuid: str) -> tuple[dict, int]:
         return self.inventories.get(uuid, {}), 1
 
+    def get_resource_provider(self, uuid: str) -> dict:
+        self.provider_reads.append(uuid)
+        if uuid not in self.providers:
+            raise exception.PlacementNotFound(what=uuid)
+        return {"uuid": uuid, "name": self.providers[uuid]}
 
-def make_scheduler(client: FakeClient, **opts: Any) -> Scheduler:
+
+def make_scheduler(client: FakeClient, rng: random.Random | None = None, **opts: Any) -> Scheduler:
     conf = rs_conf.new_conf()
     rs_conf.parse_args(conf, [], default_config_files=[])
     for name, value in opts.items():
         conf.set_override(name, value, group="scheduler")
-    return Scheduler(client, conf)  # type: ignore[arg-type]
+    return Scheduler(client, conf, rng=rng)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -165,6 +174,15 @@ def test_unknown_provider_name_falls_back_to_uuid() -> None:
     client = FakeClient({}, {None: answer})
     selection = make_scheduler(client).select_destinations(SchedulingRequest(SMALL))
     assert [(d.provider, d.host) for d in selection.destinations] == [("h9", "h9")]
+
+
+def test_names_without_a_database_are_read_one_provider_at_a_time_and_cached() -> None:
+    client = _hosts([1024, 2048])
+    scheduler = make_scheduler(client)
+    scheduler.select_destinations(SchedulingRequest(SMALL))
+    scheduler.select_destinations(SchedulingRequest(SMALL))
+    assert sorted(client.provider_reads) == ["h0", "h1"]  # never a listing of every provider
+    assert client.provider_lists == []
 
 
 # -- weighing -------------------------------------------------------------------------------
@@ -327,3 +345,104 @@ def test_source_request_equal_to_destination_request_is_compared_normalised() ->
         ("host2", False),
         ("source", True),
     ]
+
+
+# -- the two queries of a resize run at once ------------------------------------------------
+
+
+class MeetingClient(FakeClient):
+    """Answers a candidates query only once a second one is in flight too."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.meeting = threading.Barrier(2, timeout=10)
+        self.threads: set[str] = set()
+
+    def get_allocation_candidates(self, resources: Any, **kw: Any) -> Candidates:
+        self.threads.add(threading.current_thread().name)
+        self.meeting.wait()  # BrokenBarrierError if the other query never comes
+        return super().get_allocation_candidates(resources, **kw)
+
+
+def test_source_and_other_hosts_are_asked_at_once() -> None:
+    others = Candidates([{"h2": SMALL}], {"h2": summary(4096)})
+    source = Candidates([{"src": {"VCPU": 1}}], {"src": summary(8192)})
+    client = MeetingClient({"src": "source", "h2": "host2"}, {None: others, "src": source})
+    scheduler = make_scheduler(client)
+    request = SchedulingRequest(
+        SMALL, source="src", source_request={"VCPU": 1}, allow_same_host=True
+    )
+    selection = scheduler.select_destinations(request)
+    assert [(d.host, d.same_host) for d in selection.destinations] == [
+        ("source", True),
+        ("host2", False),
+    ]
+    assert len(client.queries) == 2 and len(client.threads) == 2
+    scheduler.close()
+
+
+def test_a_failed_query_fails_the_selection_after_both_ended() -> None:
+    class Failing(MeetingClient):
+        def get_allocation_candidates(self, resources: Any, **kw: Any) -> Candidates:
+            answer = super().get_allocation_candidates(resources, **kw)
+            if kw.get("in_tree"):
+                raise exception.PlacementUnavailable(method="GET", url="/x", reason="down")
+            return answer
+
+    client = Failing({"src": "source"}, {})
+    request = SchedulingRequest(
+        SMALL, source="src", source_request={"VCPU": 1}, allow_same_host=True
+    )
+    with pytest.raises(exception.PlacementUnavailable):
+        make_scheduler(client).select_destinations(request)
+    assert len(client.queries) == 2
+
+
+# -- host_subset_size ----------------------------------------------------------------------
+
+
+def _choices(client: FakeClient, runs: int = 200, **opts: Any) -> list[str]:
+    scheduler = make_scheduler(client, rng=random.Random(1234), max_attempts=4, **opts)
+    return [
+        scheduler.select_destinations(SchedulingRequest(SMALL)).destinations[0].host
+        for _ in range(runs)
+    ]
+
+
+def test_host_subset_size_one_always_takes_the_best() -> None:
+    assert set(_choices(_hosts([4096, 4096, 4096, 4096]))) == {"host0"}
+
+
+def test_host_subset_size_spreads_among_equal_hosts() -> None:
+    chosen = _choices(_hosts([4096, 4096, 4096, 4096]), host_subset_size=4)
+    counts = {host: chosen.count(host) for host in sorted(set(chosen))}
+    assert set(counts) == {"host0", "host1", "host2", "host3"}
+    assert min(counts.values()) >= 25  # 50 each expected out of 200
+
+
+def test_host_subset_size_picks_among_the_best_only_and_keeps_the_rest_in_order() -> None:
+    client = _hosts([1024, 16384, 2048, 8192])  # best first: host1, host3, host2, host0
+    scheduler = make_scheduler(client, rng=random.Random(5), max_attempts=4, host_subset_size=2)
+    seen = set()
+    for _ in range(50):
+        hosts = [
+            d.host for d in scheduler.select_destinations(SchedulingRequest(SMALL)).destinations
+        ]
+        seen.add(hosts[0])
+        rest = ["host1", "host3", "host2", "host0"]
+        rest.remove(hosts[0])
+        assert hosts[1:] == rest
+    assert seen == {"host1", "host3"}
+
+
+def test_host_subset_size_never_displaces_a_free_source() -> None:
+    answer = Candidates(
+        [{u: SMALL} for u in ("src", "h1", "h2")],
+        {u: summary(16384) for u in ("src", "h1", "h2")},
+    )
+    client = FakeClient({"src": "source", "h1": "host1", "h2": "host2"}, {None: answer})
+    scheduler = make_scheduler(client, rng=random.Random(3), host_subset_size=3)
+    request = SchedulingRequest(SMALL, source="src", source_request={}, allow_same_host=True)
+    for _ in range(20):
+        first = scheduler.select_destinations(request).destinations[0]
+        assert (first.host, first.same_host) == ("source", True)

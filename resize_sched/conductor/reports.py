@@ -1,0 +1,148 @@
+"""What the conductor does with a compute service's periodic report.
+
+A report (conductor RPC API 1.2, ``compute_report``) carries the service's
+host, its node, the resource provider it registered, the inventory it set
+there and the provider generation it read or wrote it at. The report is the
+service's heartbeat (``services.last_seen_up``) and keeps its compute node
+current (:meth:`resize_sched.db.host_api.HostApi.compute_node_report`).
+
+Reports are casts and may be handled out of order, or late:
+
+* a report naming the provider the node already has but an older generation
+  refreshes the heartbeat and leaves the newer inventory alone (the data API
+  compares generations);
+* a report naming another provider than the node's replaces the node (its
+  provider was deleted and the service registered a new one), unless that
+  provider is no longer ours in Placement: then it is a stale report from
+  before the re-creation, and is dropped.
+
+When a node is new (first report, or a re-created provider), the disabled
+flag of its service and the ``COMPUTE_STATUS_DISABLED`` trait of its
+provider are made to agree: the service row wins, except on the service's
+very first report, when a host already disabled in Placement (``host
+disable`` before services were recorded) marks the new row disabled.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched.db.api import Database
+from resize_sched.placement.client import DISABLED_TRAIT, PlacementClient, owner_trait
+
+LOG = logging.getLogger(__name__)
+
+#: The reason recorded when a first report finds its host disabled in Placement.
+ADOPTED_REASON = "disabled in Placement before the service first reported"
+
+_RECORD_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
+
+
+def malformed_inventory(inventory: Any) -> str | None:
+    """What is wrong with a report's inventory, if anything.
+
+    :returns: the problem, or None when it is class -> record with numeric fields.
+    """
+    if not isinstance(inventory, Mapping):
+        return f"inventory is not a mapping: {inventory!r:.80}"
+    for rc, record in inventory.items():
+        if not isinstance(rc, str) or not rc or len(rc) > 255:
+            return f"inventory has a bad resource class: {rc!r:.80}"
+        if not isinstance(record, Mapping):
+            return f"inventory of {rc} is not a mapping: {record!r:.80}"
+        for name, value in record.items():
+            if name not in _RECORD_FIELDS:
+                return f"inventory of {rc} has an unknown field {name!r:.40}"
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return f"inventory of {rc}: {name} is not a number: {value!r:.40}"
+        if not isinstance(record.get("total"), int):
+            return f"inventory of {rc} has no integer total"
+    return None
+
+
+def record(
+    db: Database,
+    client: PlacementClient,
+    deployment_name: str,
+    *,
+    host: str,
+    node: str,
+    rp_uuid: str,
+    inventory: Mapping[str, Mapping[str, Any]],
+    provider_generation: int | None,
+    version: str,
+) -> bool:
+    """Record one report (see the module doc).
+
+    :param deployment_name: ``[placement] deployment_name`` (the owner trait).
+    :returns: whether it was recorded (False: a stale report, dropped).
+    :raises PlacementError: Placement could not be read while checking a
+        provider change (nothing was recorded; the next report retries).
+    """
+    owner = owner_trait(deployment_name)
+    known = {n.uuid for n in db.compute_nodes_by_host(host) if n.hypervisor_hostname == node}
+    replaced = bool(known) and rp_uuid not in known
+    new_node = rp_uuid not in known
+    if replaced:
+        try:
+            traits, _ = client.get_traits(rp_uuid)
+        except exception.PlacementNotFound:
+            traits = frozenset()
+        if owner not in traits:
+            LOG.info(
+                "Stale report of %s/%s dropped: provider %s is not ours (any more)",
+                host,
+                node,
+                rp_uuid,
+            )
+            return False
+    service, _ = db.compute_node_report(
+        host=host,
+        node=node,
+        rp_uuid=rp_uuid,
+        inventory=inventory,
+        provider_generation=provider_generation,
+        version=version,
+    )
+    if new_node:
+        _agree_disabled(db, client, owner, service, rp_uuid)
+    return True
+
+
+def _agree_disabled(
+    db: Database, client: PlacementClient, owner: str, service: Any, rp_uuid: str
+) -> None:
+    """Make the new node's provider trait and its service's flag agree."""
+    try:
+        traits, _ = client.get_traits(rp_uuid)
+    except exception.PlacementError as exc:
+        LOG.warning("Could not read the traits of %s (%s): %s", service.host, rp_uuid, exc)
+        return
+    if owner not in traits:
+        return
+    in_placement = DISABLED_TRAIT in traits
+    if in_placement == service.disabled:
+        return
+    if in_placement and service.report_count <= 1:
+        try:
+            db.service_set_disabled(service.uuid, True, ADOPTED_REASON, expected_disabled=False)
+        except exception.Conflict:
+            return
+        LOG.info("Service of %s recorded disabled, as its provider is", service.host)
+        return
+    try:
+        if service.disabled:
+            client.update_traits(rp_uuid, add=[DISABLED_TRAIT])
+        else:
+            client.update_traits(rp_uuid, remove=[DISABLED_TRAIT])
+    except exception.PlacementError as exc:
+        LOG.warning("Could not set the disabled trait of %s (%s): %s", service.host, rp_uuid, exc)
+        return
+    LOG.info(
+        "Provider %s of %s %s, as its service is",
+        rp_uuid,
+        service.host,
+        "disabled" if service.disabled else "enabled",
+    )

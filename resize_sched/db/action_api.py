@@ -1,0 +1,413 @@
+"""Data API for instance actions and their events (a mixin of ``Database``).
+
+An *action* is one request a user made of a server (``create``, ``resize``,
+``confirmResize``, ``revertResize``, ``delete``), recorded when the API
+accepts it; its *events* are the steps the services ran for it
+(``conductor_migrate_server``, ``compute_prep_resize``...), each with a
+result (``Success`` or ``Error``) and, on failure, why. This is what
+``os-instance-actions`` shows, as in Nova.
+
+A step finds its action by request id when it knows it, else as the newest
+action of the server with one of the names the step belongs to: only one
+resize (or confirm, revert) of a server is in flight at a time, so the newest
+``resize`` is the one a resize step belongs to.
+
+Recording is safe to repeat: starting an event that is already open reuses
+it, finishing one that is already finished changes nothing. Recording never
+breaks the step it records: a failure to write an event is logged.
+
+:meth:`ActionApi.action_event` is the one way a step is recorded: a context
+manager that starts the event, and finishes it ``Success`` on a clean exit or
+``Error`` with the reason on an exception. A step that turns out not to be
+due (:class:`~resize_sched.exception.StepNotDue`: a duplicate or late message)
+leaves no event behind.
+"""
+
+import contextlib
+import datetime
+import traceback as tb
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched.db import models
+from resize_sched.db.session import SessionSource
+
+LOG = logging.getLogger(__name__)
+
+#: The action names, as Nova's ``instance_actions`` module spells them.
+CREATE = "create"
+RESIZE = "resize"
+CONFIRM_RESIZE = "confirmResize"
+REVERT_RESIZE = "revertResize"
+DELETE = "delete"
+
+#: Event results.
+SUCCESS = "Success"
+ERROR = "Error"
+
+#: The longest traceback kept.
+_MAX_TRACEBACK = 65535
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+def failure_text(exc: BaseException) -> tuple[str, str]:
+    """What an event records about a failure: a one-line message and a traceback.
+
+    A :class:`~resize_sched.exception.NoValidHost` is an expected outcome:
+    its message says ``deferred`` or ``infeasible`` and the scheduler's
+    reason, and the traceback is that line (there is no bug to trace).
+
+    :param exc: the exception the step raised.
+    :returns: ``(message, traceback)``.
+    """
+    if isinstance(exc, exception.NoValidHost):
+        message = f"NoValidHost ({exc.kind}): {exc.reason}"
+        return message, message
+    message = f"{type(exc).__name__}: {exc}"
+    text = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))
+    return message, text[-_MAX_TRACEBACK:]
+
+
+class ActionApi(SessionSource):
+    """Instance actions and their events."""
+
+    # -- actions -----------------------------------------------------------------------
+
+    def action_start(
+        self,
+        server_uuid: str,
+        request_id: str,
+        action: str,
+        *,
+        user_id: str | None,
+        project_id: str | None,
+    ) -> models.InstanceAction:
+        """Record that the API accepted ``action`` on a server.
+
+        Idempotent: the same request recording the same action again gets the
+        row it recorded first.
+
+        :param request_id: the request's id (``req-...``), the action's key.
+        :param action: ``create``, ``resize``, ``confirmResize``...
+        :returns: the action.
+        """
+        with self._writer() as session:
+            found = session.scalars(
+                sa.select(models.InstanceAction).where(
+                    models.InstanceAction.server_uuid == server_uuid,
+                    models.InstanceAction.request_id == request_id,
+                    models.InstanceAction.action == action,
+                )
+            ).first()
+            if found is not None:
+                return found
+            row = models.InstanceAction(
+                server_uuid=server_uuid,
+                request_id=request_id,
+                action=action,
+                user_id=user_id,
+                project_id=project_id,
+                start_time=_now(),
+            )
+            session.add(row)
+            session.flush()
+            return row
+
+    def action_list(self, server_uuid: str) -> list[models.InstanceAction]:
+        """A server's actions, newest first."""
+        with self._reader() as session:
+            return list(
+                session.scalars(
+                    sa.select(models.InstanceAction)
+                    .where(models.InstanceAction.server_uuid == server_uuid)
+                    .order_by(
+                        models.InstanceAction.start_time.desc(), models.InstanceAction.id.desc()
+                    )
+                )
+            )
+
+    def action_get_by_request_id(
+        self, server_uuid: str, request_id: str
+    ) -> models.InstanceAction | None:
+        """A server's action recorded for a request, or None."""
+        with self._reader() as session:
+            return session.scalars(
+                sa.select(models.InstanceAction)
+                .where(
+                    models.InstanceAction.server_uuid == server_uuid,
+                    models.InstanceAction.request_id == request_id,
+                )
+                .order_by(models.InstanceAction.id.desc())
+            ).first()
+
+    def action_events(self, action_id: int) -> list[models.InstanceActionEvent]:
+        """An action's events, oldest first."""
+        with self._reader() as session:
+            return list(
+                session.scalars(
+                    sa.select(models.InstanceActionEvent)
+                    .where(models.InstanceActionEvent.action_id == action_id)
+                    .order_by(models.InstanceActionEvent.start_time, models.InstanceActionEvent.id)
+                )
+            )
+
+    def action_finish(self, server_uuid: str, actions: Iterable[str]) -> None:
+        """Mark the server's newest action among ``actions`` finished (once)."""
+        self._safely(self._action_finish, server_uuid, tuple(actions))
+
+    def _action_finish(self, server_uuid: str, actions: tuple[str, ...]) -> None:
+        with self._writer() as session:
+            action = self._find_action(session, server_uuid, actions, None)
+            if action is not None and action.finish_time is None:
+                action.finish_time = _now()
+
+    # -- events --------------------------------------------------------------------------
+
+    @staticmethod
+    def _find_action(
+        session: Any, server_uuid: str, actions: tuple[str, ...], request_id: str | None
+    ) -> models.InstanceAction | None:
+        query = sa.select(models.InstanceAction).where(
+            models.InstanceAction.server_uuid == server_uuid,
+            models.InstanceAction.action.in_(actions),
+        )
+        if request_id is not None:
+            found = session.scalars(
+                query.where(models.InstanceAction.request_id == request_id)
+            ).first()
+            if found is not None:
+                return found
+        return session.scalars(query.order_by(models.InstanceAction.id.desc())).first()
+
+    @staticmethod
+    def _open_event(
+        session: Any, action_id: int, event: str, host: str | None
+    ) -> models.InstanceActionEvent | None:
+        query = sa.select(models.InstanceActionEvent).where(
+            models.InstanceActionEvent.action_id == action_id,
+            models.InstanceActionEvent.event == event,
+            models.InstanceActionEvent.finish_time.is_(None),
+        )
+        if host is not None:
+            query = query.where(
+                sa.or_(
+                    models.InstanceActionEvent.host == host,
+                    models.InstanceActionEvent.host.is_(None),
+                )
+            )
+        return session.scalars(query.order_by(models.InstanceActionEvent.id.desc())).first()
+
+    @staticmethod
+    def _finished_event(session: Any, action_id: int, event: str, host: str | None) -> bool:
+        query = sa.select(models.InstanceActionEvent.id).where(
+            models.InstanceActionEvent.action_id == action_id,
+            models.InstanceActionEvent.event == event,
+            models.InstanceActionEvent.finish_time.is_not(None),
+        )
+        if host is not None:
+            query = query.where(models.InstanceActionEvent.host == host)
+        return session.scalars(query.limit(1)).first() is not None
+
+    def action_event_start(
+        self,
+        server_uuid: str,
+        event: str,
+        actions: Iterable[str],
+        *,
+        host: str | None = None,
+        request_id: str | None = None,
+    ) -> int | None:
+        """Record that a step began; reuse the event if it is already open.
+
+        :param event: the step's name (``compute_prep_resize``...).
+        :param actions: the action names the step belongs to.
+        :param host: where the step runs.
+        :param request_id: the request's id, when the step knows it.
+        :returns: the id of the event this call created, or None when it
+            reused an open one, found no action, or could not write.
+        """
+        return self._safely(
+            self._event_start, server_uuid, event, tuple(actions), host, request_id
+        )
+
+    def _event_start(
+        self,
+        server_uuid: str,
+        event: str,
+        actions: tuple[str, ...],
+        host: str | None,
+        request_id: str | None,
+    ) -> int | None:
+        with self._writer() as session:
+            action = self._find_action(session, server_uuid, actions, request_id)
+            if action is None:
+                LOG.debug("Server %s: no %s action to record %s in", server_uuid, actions, event)
+                return None
+            if self._open_event(session, action.id, event, host) is not None:
+                return None
+            row = models.InstanceActionEvent(
+                action_id=action.id, event=event, start_time=_now(), host=host
+            )
+            session.add(row)
+            action.updated_at = _now()
+            session.flush()
+            return row.id
+
+    def action_event_finish(
+        self,
+        server_uuid: str,
+        event: str,
+        actions: Iterable[str],
+        *,
+        result: str = SUCCESS,
+        message: str | None = None,
+        traceback: str | None = None,
+        host: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        """Record that a step ended; a step never started is started now.
+
+        Finishing an event that is already finished (a duplicate report:
+        no open event, a finished one of the same name on the same host)
+        changes nothing. An ``Error`` also sets the action's ``message`` to
+        ``Error``, as Nova does.
+
+        :param result: ``Success`` or ``Error``.
+        :param message: why it failed (kept as the event's ``details``).
+        :param traceback: the failure's traceback (shown to administrators).
+        """
+        self._safely(
+            self._event_finish,
+            server_uuid,
+            event,
+            tuple(actions),
+            result,
+            message,
+            traceback,
+            host,
+            request_id,
+        )
+
+    def _event_finish(
+        self,
+        server_uuid: str,
+        event: str,
+        actions: tuple[str, ...],
+        result: str,
+        message: str | None,
+        traceback: str | None,
+        host: str | None,
+        request_id: str | None,
+    ) -> None:
+        if result not in (SUCCESS, ERROR):
+            raise exception.Invalid(reason=f"unknown event result {result!r}")
+        with self._writer() as session:
+            action = self._find_action(session, server_uuid, actions, request_id)
+            if action is None:
+                LOG.debug("Server %s: no %s action to record %s in", server_uuid, actions, event)
+                return
+            now = _now()
+            row = self._open_event(session, action.id, event, host)
+            if row is None and self._finished_event(session, action.id, event, host):
+                LOG.debug("Server %s: %s on %s already recorded", server_uuid, event, host)
+                return
+            if row is None:
+                row = models.InstanceActionEvent(
+                    action_id=action.id, event=event, start_time=now, host=host
+                )
+                session.add(row)
+            row.finish_time = now
+            row.result = result
+            row.host = row.host or host
+            if result == ERROR:
+                row.details = message
+                row.traceback = traceback or message
+                action.message = ERROR
+            action.updated_at = now
+
+    def _event_discard(self, event_id: int) -> None:
+        with self._writer() as session:
+            session.execute(
+                sa.delete(models.InstanceActionEvent).where(
+                    models.InstanceActionEvent.id == event_id,
+                    models.InstanceActionEvent.finish_time.is_(None),
+                )
+            )
+
+    @contextlib.contextmanager
+    def action_event(
+        self,
+        server_uuid: str,
+        event: str,
+        actions: Iterable[str],
+        *,
+        host: str | None = None,
+        request_id: str | None = None,
+    ) -> Iterator[None]:
+        """Record the step run inside the ``with`` block as one event.
+
+        A clean exit records ``Success``; an exception records ``Error`` with
+        :func:`failure_text` and is raised again. A
+        :class:`~resize_sched.exception.StepNotDue` means the step had
+        nothing to do (a duplicate or late message): the event this block
+        opened is dropped, so a replay leaves no misleading ``Error``.
+
+        :param actions: the action names the step belongs to.
+        """
+        actions = tuple(actions)
+        opened = self.action_event_start(
+            server_uuid, event, actions, host=host, request_id=request_id
+        )
+        try:
+            yield
+        except exception.StepNotDue:
+            if opened is not None:
+                self._safely(self._event_discard, opened)
+            raise
+        except Exception as exc:
+            message, text = failure_text(exc)
+            self.action_event_finish(
+                server_uuid,
+                event,
+                actions,
+                result=ERROR,
+                message=message,
+                traceback=text,
+                host=host,
+                request_id=request_id,
+            )
+            raise
+        self.action_event_finish(
+            server_uuid, event, actions, result=SUCCESS, host=host, request_id=request_id
+        )
+
+    def action_event_failed(
+        self,
+        server_uuid: str,
+        event: str,
+        actions: Iterable[str],
+        reason: str,
+        *,
+        host: str | None = None,
+    ) -> None:
+        """Record that a step reported elsewhere failed for ``reason``."""
+        self.action_event_finish(
+            server_uuid, event, actions, result=ERROR, message=reason, traceback=reason, host=host
+        )
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _safely(self, function: Any, *args: Any) -> Any:
+        """Run a recording write; a failure is logged, never raised into the step."""
+        try:
+            return function(*args)
+        except (sa.exc.SQLAlchemyError, exception.ResizeSchedException) as exc:
+            LOG.warning("Instance action not recorded (%s%r): %s", function.__name__, args, exc)
+            return None
