@@ -5,8 +5,10 @@ Two steps per migration:
 1. **Reconcile** the journal with Placement. An entry still ``intended`` was
    written (or not) when the previous conductor stopped; Placement's actual
    holdings say which: equal to the entry's target -> ``applied``, equal to
-   what was held before -> ``abandoned``. Either way the migration's known
-   holdings become what Placement holds, with fresh generations.
+   what was held before -> ``abandoned``, after its consumers are fenced (a
+   write whose answer was lost may still land late: the fence makes
+   Placement refuse it). Either way the migration's known holdings become
+   what Placement holds, with fresh generations.
 2. **Resume** from the migration's status: a resize not yet claimed is
    scheduled again; one claimed is handed to its destination again (compute
    operations are idempotent); a confirm or revert in progress is completed;
@@ -38,7 +40,6 @@ from resize_sched import exception
 from resize_sched.compute.rpcapi import migration_message, server_message
 from resize_sched.conductor import heal
 from resize_sched.context import admin_context
-from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)
 
@@ -64,28 +65,21 @@ class RecoveryReport:
 
 
 def reconcile(manager: Any, migration: Any, report: RecoveryReport) -> Any:
-    """Settle the migration's ``intended`` journal entries against Placement."""
+    """Settle the migration's ``intended`` journal entries against Placement
+    (see :meth:`~resize_sched.placement.executor.TransitionExecutor.settle`)."""
     db, executor = manager.db, manager.deps.executor
-    pending = [e for e in db.journal_list(migration.uuid) if e.state == "intended"]
-    actual = executor.read(migration)
-    for entry in pending:
-        target = Holdings.from_dict(entry.target)
-        before = Holdings.from_dict(entry.before)
-        if actual.holdings == target:
-            state = "applied"
-        elif actual.holdings == before:
-            state = "abandoned"
-        else:
+    actual, verdicts = executor.settle(migration, executor.read(migration))
+    for entry_id, state in verdicts.items():
+        if state == "unknown":
             LOG.error(
                 "Migration %s journal entry %s matches neither its target nor what was "
                 "held before; Placement holds %s. Leaving it for an operator.",
                 migration.uuid,
-                entry.seq,
+                entry_id,
                 actual.holdings.to_dict(),
             )
             continue
-        db.journal_mark(entry.id, state, detail="settled by crash recovery")
-        report.reconciled[str(entry.id)] = state
+        report.reconciled[str(entry_id)] = state
     return db.migration_update(migration.uuid, holdings=actual.to_dict())
 
 

@@ -146,8 +146,7 @@ class TransitionExecutor:
         elif not migration.holdings:
             # NOTE: forgotten after a write whose answer never came: settle
             # that write's entry now that Placement says whether it landed.
-            current = self.read(migration)
-            self._settle(migration, current)
+            current, _ = self.settle(migration, self.read(migration))
         else:
             current = Known.from_dict(migration.holdings)
         last_written = current.holdings
@@ -254,25 +253,56 @@ class TransitionExecutor:
             detail=f"still conflicting after {self.conflict_retries} re-reads",
         )
 
-    def _settle(self, migration: Any, actual: Known) -> None:
+    def settle(self, migration: Any, actual: Known) -> tuple[Known, dict[int, str]]:
         """Mark the migration's ``intended`` entries by what Placement holds now.
 
         Each equal to its target landed (``applied``); each equal to what was
-        held before did not (``abandoned``); any other is left to recovery.
+        held before has not landed (``abandoned``); any other is left as it
+        is (``unknown`` in the answer). Not landed is not never landing: a
+        write whose answer was lost may still be waiting in Placement's queue.
+        So before an entry is called abandoned, its consumers that hold
+        something are fenced: written again unchanged, which moves their
+        generations on, so that late write can only be refused (409). A
+        conflict while fencing means a write landed meanwhile: read again and
+        judge again.
+
+        :param migration: the migration row.
+        :param actual: what Placement holds now (a fresh read).
+        :returns: what Placement holds after fencing, and entry id -> verdict.
+        :raises PlacementError: Placement failed while fencing or re-reading.
         """
-        for entry in self.db.journal_list(migration.uuid):
-            if entry.state != "intended":
-                continue
-            if actual.holdings == Holdings.from_dict(entry.target):
-                state = "applied"
-            elif actual.holdings == Holdings.from_dict(entry.before):
-                state = "abandoned"
-            else:
+        verdicts: dict[int, str] = {}
+        for _attempt in range(self.conflict_retries + 1):
+            pending = [e for e in self.db.journal_list(migration.uuid) if e.state == "intended"]
+            verdicts = {}
+            for entry in pending:
+                if actual.holdings == Holdings.from_dict(entry.target):
+                    verdicts[entry.id] = "applied"
+                elif actual.holdings == Holdings.from_dict(entry.before):
+                    verdicts[entry.id] = "abandoned"
+                else:
+                    verdicts[entry.id] = "unknown"
+            if "abandoned" in verdicts.values():
+                try:
+                    actual = self._fence(migration, actual)
+                except exception.ConsumerGenerationConflict:
+                    LOG.info(
+                        "Migration %s: a write landed while its entry was being settled; "
+                        "reading again",
+                        migration.uuid,
+                    )
+                    actual = self.read(migration)
+                    continue
+            break
+        for entry in pending:
+            state = verdicts[entry.id]
+            if state == "unknown":
                 continue
             try:
-                self.db.journal_mark(entry.id, state, detail="settled by the next read")
+                self.db.journal_mark(entry.id, state, detail="settled by reading Placement")
             except exception.Conflict:
-                continue  # settled meanwhile
+                verdicts.pop(entry.id)  # settled meanwhile, by someone else
+                continue
             LOG.info(
                 "Migration %s %s (journal entry %s): settled %s by reading Placement",
                 migration.uuid,
@@ -280,6 +310,28 @@ class TransitionExecutor:
                 entry.seq,
                 state,
             )
+        return actual, verdicts
+
+    def _fence(self, migration: Any, actual: Known) -> Known:
+        """Write every consumer that holds something again, unchanged, so any
+        write still in flight with the generations read before is refused."""
+        writes = self._writes(migration, actual, actual.holdings, verify=True)
+        if not writes:
+            return actual
+        if len(writes) == 1:
+            ((consumer, write),) = writes.items()
+            self.client.put_allocations(consumer, write)
+        else:
+            self.client.post_allocations(writes)
+        return Known(
+            actual.holdings,
+            _next_generation(actual.server_generation, actual.holdings.server)
+            if migration.server_uuid in writes
+            else actual.server_generation,
+            _next_generation(actual.migration_generation, actual.holdings.migration)
+            if migration.uuid in writes
+            else actual.migration_generation,
+        )
 
     def _writes(
         self, migration: Any, current: Known, goal: Holdings, verify: bool = False
@@ -301,6 +353,33 @@ class TransitionExecutor:
                 generation=current.migration_generation,
                 consumer_type=MIGRATION,
             )
+        if writes and all(w.generation is None for w in writes.values()):
+            # NOTE: a write that only creates consumers carries no generation
+            # Placement could refuse it on if it arrives late (see settle). Anchor
+            # it to the other consumer, unchanged, at its generation: the same
+            # one request, now refused once that consumer has moved on.
+            for consumer, held, generation, consumer_type in (
+                (
+                    migration.server_uuid,
+                    current.holdings.server,
+                    current.server_generation,
+                    INSTANCE,
+                ),
+                (
+                    migration.uuid,
+                    current.holdings.migration,
+                    current.migration_generation,
+                    MIGRATION,
+                ),
+            ):
+                if consumer not in writes and held and generation is not None:
+                    writes[consumer] = ConsumerWrite(
+                        allocations=held,
+                        project_id=migration.project_id,
+                        user_id=migration.user_id,
+                        generation=generation,
+                        consumer_type=consumer_type,
+                    )
         return writes
 
     def _put_back(self, migration: Any, current: Known, owner: str | None) -> None:

@@ -160,7 +160,7 @@ def test_each_transition_gets_the_next_journal_entry(rig: Rig) -> None:
     assert entries[2].before == {
         "server": {rig.h2: NEW},
         "migration": {rig.h1: OLD},
-        "generations": _gens(1, 1),
+        "generations": _gens(1, 2),  # the claim was anchored to the migration
     }
     assert entries[2].target == {"server": {rig.h2: NEW}, "migration": {}}
 
@@ -183,14 +183,17 @@ def test_no_op_transition_writes_and_journals_nothing(rig: Rig) -> None:
 
 
 def test_one_consumer_uses_put_two_consumers_use_post(rig: Rig) -> None:
-    s, m = rig.server.uuid, rig.migration_uuid
+    m = rig.migration_uuid
     rig.apply("prepare", Holdings(migration={rig.h1: OLD}))  # both change
     assert rig.spy.calls == [("POST", "/allocations")]
     assert rig.generations() == (None, 1)
 
-    rig.apply("claim", Holdings(server={rig.h2: NEW}, migration={rig.h1: OLD}))  # server only
-    assert rig.spy.calls[1:] == [("PUT", f"/allocations/{s}")]
-    assert rig.generations() == (1, 1)  # the migration's generation did not move
+    # Only the server changes, but it is created: a write with no generation
+    # to check is anchored to the migration, unchanged, in the same request.
+    rig.apply("claim", Holdings(server={rig.h2: NEW}, migration={rig.h1: OLD}))
+    assert rig.spy.calls[1:] == [("POST", "/allocations")]
+    assert rig.generations() == (1, 2)
+    assert rig.held() == Holdings(server={rig.h2: NEW}, migration={rig.h1: OLD})
 
     rig.apply("confirm", Holdings(server={rig.h2: NEW}))  # migration only
     assert rig.spy.calls[2:] == [("PUT", f"/allocations/{m}")]
@@ -224,7 +227,9 @@ def test_tracked_generations_need_zero_reads(rig: Rig) -> None:
 # -- generation conflicts ---------------------------------------------------------------
 
 
-def test_conflict_on_put_is_re_read_and_retried_to_exactly_the_target(rig: Rig) -> None:
+def test_conflict_on_a_creating_write_is_re_read_and_retried_to_exactly_the_target(
+    rig: Rig,
+) -> None:
     rig.apply("prepare", Holdings(migration={rig.h1: OLD}))
     # Someone else creates the server consumer the executor believes is empty.
     rig.someone_else_writes_server({rig.h2: {"VCPU": 1}})
@@ -236,10 +241,10 @@ def test_conflict_on_put_is_re_read_and_retried_to_exactly_the_target(rig: Rig) 
 
     s, m = rig.server.uuid, rig.migration_uuid
     assert rig.spy.calls == [
-        ("PUT", f"/allocations/{s}"),  # refused: generation null, consumer exists
+        ("POST", "/allocations"),  # refused: generation null, consumer exists
         ("GET", f"/allocations/{s}"),
         ("GET", f"/allocations/{m}"),
-        ("PUT", f"/allocations/{s}"),
+        ("PUT", f"/allocations/{s}"),  # it exists now: its own generation anchors it
     ]
     assert rig.client.request_count == 4
     assert rig.held() == target
@@ -259,7 +264,7 @@ def test_conflict_on_post_is_re_read_and_retried_to_exactly_the_target(rig: Rig)
     rig.apply("prepare", Holdings(migration={rig.h1: OLD}))
     rig.apply("claim", Holdings(server={rig.h2: NEW}, migration={rig.h1: OLD}))
     rig.someone_else_writes_server({rig.h2: rs.add(NEW, {"VCPU": 1})})
-    assert rig.generations() == (2, 1)
+    assert rig.generations() == (2, 2)
     rig.spy.calls.clear()
 
     target = Holdings(server={rig.h1: OLD})
@@ -406,7 +411,7 @@ def test_capacity_refusal_raises_journals_abandoned_and_changes_nothing(rig: Rig
     assert rig.migration.holdings == row
     rig.spy.calls.clear()
     rig.apply("claim", Holdings(server={rig.h2: NEW}, migration={rig.h1: OLD}))
-    assert rig.spy.calls == [("PUT", f"/allocations/{rig.server.uuid}")]
+    assert rig.spy.calls == [("POST", "/allocations")]  # no read first
 
 
 # -- Placement unreachable ---------------------------------------------------------------
@@ -434,16 +439,48 @@ def test_unreachable_placement_leaves_intended_and_forgets_holdings(
     assert rig.migration.holdings is None
     assert (rig.usages(), rig.generations()) == (usages, gens)
 
-    # The next apply through a healthy client reads first, then writes.
+    # The next apply through a healthy client reads first, fences the
+    # consumer that holds something (the lost write may still land), then writes.
     rig.spy.calls.clear()
     migration = rig.apply("claim", target)
     s, m = rig.server.uuid, rig.migration_uuid
     assert rig.spy.calls == [
         ("GET", f"/allocations/{s}"),
         ("GET", f"/allocations/{m}"),
-        ("PUT", f"/allocations/{s}"),
+        ("PUT", f"/allocations/{m}"),
+        ("POST", "/allocations"),
     ]
     assert rig.held() == target
     assert rig.usages() == (OLD, NEW)
-    assert rig.journal()[-1] == (3, "claim", "applied")
-    assert migration.holdings == {**target.to_dict(), "generations": _gens(1, 1)}
+    assert rig.journal() == [
+        (1, "prepare", "applied"),
+        (2, "claim", "abandoned"),
+        (3, "claim", "applied"),
+    ]
+    assert migration.holdings == {**target.to_dict(), "generations": _gens(1, 3)}
+
+
+def test_a_write_settled_abandoned_cannot_land_late(rig: Rig) -> None:
+    """A write whose answer was lost may still sit in Placement's queue. Once
+    its entry is settled ``abandoned`` (by the next read, or the sweep), that
+    write, arriving late with the generations it was built on, is refused."""
+    rig.apply("prepare", Holdings(migration={rig.h1: OLD}))
+    before = rig.migration
+    known = rig.executor.known(before)
+    target = Holdings(server={rig.h2: NEW}, migration={rig.h1: OLD})
+    late = rig.executor._writes(before, known, target)
+    rig.cloud.db.journal_intend(
+        before.uuid, phase="claim", before=known.to_dict(), target=target.to_dict()
+    )
+
+    actual, verdicts = rig.executor.settle(before, rig.executor.read(before))
+
+    assert list(verdicts.values()) == ["abandoned"]
+    assert actual.holdings == known.holdings
+    assert rig.journal()[-1] == (2, "claim", "abandoned")
+    with pytest.raises(exception.ConsumerGenerationConflict):
+        rig.client.post_allocations(late) if len(late) > 1 else rig.client.put_allocations(
+            *next(iter(late.items()))
+        )
+    assert rig.held() == known.holdings
+    assert rig.usages() == (OLD, {})
