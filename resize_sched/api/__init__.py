@@ -23,11 +23,23 @@ Those that change what we serve, and are reproduced:
   (which ``/flavors/{id}/os-extra_specs`` reads and writes at any version);
 * os-migrations: 2.23 ``migration_type``, 2.59 ``uuid`` with ``limit``,
   ``marker`` and ``changes-since``, 2.66 ``changes-before``, 2.80
-  ``user_id``/``project_id``.
+  ``user_id``/``project_id``;
+* /servers/{id}/migrations (from 2.23): 2.59 ``uuid``, 2.80
+  ``user_id``/``project_id``; force-complete (2.22) and abort (2.24) answer
+  409, as Nova does for a server that is not live-migrating;
+* os-instance-actions: 2.21 a deleted server's actions, 2.51 events for
+  non-admins (never the traceback), 2.58 ``updated_at`` with paging and
+  ``changes-since``, 2.62 ``hostId`` (and ``host`` for admins), 2.66
+  ``changes-before``;
+* os-services and os-hypervisors: 2.53 uuid ids and ``PUT
+  /os-services/{id}`` (before it, ``/os-services/disable`` and ``enable``),
+  2.33 hypervisor paging, and below 2.88 the hypervisors' resource figures.
 
 Deliberate differences from Nova: ``networks`` stays optional after 2.37
 (there is no networking here; ``auto``/``none``/a list are accepted and
-ignored); ``swap`` is always an integer, also before 2.75; server create
-returns no ``adminPass``; flavors have no per-project access list (a private
-flavor is an administrator's); migrations show flavors by their API id.
+ignored); ``/servers/{id}/migrations`` lists the resizes in progress
+(Nova lists only live migrations there); ``swap`` is always an integer,
+also before 2.75; server create returns no ``adminPass``; flavors have no
+per-project access list (a private flavor is an administrator's); migrations
+show flavors by their API id.
 """
