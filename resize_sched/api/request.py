@@ -238,6 +238,24 @@ def int_param(req: ApiRequest, name: str, *, minimum: int = 0) -> int | None:
     return value
 
 
+def time_param(req: ApiRequest, name: str) -> datetime.datetime | None:
+    """An ISO 8601 time query parameter (``changes-since``), as UTC.
+
+    :returns: the time (a naive one taken as UTC), or None when absent.
+    :raises faults.BadRequest: not an ISO 8601 time.
+    """
+    raw = req.GET.get(name)
+    if raw is None:
+        return None
+    try:
+        value = datetime.datetime.fromisoformat(raw.strip())
+    except ValueError:
+        raise faults.BadRequest(f"Invalid {name} {raw!r}: not an ISO 8601 time.") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.UTC)
+    return value
+
+
 def paginate(
     req: ApiRequest, items: list[Any], key: str, collection: str
 ) -> tuple[list[Any], list[dict[str, str]]]:

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 import webob
 
 from resize_sched.api import faults, policy
-from resize_sched.api.request import ApiRequest, json_response, nova_timestamp, paginate
+from resize_sched.api.request import (
+    ApiRequest,
+    json_response,
+    nova_timestamp,
+    paginate,
+    time_param,
+)
 from resize_sched.db import models
 from resize_sched.policies import instance_actions as rules
 
@@ -80,19 +86,6 @@ def _event_view(
     return body
 
 
-def _time_param(req: ApiRequest, name: str) -> datetime.datetime | None:
-    raw = req.GET.get(name)
-    if raw is None:
-        return None
-    try:
-        value = datetime.datetime.fromisoformat(raw.strip())
-    except ValueError:
-        raise faults.BadRequest(f"Invalid {name} {raw!r}: not an ISO 8601 time.") from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.UTC)
-    return value
-
-
 def _changed(action: models.InstanceAction) -> datetime.datetime:
     return action.updated_at or action.start_time
 
@@ -110,8 +103,8 @@ def index(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
     actions = state.db.action_list(server.uuid)
     links: list[dict[str, str]] = []
     if req.version.at_least("2.58"):
-        since = _time_param(req, "changes-since")
-        before = _time_param(req, "changes-before") if req.version.at_least("2.66") else None
+        since = time_param(req, "changes-since")
+        before = time_param(req, "changes-before") if req.version.at_least("2.66") else None
         if since is not None and before is not None and before < since:
             raise faults.BadRequest(
                 "The value of changes-since must be less than or equal to changes-before."

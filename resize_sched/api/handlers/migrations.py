@@ -29,7 +29,13 @@ import webob
 from oslo_log import log as logging
 
 from resize_sched.api import faults, policy
-from resize_sched.api.request import ApiRequest, json_response, nova_timestamp, paginate
+from resize_sched.api.request import (
+    ApiRequest,
+    json_response,
+    nova_timestamp,
+    paginate,
+    time_param,
+)
 from resize_sched.db import models
 from resize_sched.policies import migrations as rules
 
@@ -82,19 +88,6 @@ def view(req: ApiRequest, migration: models.Migration, *, hosts: bool = True) ->
     return body
 
 
-def _time_param(req: ApiRequest, name: str) -> datetime.datetime | None:
-    raw = req.GET.get(name)
-    if raw is None:
-        return None
-    try:
-        value = datetime.datetime.fromisoformat(raw.strip())
-    except ValueError:
-        raise faults.BadRequest(f"Invalid {name} {raw!r}: not an ISO 8601 time.") from None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.UTC)
-    return value
-
-
 def _changed(migration: models.Migration) -> datetime.datetime:
     return migration.updated_at or migration.created_at
 
@@ -113,8 +106,8 @@ def _filtered(req: ApiRequest, migrations: list[models.Migration]) -> list[model
     if "host" in params:
         host = params["host"]
         migrations = [m for m in migrations if host in (m.source_host, m.dest_host)]
-    since = _time_param(req, "changes-since") if req.version.at_least("2.59") else None
-    before = _time_param(req, "changes-before") if req.version.at_least("2.66") else None
+    since = time_param(req, "changes-since") if req.version.at_least("2.59") else None
+    before = time_param(req, "changes-before") if req.version.at_least("2.66") else None
     if since is not None and before is not None and since > before:
         raise faults.BadRequest("changes-since must not be later than changes-before.")
     if since is not None:
