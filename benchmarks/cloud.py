@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.db import models
 from resize_sched.db.api import Database
@@ -49,6 +50,8 @@ FLAVORS = {
 PROJECT = USER = "bench"
 #: Consumers per ``POST /allocations`` when placing servers.
 ALLOCATION_BATCH = 200
+#: Times a bulk allocation write refused by a concurrent one is sent again.
+DEADLOCK_RETRIES = 10
 #: Rows per database transaction when recording servers.
 ROW_BATCH = 1000
 
@@ -239,18 +242,29 @@ def build_cloud(
     batches = [placed[i : i + ALLOCATION_BATCH] for i in range(0, len(placed), ALLOCATION_BATCH)]
 
     def write(batch: list[tuple[str, str]], get: Callable[[], PlacementClient]) -> None:
-        get().post_allocations(
-            {
-                server: ConsumerWrite(
-                    allocations={host_map[host]: request.resources},
-                    project_id=PROJECT,
-                    user_id=USER,
-                    generation=None,
-                    consumer_type=INSTANCE,
-                )
-                for server, host in batch
-            }
-        )
+        writes = {
+            server: ConsumerWrite(
+                allocations={host_map[host]: request.resources},
+                project_id=PROJECT,
+                user_id=USER,
+                generation=None,
+                consumer_type=INSTANCE,
+            )
+            for server, host in batch
+        }
+        for attempt in range(DEADLOCK_RETRIES + 1):
+            try:
+                get().post_allocations(writes)
+                return
+            except (exception.PlacementUnavailable, exception.ConsumerGenerationConflict) as exc:
+                # NOTE: concurrent bulk writes touch the same providers: Placement
+                # answers 409 concurrent_update, or on MariaDB 500 to an InnoDB
+                # deadlock. Either way nothing was written (the consumers are
+                # new), so the same write is sent again.
+                if attempt == DEADLOCK_RETRIES or not (
+                    "Deadlock" in str(exc) or "concurrently updated" in str(exc)
+                ):
+                    raise
 
     with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="bench-alloc") as pool:
         for future in [pool.submit(write, batch, get_client) for batch in batches]:
