@@ -2,8 +2,9 @@
 
 :class:`ExternalPlacement` runs openstack-placement the way a deployment does:
 its own WSGI application (``placement.wsgi.init_application``, reading
-``placement.conf`` from ``OS_PLACEMENT_CONFIG_DIR``) under waitress with a
-pool of worker threads, in a separate process, on a scratch database on a
+``placement.conf`` from ``OS_PLACEMENT_CONFIG_DIR``) in worker processes
+that share one listening socket (as uWSGI or mod_wsgi run it, one per core
+by default), each serving with a pool of threads under waitress, on a scratch database on a
 MariaDB/MySQL or PostgreSQL server (or a SQLite file). Unlike the embedded
 fixtures in :mod:`resize_sched.placement.embedded`, requests are not
 serialised: concurrent clients really race in Placement and its database.
@@ -127,7 +128,9 @@ class ExternalPlacement(PlacementEndpoint):
     :param connection_url: SQLAlchemy URL of a MariaDB/MySQL or PostgreSQL
         server (the scratch database is made there), or any ``sqlite`` URL (a
         file in the temporary directory).
-    :param threads: waitress worker threads (and Placement's DB pool size).
+    :param threads: waitress threads per process (and Placement's DB pool size).
+    :param processes: worker processes (default: one per core). One process
+        runs one request's Python at a time, however many threads it has.
     :param host: the address to listen on; the port is a free one.
     :param startup_timeout: seconds to wait for schema sync and for the server.
     :param options: further ``placement.conf`` settings, group -> option -> value
@@ -138,12 +141,14 @@ class ExternalPlacement(PlacementEndpoint):
         self,
         connection_url: str,
         threads: int = 8,
+        processes: int | None = None,
         host: str = "127.0.0.1",
         startup_timeout: float = 120.0,
         options: Mapping[str, Mapping[str, object]] | None = None,
     ) -> None:
         self.connection_url = connection_url
         self.threads = threads
+        self.processes = processes or os.cpu_count() or 1
         self.host = host
         self.startup_timeout = startup_timeout
         self.options = {group: dict(values) for group, values in (options or {}).items()}
@@ -188,11 +193,12 @@ class ExternalPlacement(PlacementEndpoint):
         """Terminate the server (SIGTERM, then SIGKILL) and drop the database."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+            # NOTE: the server leads its own process group: its workers go too.
+            os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=15)
         if self._log is not None:
             self._log.close()
@@ -211,8 +217,8 @@ class ExternalPlacement(PlacementEndpoint):
         self.stop()
 
     def describe(self) -> str:
-        """A short label, e.g. ``external on mysql with 8 threads``."""
-        return f"external on {self.backend} with {self.threads} threads"
+        """A short label, e.g. ``external on mysql, 2 processes x 8 threads``."""
+        return f"external on {self.backend}, {self.processes} processes x {self.threads} threads"
 
     def _write_conf(self, url: str) -> str:
         path = os.path.join(self.tmpdir, "placement.conf")
@@ -273,6 +279,8 @@ class ExternalPlacement(PlacementEndpoint):
             self.host,
             "--threads",
             str(self.threads),
+            "--processes",
+            str(self.processes),
             "--port-file",
             port_file,
         ]
@@ -282,6 +290,7 @@ class ExternalPlacement(PlacementEndpoint):
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             env=self._child_env(),
+            start_new_session=True,
         )
 
     def _wait_ready(self) -> None:
@@ -347,35 +356,61 @@ class ExternalPlacement(PlacementEndpoint):
 
 
 def serve_main(argv: list[str] | None = None) -> int:
-    """Serve Placement's WSGI app under waitress until SIGTERM.
+    """Serve Placement's WSGI app until SIGTERM, in ``--processes`` workers.
 
     Reads ``placement.conf`` from ``OS_PLACEMENT_CONFIG_DIR`` (as Placement's
-    own WSGI entry point does), binds a free port and writes it to
-    ``--port-file`` (atomically) once listening.
+    own WSGI entry point does), binds a free port, forks the other workers
+    (before any of them loads Placement, so none shares a database
+    connection) and writes the port to ``--port-file`` (atomically): the
+    socket already listens, so a request waits for the first worker ready.
+    SIGTERM stops every worker.
     """
     parser = argparse.ArgumentParser(description="serve Placement under waitress")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--port-file", required=True)
     args = parser.parse_args(argv)
 
-    import waitress.server
-    from placement import wsgi
+    import socket
+
+    sock = socket.create_server((args.host, 0), backlog=1024)
+    port = sock.getsockname()[1]
+    children = []
+    for _ in range(args.processes - 1):
+        pid = os.fork()
+        if pid == 0:
+            return _serve(sock, args.threads)
+        children.append(pid)
 
     def stop(signum: int, frame: Any) -> None:
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, stop)
-    app = wsgi.init_application()
-    server = waitress.server.create_server(
-        app, host=args.host, port=0, threads=args.threads, ident="placement"
-    )
-    port = server.effective_port  # type: ignore[union-attr]
     partial = args.port_file + ".tmp"
     with open(partial, "w", encoding="ascii") as f:
         f.write(f"{port}\n")
     os.replace(partial, args.port_file)
-    print(f"placement: serving on {args.host}:{port} with {args.threads} threads", flush=True)
+    print(
+        f"placement: serving on {args.host}:{port}, {args.processes} processes x "
+        f"{args.threads} threads",
+        flush=True,
+    )
+    return _serve(sock, args.threads)
+
+
+def _serve(sock: Any, threads: int) -> int:
+    """One worker: load Placement and serve ``sock`` until SIGTERM."""
+    import waitress.server
+    from placement import wsgi
+
+    app = wsgi.init_application()
+    server = waitress.server.create_server(app, sockets=[sock], threads=threads, ident="placement")
     try:
         server.run()
     finally:

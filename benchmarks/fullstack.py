@@ -263,7 +263,11 @@ def _run(args: Any, workdir: str, progress: Callable[[str], None]) -> dict[str, 
     scratch = ScratchDatabase(args.db, workdir) if args.db else None
     db_url = scratch.create() if scratch else f"sqlite:///{workdir}/resize_sched.sqlite"
     placement: Any = (
-        ExternalPlacement(args.placement_db, threads=args.placement_threads)
+        ExternalPlacement(
+            args.placement_db,
+            threads=args.placement_threads,
+            processes=args.placement_processes,
+        )
         if args.placement_db
         else PlacementHTTP(os.path.join(workdir, "placement"))
     )

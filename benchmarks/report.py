@@ -38,8 +38,8 @@ def describe_placement(args: argparse.Namespace) -> str:
     if args.placement_db:
         backend = backend_of(args.placement_db)
         return (
-            f"external on {backend} with {args.placement_threads} threads "
-            "(waitress, own process)"
+            f"external on {backend}, {args.placement_processes} processes x "
+            f"{args.placement_threads} threads (waitress)"
             + (
                 f", allocation_conflict_retry_count={args.placement_conflict_retries}"
                 if args.placement_conflict_retries is not None

@@ -318,7 +318,10 @@ def _placement_service(args: argparse.Namespace, tmp: str) -> Any:
             retries = {"allocation_conflict_retry_count": args.placement_conflict_retries}
             options["placement"] = retries
         return ExternalPlacement(
-            args.placement_db, threads=args.placement_threads, options=options
+            args.placement_db,
+            threads=args.placement_threads,
+            processes=args.placement_processes,
+            options=options,
         )
     service_cls = PlacementHTTP if args.http else PlacementInProcess
     return service_cls(f"{tmp}/placement")
@@ -652,7 +655,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--placement-threads",
         type=int,
         default=8,
-        help="waitress threads serving Placement with --placement-db (default 8)",
+        help="waitress threads per Placement process with --placement-db (default 8)",
+    )
+    parser.add_argument(
+        "--placement-processes",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="Placement worker processes with --placement-db (default: one per core, "
+        "as a deployment runs it under uWSGI or mod_wsgi)",
     )
     parser.add_argument(
         "--placement-conflict-retries",

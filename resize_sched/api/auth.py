@@ -40,31 +40,12 @@ NOAUTH_ADMIN_ROLES = ("admin", "member", "reader")
 NOAUTH_USER_ROLES = ("member", "reader")
 
 
-def _unauthorized(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-    response = faults.error_response(401, "Authentication required")
-    return response(environ, start_response)
+#: Who the caller is: user id, project id and roles.
+Caller = tuple[str | None, str | None, Iterable[str]]
 
 
-def _identify(
-    environ: dict[str, Any],
-    policy: Policy,
-    user_id: str | None,
-    project_id: str | None,
-    roles: Iterable[str],
-) -> None:
-    roles = sorted({r.strip().lower() for r in roles if r.strip()})
-    environ[POLICY_KEY] = policy
-    environ[CONTEXT_KEY] = RequestContext(
-        user_id=user_id,
-        project_id=project_id,
-        is_admin=policy.is_admin(user_id, project_id, roles),
-        request_id=environ[REQUEST_ID_KEY],
-        roles=tuple(roles),
-    )
-
-
-class NoAuthMiddleware:
-    """``noauth2``: trust ``X-Auth-Token: USER:PROJECT``.
+class _ContextMiddleware:
+    """Put the caller's context in the environ, or answer 401 without one.
 
     :param app: the application to call once the caller is known.
     :param policy: the application's policy.
@@ -74,42 +55,52 @@ class NoAuthMiddleware:
         self.app = app
         self.policy = policy
 
+    def _caller(self, environ: dict[str, Any]) -> Caller | None:
+        raise NotImplementedError
+
     def __call__(
         self, environ: dict[str, Any], start_response: Callable[..., Any]
     ) -> Iterable[bytes]:
-        token = environ.get("HTTP_X_AUTH_TOKEN", "").strip()
-        if not token:
-            return _unauthorized(environ, start_response)
-        user, _, project = token.partition(":")
-        roles = NOAUTH_ADMIN_ROLES if user == ADMIN_USER else NOAUTH_USER_ROLES
-        _identify(environ, self.policy, user, project or user, roles)
+        caller = self._caller(environ)
+        if caller is None:
+            response = faults.error_response(401, "Authentication required")
+            return response(environ, start_response)
+        user_id, project_id, roles = caller
+        roles = sorted({r.strip().lower() for r in roles if r.strip()})
+        environ[POLICY_KEY] = self.policy
+        environ[CONTEXT_KEY] = RequestContext(
+            user_id=user_id,
+            project_id=project_id,
+            is_admin=self.policy.is_admin(user_id, project_id, roles),
+            request_id=environ[REQUEST_ID_KEY],
+            roles=tuple(roles),
+        )
         return self.app(environ, start_response)
 
 
-class KeystoneContextMiddleware:
-    """Turn the headers ``auth_token`` set into a request context.
+class NoAuthMiddleware(_ContextMiddleware):
+    """``noauth2``: trust ``X-Auth-Token: USER:PROJECT``."""
 
-    :param app: the application to call once the caller is known.
-    :param policy: the application's policy.
-    """
+    def _caller(self, environ: dict[str, Any]) -> Caller | None:
+        token = environ.get("HTTP_X_AUTH_TOKEN", "").strip()
+        if not token:
+            return None
+        user, _, project = token.partition(":")
+        roles = NOAUTH_ADMIN_ROLES if user == ADMIN_USER else NOAUTH_USER_ROLES
+        return user, project or user, roles
 
-    def __init__(self, app: WSGIApp, policy: Policy) -> None:
-        self.app = app
-        self.policy = policy
 
-    def __call__(
-        self, environ: dict[str, Any], start_response: Callable[..., Any]
-    ) -> Iterable[bytes]:
+class KeystoneContextMiddleware(_ContextMiddleware):
+    """Turn the headers ``auth_token`` set into a request context."""
+
+    def _caller(self, environ: dict[str, Any]) -> Caller | None:
         if environ.get("HTTP_X_IDENTITY_STATUS") != "Confirmed":
-            return _unauthorized(environ, start_response)
-        _identify(
-            environ,
-            self.policy,
+            return None
+        return (
             environ.get("HTTP_X_USER_ID"),
             environ.get("HTTP_X_PROJECT_ID"),
             environ.get("HTTP_X_ROLES", "").split(","),
         )
-        return self.app(environ, start_response)
 
 
 def wrap(conf: cfg.ConfigOpts, app: WSGIApp, policy: Policy) -> WSGIApp:

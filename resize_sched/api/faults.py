@@ -36,7 +36,7 @@ DEFAULT_NAME = "computeFault"
 
 
 class Fault(Exception):
-    """An HTTP error answer.
+    """An HTTP error answer; a subclass names its status: ``(Fault, status=404)``.
 
     :param message: shown to the client.
     :param headers: extra response headers.
@@ -44,64 +44,51 @@ class Fault(Exception):
 
     status = 500
 
+    def __init_subclass__(cls, status: int | None = None, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
+
     def __init__(self, message: str, headers: list[tuple[str, str]] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.headers = list(headers or [])
 
 
-class BadRequest(Fault):
-    """400: the request itself is wrong."""
-
-    status = 400
+class BadRequest(Fault, status=400):
+    """The request itself is wrong."""
 
 
-class Unauthorized(Fault):
-    """401: no (valid) credentials."""
-
-    status = 401
+class Unauthorized(Fault, status=401):
+    """No (valid) credentials."""
 
 
-class Forbidden(Fault):
-    """403: the caller may not do this."""
-
-    status = 403
+class Forbidden(Fault, status=403):
+    """The caller may not do this."""
 
 
-class NotFound(Fault):
-    """404: no such resource (or not the caller's)."""
-
-    status = 404
+class NotFound(Fault, status=404):
+    """No such resource (or not the caller's)."""
 
 
-class MethodNotAllowed(Fault):
-    """405: the path exists, the method does not."""
-
-    status = 405
+class MethodNotAllowed(Fault, status=405):
+    """The path exists, the method does not."""
 
 
-class NotAcceptable(Fault):
-    """406: a microversion we do not serve."""
-
-    status = 406
+class NotAcceptable(Fault, status=406):
+    """A microversion we do not serve."""
 
 
-class Conflict(Fault):
-    """409: the resource is not in a state that allows it."""
-
-    status = 409
+class Conflict(Fault, status=409):
+    """The resource is not in a state that allows it."""
 
 
-class RequestTooLarge(Fault):
-    """413: the body is too large to read."""
-
-    status = 413
+class RequestTooLarge(Fault, status=413):
+    """The body is too large to read."""
 
 
-class UnsupportedMediaType(Fault):
-    """415: a body that is not JSON."""
-
-    status = 415
+class UnsupportedMediaType(Fault, status=415):
+    """A body that is not JSON."""
 
 
 def from_domain(exc: exception.ResizeSchedException) -> Fault | None:

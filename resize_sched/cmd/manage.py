@@ -19,6 +19,7 @@ resource providers with the owner trait of ``[placement] deployment_name``.
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from alembic.util import CommandError
@@ -85,16 +86,14 @@ HOST_HELP = (
 )
 
 Command = Callable[[cfg.ConfigOpts], int]
+_Report = TypeVar("_Report")
 
 
 def _db_sync(conf: cfg.ConfigOpts) -> int:
-    db = Database.from_conf(conf)
-    try:
+    with Database.from_conf(conf) as db:
         before = db.version()
         db.sync(conf.category.revision)
         after = db.version()
-    finally:
-        db.dispose()
     if before == after:
         print(f"Database is already at revision {after}; nothing to do.")
     else:
@@ -103,11 +102,8 @@ def _db_sync(conf: cfg.ConfigOpts) -> int:
 
 
 def _db_version(conf: cfg.ConfigOpts) -> int:
-    db = Database.from_conf(conf)
-    try:
+    with Database.from_conf(conf) as db:
         revision = db.version()
-    finally:
-        db.dispose()
     print(revision if revision is not None else "None")
     if revision is None:
         print(f"The schema was never created; run '{PROG} db sync'.", file=sys.stderr)
@@ -118,17 +114,16 @@ def _owner(conf: cfg.ConfigOpts) -> str:
     return owner_trait(conf.placement.deployment_name)
 
 
+def _against_placement(
+    conf: cfg.ConfigOpts, run: Callable[..., _Report], **kwargs: Any
+) -> _Report:
+    """``run`` (heal or audit) over our database and the deployment's providers."""
+    with Database.from_conf(conf) as db:
+        return run(db, PlacementClient.from_conf(conf), owner_trait=_owner(conf), **kwargs)
+
+
 def _placement_heal(conf: cfg.ConfigOpts) -> int:
-    db = Database.from_conf(conf)
-    try:
-        report = heal.heal(
-            db,
-            PlacementClient.from_conf(conf),
-            owner_trait=_owner(conf),
-            dry_run=conf.category.dry_run,
-        )
-    finally:
-        db.dispose()
+    report = _against_placement(conf, heal.heal, dry_run=conf.category.dry_run)
     for result in report.results:
         print(result.line())
     print(report.summary())
@@ -136,16 +131,7 @@ def _placement_heal(conf: cfg.ConfigOpts) -> int:
 
 
 def _placement_audit(conf: cfg.ConfigOpts) -> int:
-    db = Database.from_conf(conf)
-    try:
-        report = audit.audit(
-            db,
-            PlacementClient.from_conf(conf),
-            owner_trait=_owner(conf),
-            delete=conf.category.delete,
-        )
-    finally:
-        db.dispose()
+    report = _against_placement(conf, audit.audit, delete=conf.category.delete)
     for orphan in report.orphans:
         print(orphan.line())
     print(report.summary())
@@ -158,8 +144,7 @@ def _host_set_disabled(conf: cfg.ConfigOpts) -> int:
     reason = getattr(conf.category, "reason", None) if disabled else None
     changed = hosts.set_disabled(PlacementClient.from_conf(conf), _owner(conf), host, disabled)
     # NOTE: then the host's compute service row, so os-services agrees.
-    db = Database.from_conf(conf)
-    try:
+    with Database.from_conf(conf) as db:
         try:
             service = db.service_get_by_host(host)
         except exception.NotFound:
@@ -168,8 +153,6 @@ def _host_set_disabled(conf: cfg.ConfigOpts) -> int:
             if service.disabled != disabled or (disabled and service.disabled_reason != reason):
                 db.service_set_disabled(service.uuid, disabled, reason)
                 changed = True
-    finally:
-        db.dispose()
     state = "disabled" if disabled else "enabled"
     print(f"Host {host} {state}." if changed else f"Host {host} was already {state}.")
     return 0

@@ -14,10 +14,9 @@ the API service's own: they must see every image the API's callers may boot
 (an admin sees every image).
 """
 
-import copy
-
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+
+from resize_sched.conf import ksa
 
 GROUP_NAME = "glance"
 DEFAULT_SERVICE_TYPE = "image"
@@ -29,42 +28,10 @@ GROUP = cfg.OptGroup(
     "imageRef is checked against. Unset auth_type: no check.",
 )
 
-_ADAPTER_DEFAULTS = {
-    "service_type": DEFAULT_SERVICE_TYPE,
-    "valid_interfaces": ["internal", "public"],
-    "connect_retries": 2,
-    "connect_retry_delay": 0.5,
-    "status_code_retries": 2,
-    "status_code_retry_delay": 0.5,
-    "retriable_status_codes": [502, 503, 504],
-}
-
-
-def _adapter_opts() -> list[cfg.Opt]:
-    opts = []
-    for opt in ks_loading.get_adapter_conf_options(include_deprecated=False):
-        if opt.dest in _ADAPTER_DEFAULTS:
-            opt = copy.deepcopy(opt)
-            opt.default = _ADAPTER_DEFAULTS[opt.dest]
-        opts.append(opt)
-    return opts
-
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts, as for [placement].
-    conf.register_group(copy.deepcopy(GROUP))
-    ks_loading.register_session_conf_options(conf, GROUP_NAME)
-    ks_loading.register_auth_conf_options(conf, GROUP_NAME)
-    conf.register_opts(_adapter_opts(), group=GROUP_NAME)
+    ksa.register_opts(conf, GROUP, DEFAULT_SERVICE_TYPE, retries=2)
 
 
 def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {
-        GROUP: (
-            ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_auth_plugin_conf_options("admin_token")
-            + ks_loading.get_auth_plugin_conf_options("password")
-            + _adapter_opts()
-        )
-    }
+    return {GROUP: ksa.list_opts(DEFAULT_SERVICE_TYPE, retries=2)}

@@ -13,10 +13,9 @@ Placement running ``[api] auth_strategy = noauth2`` use::
 Placement refuses with 403.)
 """
 
-import copy
-
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
+
+from resize_sched.conf import ksa
 
 GROUP_NAME = "placement"
 DEFAULT_SERVICE_TYPE = "placement"
@@ -61,47 +60,11 @@ OPTS = [
     ),
 ]
 
-# keystoneauth's adapter retries are what make "Placement is down" a bounded
-# wait; the library defaults (no retries) are too brittle for a conductor.
-_ADAPTER_DEFAULTS = {
-    "service_type": DEFAULT_SERVICE_TYPE,
-    "valid_interfaces": ["internal", "public"],
-    "connect_retries": 3,
-    "connect_retry_delay": 0.5,
-    "status_code_retries": 3,
-    "status_code_retry_delay": 0.5,
-    "retriable_status_codes": [502, 503, 504],
-}
-
-
-def _adapter_opts() -> list[cfg.Opt]:
-    opts = []
-    for opt in ks_loading.get_adapter_conf_options(include_deprecated=False):
-        if opt.dest in _ADAPTER_DEFAULTS:
-            opt = copy.deepcopy(opt)
-            opt.default = _ADAPTER_DEFAULTS[opt.dest]
-        opts.append(opt)
-    return opts
-
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
-    # object, so a shared module-level group would leak them between configs.
-    conf.register_group(copy.deepcopy(GROUP))
+    ksa.register_opts(conf, GROUP, DEFAULT_SERVICE_TYPE, retries=3)
     conf.register_opts(OPTS, group=GROUP.name)
-    ks_loading.register_session_conf_options(conf, GROUP_NAME)
-    ks_loading.register_auth_conf_options(conf, GROUP_NAME)
-    conf.register_opts(_adapter_opts(), group=GROUP.name)
 
 
 def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {
-        GROUP: (
-            OPTS
-            + ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_auth_plugin_conf_options("admin_token")
-            + ks_loading.get_auth_plugin_conf_options("password")
-            + _adapter_opts()
-        )
-    }
+    return {GROUP: OPTS + ksa.list_opts(DEFAULT_SERVICE_TYPE, retries=3)}

@@ -246,19 +246,32 @@ class ActionApi(SessionSource):
         request_id: str | None,
     ) -> int | None:
         with self._writer() as session:
-            action = self._find_action(session, server_uuid, actions, request_id)
-            if action is None:
-                LOG.debug("Server %s: no %s action to record %s in", server_uuid, actions, event)
-                return None
-            if self._open_event(session, action.id, event, host) is not None:
-                return None
-            row = models.InstanceActionEvent(
-                action_id=action.id, event=event, start_time=_now(), host=host
-            )
-            session.add(row)
-            action.updated_at = _now()
-            session.flush()
-            return row.id
+            return self.start_event_in(session, server_uuid, event, actions, host, request_id)
+
+    @classmethod
+    def start_event_in(
+        cls,
+        session: Any,
+        server_uuid: str,
+        event: str,
+        actions: tuple[str, ...],
+        host: str | None,
+        request_id: str | None = None,
+    ) -> int | None:
+        """:meth:`action_event_start` within the caller's transaction ``session``."""
+        action = cls._find_action(session, server_uuid, actions, request_id)
+        if action is None:
+            LOG.debug("Server %s: no %s action to record %s in", server_uuid, actions, event)
+            return None
+        if cls._open_event(session, action.id, event, host) is not None:
+            return None
+        row = models.InstanceActionEvent(
+            action_id=action.id, event=event, start_time=_now(), host=host
+        )
+        session.add(row)
+        action.updated_at = _now()
+        session.flush()
+        return row.id
 
     def action_event_finish(
         self,
@@ -306,40 +319,63 @@ class ActionApi(SessionSource):
         host: str | None,
         request_id: str | None,
     ) -> None:
+        with self._writer() as session:
+            self.finish_event_in(
+                session, server_uuid, event, actions, result, message, traceback, host, request_id
+            )
+
+    @classmethod
+    def finish_event_in(
+        cls,
+        session: Any,
+        server_uuid: str,
+        event: str,
+        actions: tuple[str, ...],
+        result: str,
+        message: str | None = None,
+        traceback: str | None = None,
+        host: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        """:meth:`action_event_finish` within the caller's transaction ``session``."""
         if result not in (SUCCESS, ERROR):
             raise exception.Invalid(reason=f"unknown event result {result!r}")
-        with self._writer() as session:
-            action = self._find_action(session, server_uuid, actions, request_id)
-            if action is None:
-                LOG.debug("Server %s: no %s action to record %s in", server_uuid, actions, event)
-                return
-            now = _now()
-            row = self._open_event(session, action.id, event, host)
-            if row is None and self._finished_event(session, action.id, event, host):
-                LOG.debug("Server %s: %s on %s already recorded", server_uuid, event, host)
-                return
-            if row is None:
-                row = models.InstanceActionEvent(
-                    action_id=action.id, event=event, start_time=now, host=host
-                )
-                session.add(row)
-            row.finish_time = now
-            row.result = result
-            row.host = row.host or host
-            if result == ERROR:
-                row.details = message
-                row.traceback = traceback or message
-                action.message = ERROR
-            action.updated_at = now
+        action = cls._find_action(session, server_uuid, actions, request_id)
+        if action is None:
+            LOG.debug("Server %s: no %s action to record %s in", server_uuid, actions, event)
+            return
+        now = _now()
+        row = cls._open_event(session, action.id, event, host)
+        if row is None and cls._finished_event(session, action.id, event, host):
+            LOG.debug("Server %s: %s on %s already recorded", server_uuid, event, host)
+            return
+        if row is None:
+            row = models.InstanceActionEvent(
+                action_id=action.id, event=event, start_time=now, host=host
+            )
+            session.add(row)
+        row.finish_time = now
+        row.result = result
+        row.host = row.host or host
+        if result == ERROR:
+            row.details = message
+            row.traceback = traceback or message
+            action.message = ERROR
+        action.updated_at = now
 
     def _event_discard(self, event_id: int) -> None:
         with self._writer() as session:
-            session.execute(
-                sa.delete(models.InstanceActionEvent).where(
-                    models.InstanceActionEvent.id == event_id,
-                    models.InstanceActionEvent.finish_time.is_(None),
-                )
+            self.discard_event_in(session, event_id)
+
+    @staticmethod
+    def discard_event_in(session: Any, event_id: int) -> None:
+        """Drop the still open event ``event_id`` (a step that was not due)."""
+        session.execute(
+            sa.delete(models.InstanceActionEvent).where(
+                models.InstanceActionEvent.id == event_id,
+                models.InstanceActionEvent.finish_time.is_(None),
             )
+        )
 
     @contextlib.contextmanager
     def action_event(

@@ -10,9 +10,10 @@ this ever fit, empty" without a Placement request per provider; the
 
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from resize_sched import exception
 from resize_sched.db import models
@@ -20,6 +21,19 @@ from resize_sched.db.session import SessionSource, text
 
 #: The binary name a compute service's row carries (as Nova's ``nova-compute``).
 COMPUTE_BINARY = "resize-sched-compute"
+
+_Row = TypeVar("_Row", bound=models.Base)
+
+
+def _one(session: Session, model: type[_Row], what: str, **columns: Any) -> _Row:
+    """The one row of ``model`` with these column values.
+
+    :raises NotFound: there is none; ``what`` names it in the message.
+    """
+    found = session.scalars(sa.select(model).filter_by(**columns)).one_or_none()
+    if found is None:
+        raise exception.NotFound(what=what)
+    return found
 
 
 class HostApi(SessionSource):
@@ -120,12 +134,7 @@ class HostApi(SessionSource):
         :raises NotFound: no such node.
         """
         with self._reader() as session:
-            found = session.scalars(
-                sa.select(models.ComputeNode).where(models.ComputeNode.uuid == rp_uuid)
-            ).one_or_none()
-        if found is None:
-            raise exception.NotFound(what=f"compute node {rp_uuid}")
-        return found
+            return _one(session, models.ComputeNode, f"compute node {rp_uuid}", uuid=rp_uuid)
 
     def service_list(
         self, *, binary: str | None = None, host: str | None = None
@@ -145,12 +154,7 @@ class HostApi(SessionSource):
         :raises NotFound: no such service.
         """
         with self._reader() as session:
-            found = session.scalars(
-                sa.select(models.Service).where(models.Service.uuid == uuid)
-            ).one_or_none()
-        if found is None:
-            raise exception.NotFound(what=f"service {uuid}")
-        return found
+            return _one(session, models.Service, f"service {uuid}", uuid=uuid)
 
     def service_get_by_host(self, host: str, binary: str = COMPUTE_BINARY) -> models.Service:
         """The service ``binary`` on ``host``.
@@ -158,14 +162,13 @@ class HostApi(SessionSource):
         :raises NotFound: no such service.
         """
         with self._reader() as session:
-            found = session.scalars(
-                sa.select(models.Service).where(
-                    models.Service.host == host, models.Service.binary == binary
-                )
-            ).one_or_none()
-        if found is None:
-            raise exception.NotFound(what=f"service {binary} on host {host}")
-        return found
+            return _one(
+                session,
+                models.Service,
+                f"service {binary} on host {host}",
+                host=host,
+                binary=binary,
+            )
 
     def service_set_disabled(
         self,
@@ -199,11 +202,7 @@ class HostApi(SessionSource):
             done = session.execute(
                 sa.update(models.Service).where(*conditions).values(**values)
             ).rowcount
-            found = session.scalars(
-                sa.select(models.Service).where(models.Service.uuid == uuid)
-            ).one_or_none()
-        if found is None:
-            raise exception.NotFound(what=f"service {uuid}")
+            found = _one(session, models.Service, f"service {uuid}", uuid=uuid)
         if not done:
             raise exception.Conflict(
                 reason=f"service {uuid} is no longer "
@@ -223,12 +222,7 @@ class HostApi(SessionSource):
                 .where(models.Service.uuid == uuid)
                 .values(forced_down=forced_down, updated_at=models.utcnow())
             )
-            found = session.scalars(
-                sa.select(models.Service).where(models.Service.uuid == uuid)
-            ).one_or_none()
-        if found is None:
-            raise exception.NotFound(what=f"service {uuid}")
-        return found
+            return _one(session, models.Service, f"service {uuid}", uuid=uuid)
 
     def compute_nodes_by_host(self, host: str) -> list[models.ComputeNode]:
         """The compute nodes of one host, oldest first."""

@@ -2,7 +2,9 @@
 
 The journal is what crash recovery reads: before each Placement write the
 executor records the intended transition (:meth:`MigrationApi.journal_intend`),
-then marks it ``applied`` or ``abandoned`` (:meth:`MigrationApi.journal_mark`).
+then marks it ``applied`` or ``abandoned`` (:meth:`MigrationApi.journal_mark`;
+within a conductor step, an ``applied`` waits for the step's next write: see
+:mod:`resize_sched.db.steps`).
 Holdings are JSON shaped ``{"server": {rp: {rc: n}}, "migration": {rp: {rc: n}},
 "generations": {"server": int | None, "migration": int | None}}``.
 """
@@ -15,7 +17,7 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 
 from resize_sched import exception, resources
-from resize_sched.db import models
+from resize_sched.db import models, steps
 from resize_sched.db.session import SessionSource, check_values, match, update_where
 
 LOG = logging.getLogger(__name__)
@@ -310,6 +312,19 @@ class MigrationApi(SessionSource):
         :raises resize_sched.exception.MigrationNotFound: no such migration.
         :raises resize_sched.exception.StepNotDue: the step is not due.
         """
+        return self.step_begin(steps.StepRun(uuid, token, step), expected_status)
+
+    def step_begin(
+        self, run: steps.StepRun, expected_status: str | Iterable[str]
+    ) -> models.Migration:
+        """:meth:`migration_acquire` for ``run``, opening its event in the same
+        transaction (``run.event_id``).
+
+        :returns: the migration, owned by ``run.token``.
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.StepNotDue: the step is not due.
+        """
+        uuid = run.migration_uuid
         expected = _statuses(expected_status)
         conditions = [
             models.Migration.status.in_(expected),
@@ -318,13 +333,15 @@ class MigrationApi(SessionSource):
         ]
         with self._writer() as session:
             changed, migration = update_where(
-                session, models.Migration, uuid, conditions, {"task_owner": token}
+                session, models.Migration, uuid, conditions, {"task_owner": run.token}
             )
             server = (
                 session.get(models.Server, migration.server_uuid)
                 if migration is not None
                 else None
             )
+            if changed:
+                steps.begin_in(session, run, migration.server_uuid)
         if migration is None:
             raise exception.MigrationNotFound(migration_id=uuid)
         if changed == 0:
@@ -335,18 +352,46 @@ class MigrationApi(SessionSource):
             else:
                 state = "deleted" if server is None or server.deleted_at else server.task_state
                 reason = f"its server is {state}"
-            raise exception.StepNotDue(migration_id=uuid, step=step, reason=reason)
+            raise exception.StepNotDue(migration_id=uuid, step=run.name, reason=reason)
         return migration
 
     def migration_release(self, uuid: str, /, *, token: str) -> None:
         """Give the migration back after a step, if ``token`` still owns it."""
+        self.step_end(steps.StepRun(uuid, token, "release"))
+
+    def step_end(
+        self,
+        run: steps.StepRun,
+        *,
+        error: BaseException | None = None,
+        not_due: bool = False,
+    ) -> None:
+        """End ``run`` in one transaction: give the migration back (if the
+        run still owns it), mark its written entries ``applied`` and record
+        its event (``Error`` with ``error``; dropped when ``not_due``).
+
+        Nothing happens for a run whose last write already ended it.
+        """
+        if run.ended:
+            return
         with self._writer() as session:
             session.execute(
                 sa.update(models.Migration)
-                .where(models.Migration.uuid == uuid, models.Migration.task_owner == token)
+                .where(
+                    models.Migration.uuid == run.migration_uuid,
+                    models.Migration.task_owner == run.token,
+                )
                 .values(task_owner=None)
                 .execution_options(synchronize_session=False)
             )
+            server_uuid = session.scalar(
+                sa.select(models.Migration.server_uuid).where(
+                    models.Migration.uuid == run.migration_uuid
+                )
+            )
+            steps.end_in(session, run, server_uuid, error=error, not_due=not_due)
+        run.ended = True
+        run.applied.clear()
 
     def migration_advance(
         self,
@@ -359,6 +404,7 @@ class MigrationApi(SessionSource):
         server_values: Mapping[str, Any] | None = None,
         server_expected: Mapping[str, Any] | None = None,
         migration_expected: Mapping[str, Any] | None = None,
+        ends: steps.StepRun | None = None,
         **values: Any,
     ) -> models.Migration:
         """End a step: move the migration and its server on, in one transaction.
@@ -372,6 +418,9 @@ class MigrationApi(SessionSource):
         :param server_values: server columns to set (none: the server is
             only checked).
         :param migration_expected: more migration columns that must match.
+        :param ends: the step run this write ends, successfully: in the same
+            transaction its entries are marked, its event records ``Success``
+            and the migration is given back (``token`` is the run's).
         :param values: migration columns to set.
         :returns: the migration as updated.
         :raises resize_sched.exception.StepNotDue: either row moved on;
@@ -388,6 +437,9 @@ class MigrationApi(SessionSource):
         if server_values.get("status") not in (None, *models.SERVER_STATUSES):
             raise exception.Invalid(reason=f"unknown server status {server_values['status']!r}")
         expected = _statuses(expected_status)
+        if ends is not None:
+            token = ends.token
+            values["task_owner"] = None
         with self._writer() as session:
             changed, migration = update_where(
                 session,
@@ -428,6 +480,11 @@ class MigrationApi(SessionSource):
                 raise exception.StepNotDue(
                     migration_id=uuid, step=step, reason=f"its server is {state}"
                 )
+            if ends is not None:
+                steps.end_in(session, ends, migration.server_uuid)
+        if ends is not None:
+            ends.ended = True
+            ends.applied.clear()
         return migration
 
     def migration_close_for_delete(self, session: Any, server_uuid: str) -> None:
@@ -460,6 +517,7 @@ class MigrationApi(SessionSource):
         owner: str | None = None,
         releasing: bool = False,
         holdings: Mapping[str, Any] | None = None,
+        applied: list[int] | None = None,
     ) -> models.JournalEntry:
         """Record a transition about to be written to Placement.
 
@@ -482,6 +540,8 @@ class MigrationApi(SessionSource):
         :param owner: the step token that must own the migration (None: any).
         :param releasing: the target holds nothing, so it may always go ahead.
         :param holdings: the migration's holdings once the write lands.
+        :param applied: entries of the same step whose writes landed, marked
+            ``applied`` in the same transaction (the list is emptied).
         :returns: the entry, ``intended``, numbered after the migration's last;
             with ``holdings``, its ``migration`` attribute is the migration
             as updated.
@@ -533,6 +593,7 @@ class MigrationApi(SessionSource):
                         state=models.JOURNAL_INTENDED,
                     )
                     session.add(entry)
+                    steps.mark_applied_in(session, applied or [])
                     updated = None
                     if holdings is not None:
                         _, updated = update_where(
@@ -544,6 +605,8 @@ class MigrationApi(SessionSource):
                         )
                 if updated is not None:
                     entry.migration = updated  # type: ignore[attr-defined]
+                if applied:
+                    applied.clear()
                 return entry
             except sa.exc.IntegrityError:
                 # NOTE: a concurrent writer took the same seq; count again.

@@ -11,6 +11,9 @@ through :meth:`TransitionExecutor.apply`:
 4. record the result: the journal entry becomes ``applied`` and the
    migration's ``holdings`` (allocations and consumer generations) are what
    the next transition starts from, so no read is needed before a write.
+   The holdings are recorded with the intent; within a conductor step the
+   ``applied`` waits for the step's next write (``ledger``), so a write that
+   lands costs no commit of its own (see :mod:`resize_sched.db.steps`).
 
 A consumer-generation conflict (someone else wrote one of the consumers)
 re-reads both consumers and retries, a bounded number of times. A capacity
@@ -111,6 +114,7 @@ class TransitionExecutor:
         verify: bool = False,
         fresh: bool = False,
         owner: str | None = None,
+        ledger: list[int] | None = None,
     ) -> Any:
         """Move both consumers of ``migration`` to ``target`` in one write.
 
@@ -130,6 +134,10 @@ class TransitionExecutor:
             the migration. Whatever the owner, a write that holds anything
             is refused once the server is being deleted, so nothing a delete
             emptied is ever re-created.
+        :param ledger: the running step's entries still to be marked
+            ``applied`` (:attr:`resize_sched.db.steps.StepRun.applied`): the
+            next intent marks them, and this write's entry is added to them
+            instead of being marked now. None: marked at once.
         :returns: the updated migration row.
         :raises StepNotDue: the step lost the migration (a delete, another
             step) before a write; nothing more was written.
@@ -181,6 +189,7 @@ class TransitionExecutor:
                 owner=owner,
                 releasing=not goal.server and not goal.migration,
                 holdings=done.to_dict(),
+                applied=ledger,
             )
             expected = True
             try:
@@ -234,7 +243,10 @@ class TransitionExecutor:
                 self.db.journal_mark(entry.id, "abandoned", detail=str(exc))
                 self._put_back(migration, current, owner)
                 raise
-            self.db.journal_mark(entry.id, "applied")
+            if ledger is None:
+                self.db.journal_mark(entry.id, "applied")
+            else:
+                ledger.append(entry.id)
             LOG.info(
                 "Migration %s %s applied: server %s, migration %s",
                 migration.uuid,

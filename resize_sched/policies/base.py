@@ -56,6 +56,19 @@ _RULES = [
 ]
 
 
+def rule(
+    name: str, check_str: str, description: str, *operations: str
+) -> policy.DocumentedRuleDefault:
+    """A project-scoped API rule; each operation is ``"METHOD /path"``."""
+    return policy.DocumentedRuleDefault(
+        name=name,
+        check_str=check_str,
+        description=description,
+        operations=[dict(zip(("method", "path"), op.split(" ", 1))) for op in operations],
+        scope_types=["project"],
+    )
+
+
 def list_rules() -> list[policy.RuleDefault]:
     """The base rules."""
     return list(_RULES)

@@ -21,68 +21,38 @@ EXTRA_SPECS_UPDATE = EXTRA_SPECS % "update"
 EXTRA_SPECS_DELETE = EXTRA_SPECS % "delete"
 
 _SPECS = "/flavors/{flavor_id}/os-extra_specs"
-
-
-def _rule(
-    name: str, check_str: str, description: str, operations: list[dict[str, str]]
-) -> policy.DocumentedRuleDefault:
-    return policy.DocumentedRuleDefault(
-        name=name,
-        check_str=check_str,
-        description=description,
-        operations=operations,
-        scope_types=["project"],
-    )
-
+_SPEC = _SPECS + "/{key}"
 
 _RULES = [
-    _rule(
-        MANAGE_CREATE,
-        base.ADMIN,
-        "Create a flavor.",
-        [{"method": "POST", "path": "/flavors"}],
-    ),
-    _rule(
+    base.rule(MANAGE_CREATE, base.ADMIN, "Create a flavor.", "POST /flavors"),
+    base.rule(
         MANAGE_DELETE,
         base.ADMIN,
         "Delete a flavor (servers keep their copy of it).",
-        [{"method": "DELETE", "path": "/flavors/{flavor_id}"}],
+        "DELETE /flavors/{flavor_id}",
     ),
-    _rule(
+    base.rule(
         EXTRA_SPECS_INDEX,
         base.PROJECT_READER_OR_ADMIN,
         "List a flavor's extra specs; also whether flavor bodies include "
         "extra_specs (microversion 2.61 and later).",
-        [
-            {"method": "GET", "path": _SPECS},
-            {"method": "GET", "path": "/flavors/detail"},
-            {"method": "GET", "path": "/flavors/{flavor_id}"},
-            {"method": "POST", "path": "/flavors"},
-        ],
+        f"GET {_SPECS}",
+        "GET /flavors/detail",
+        "GET /flavors/{flavor_id}",
+        "POST /flavors",
     ),
-    _rule(
+    base.rule(
         EXTRA_SPECS_SHOW,
         base.PROJECT_READER_OR_ADMIN,
         "Show one extra spec of a flavor.",
-        [{"method": "GET", "path": _SPECS + "/{key}"}],
+        f"GET {_SPEC}",
     ),
-    _rule(
-        EXTRA_SPECS_CREATE,
-        base.ADMIN,
-        "Add or replace extra specs of a flavor.",
-        [{"method": "POST", "path": _SPECS}],
+    base.rule(
+        EXTRA_SPECS_CREATE, base.ADMIN, "Add or replace extra specs of a flavor.", f"POST {_SPECS}"
     ),
-    _rule(
-        EXTRA_SPECS_UPDATE,
-        base.ADMIN,
-        "Set one extra spec of a flavor.",
-        [{"method": "PUT", "path": _SPECS + "/{key}"}],
-    ),
-    _rule(
-        EXTRA_SPECS_DELETE,
-        base.ADMIN,
-        "Remove one extra spec of a flavor.",
-        [{"method": "DELETE", "path": _SPECS + "/{key}"}],
+    base.rule(EXTRA_SPECS_UPDATE, base.ADMIN, "Set one extra spec of a flavor.", f"PUT {_SPEC}"),
+    base.rule(
+        EXTRA_SPECS_DELETE, base.ADMIN, "Remove one extra spec of a flavor.", f"DELETE {_SPEC}"
     ),
 ]
 

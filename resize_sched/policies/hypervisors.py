@@ -15,41 +15,33 @@ UPTIME = HYPERVISORS % "uptime"
 AGGREGATES_INDEX = "os_compute_api:os-aggregates:index"
 
 _RULES = [
-    policy.DocumentedRuleDefault(
-        name=LIST,
-        check_str=base.ADMIN,
-        description="List hypervisors (compute nodes) with their state and status.",
-        operations=[{"method": "GET", "path": "/os-hypervisors"}],
-        scope_types=["project"],
+    base.rule(
+        LIST,
+        base.ADMIN,
+        "List hypervisors (compute nodes) with their state and status.",
+        "GET /os-hypervisors",
     ),
-    policy.DocumentedRuleDefault(
-        name=LIST_DETAIL,
-        check_str=base.ADMIN,
-        description="List hypervisors with their details: service, and (before 2.88) "
+    base.rule(
+        LIST_DETAIL,
+        base.ADMIN,
+        "List hypervisors with their details: service, and (before 2.88) "
         "totals and usage read from Placement.",
-        operations=[{"method": "GET", "path": "/os-hypervisors/detail"}],
-        scope_types=["project"],
+        "GET /os-hypervisors/detail",
     ),
-    policy.DocumentedRuleDefault(
-        name=SHOW,
-        check_str=base.ADMIN,
-        description="Show one hypervisor's details.",
-        operations=[{"method": "GET", "path": "/os-hypervisors/{hypervisor_id}"}],
-        scope_types=["project"],
+    base.rule(
+        SHOW, base.ADMIN, "Show one hypervisor's details.", "GET /os-hypervisors/{hypervisor_id}"
     ),
-    policy.DocumentedRuleDefault(
-        name=UPTIME,
-        check_str=base.ADMIN,
-        description="Show a hypervisor's uptime (the fake driver has none: 501).",
-        operations=[{"method": "GET", "path": "/os-hypervisors/{hypervisor_id}/uptime"}],
-        scope_types=["project"],
+    base.rule(
+        UPTIME,
+        base.ADMIN,
+        "Show a hypervisor's uptime (the fake driver has none: 501).",
+        "GET /os-hypervisors/{hypervisor_id}/uptime",
     ),
-    policy.DocumentedRuleDefault(
-        name=AGGREGATES_INDEX,
-        check_str=base.ADMIN,
-        description="List host aggregates (there are none here: an empty list).",
-        operations=[{"method": "GET", "path": "/os-aggregates"}],
-        scope_types=["project"],
+    base.rule(
+        AGGREGATES_INDEX,
+        base.ADMIN,
+        "List host aggregates (there are none here: an empty list).",
+        "GET /os-aggregates",
     ),
 ]
 

@@ -18,40 +18,30 @@ SHOW = INSTANCE_ACTIONS % "show"
 EVENTS = INSTANCE_ACTIONS % "events"
 EVENTS_DETAILS = INSTANCE_ACTIONS % "events:details"
 
-_LIST = [{"method": "GET", "path": "/servers/{server_id}/os-instance-actions"}]
-_SHOW = [{"method": "GET", "path": "/servers/{server_id}/os-instance-actions/{request_id}"}]
+_LIST = "GET /servers/{server_id}/os-instance-actions"
+_SHOW = "GET /servers/{server_id}/os-instance-actions/{request_id}"
 
 _RULES = [
-    policy.DocumentedRuleDefault(
-        name=LIST,
-        check_str=base.PROJECT_READER_OR_ADMIN,
-        description="List the actions recorded for a server.",
-        operations=_LIST,
-        scope_types=["project"],
+    base.rule(
+        LIST, base.PROJECT_READER_OR_ADMIN, "List the actions recorded for a server.", _LIST
     ),
-    policy.DocumentedRuleDefault(
-        name=SHOW,
-        check_str=base.PROJECT_READER_OR_ADMIN,
-        description="Show one action of a server, with its events.",
-        operations=_SHOW,
-        scope_types=["project"],
+    base.rule(
+        SHOW, base.PROJECT_READER_OR_ADMIN, "Show one action of a server, with its events.", _SHOW
     ),
-    policy.DocumentedRuleDefault(
-        name=EVENTS,
-        check_str=base.ADMIN,
-        description="Show every field of an action's events: the traceback of a "
+    base.rule(
+        EVENTS,
+        base.ADMIN,
+        "Show every field of an action's events: the traceback of a "
         "failed step and (from 2.62) the host it ran on. Below 2.51, without this "
         "rule the events are not shown at all.",
-        operations=_SHOW,
-        scope_types=["project"],
+        _SHOW,
     ),
-    policy.DocumentedRuleDefault(
-        name=EVENTS_DETAILS,
-        check_str=base.ADMIN,
-        description="Show the details of an action's events (microversion 2.84, "
+    base.rule(
+        EVENTS_DETAILS,
+        base.ADMIN,
+        "Show the details of an action's events (microversion 2.84, "
         "above the highest this API serves).",
-        operations=_SHOW,
-        scope_types=["project"],
+        _SHOW,
     ),
 ]
 

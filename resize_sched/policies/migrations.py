@@ -16,31 +16,28 @@ INDEX = MIGRATIONS % "index"
 INDEX_ALL_PROJECTS = MIGRATIONS % "index:all_projects"
 INDEX_HOST = MIGRATIONS % "index:host"
 
-_OPERATIONS = [{"method": "GET", "path": "/os-migrations"}]
+_LIST = "GET /os-migrations"
 
 _RULES = [
-    policy.DocumentedRuleDefault(
-        name=INDEX,
-        check_str=base.PROJECT_MANAGER_OR_ADMIN,
-        description="List migrations. A caller that index:all_projects refuses "
+    base.rule(
+        INDEX,
+        base.PROJECT_MANAGER_OR_ADMIN,
+        "List migrations. A caller that index:all_projects refuses "
         "must filter by its own project (project_id=...), else gets 403.",
-        operations=_OPERATIONS,
-        scope_types=["project"],
+        _LIST,
     ),
-    policy.DocumentedRuleDefault(
-        name=INDEX_ALL_PROJECTS,
-        check_str=base.ADMIN,
-        description="List the migrations of every project, or of another project.",
-        operations=_OPERATIONS,
-        scope_types=["project"],
+    base.rule(
+        INDEX_ALL_PROJECTS,
+        base.ADMIN,
+        "List the migrations of every project, or of another project.",
+        _LIST,
     ),
-    policy.DocumentedRuleDefault(
-        name=INDEX_HOST,
-        check_str=base.ADMIN,
-        description="Show where migrations run: source_compute, source_node, "
+    base.rule(
+        INDEX_HOST,
+        base.ADMIN,
+        "Show where migrations run: source_compute, source_node, "
         "dest_compute, dest_node and dest_host (null without this rule).",
-        operations=_OPERATIONS,
-        scope_types=["project"],
+        _LIST,
     ),
 ]
 

@@ -22,43 +22,32 @@ _COLLECTION = "/servers/{server_id}/migrations"
 _ONE = "/servers/{server_id}/migrations/{migration_id}"
 
 _RULES = [
-    policy.DocumentedRuleDefault(
-        name=INDEX,
-        check_str=base.PROJECT_MANAGER_OR_ADMIN,
-        description="List the migrations of a server in progress.",
-        operations=[{"method": "GET", "path": _COLLECTION}],
-        scope_types=["project"],
+    base.rule(
+        INDEX,
+        base.PROJECT_MANAGER_OR_ADMIN,
+        "List the migrations of a server in progress.",
+        f"GET {_COLLECTION}",
     ),
-    policy.DocumentedRuleDefault(
-        name=INDEX_HOST,
-        check_str=base.ADMIN,
-        description="Show where a server's migrations run: source_compute, "
+    base.rule(
+        INDEX_HOST,
+        base.ADMIN,
+        "Show where a server's migrations run: source_compute, "
         "source_node, dest_compute, dest_node and dest_host (null without this rule).",
-        operations=[{"method": "GET", "path": _COLLECTION}],
-        scope_types=["project"],
+        f"GET {_COLLECTION}",
     ),
-    policy.DocumentedRuleDefault(
-        name=SHOW,
-        check_str=base.ADMIN,
-        description="Show one migration of a server in progress.",
-        operations=[{"method": "GET", "path": _ONE}],
-        scope_types=["project"],
-    ),
-    policy.DocumentedRuleDefault(
-        name=FORCE_COMPLETE,
-        check_str=base.PROJECT_MANAGER_OR_ADMIN,
-        description="Force a server's live migration to complete (a resize "
+    base.rule(SHOW, base.ADMIN, "Show one migration of a server in progress.", f"GET {_ONE}"),
+    base.rule(
+        FORCE_COMPLETE,
+        base.PROJECT_MANAGER_OR_ADMIN,
+        "Force a server's live migration to complete (a resize "
         "cannot be: answered 409, as Nova does).",
-        operations=[{"method": "POST", "path": f"{_ONE}/action (force_complete)"}],
-        scope_types=["project"],
+        f"POST {_ONE}/action (force_complete)",
     ),
-    policy.DocumentedRuleDefault(
-        name=DELETE,
-        check_str=base.PROJECT_MANAGER_OR_ADMIN,
-        description="Abort a server's live migration (a resize cannot be: "
-        "answered 409, as Nova does).",
-        operations=[{"method": "DELETE", "path": _ONE}],
-        scope_types=["project"],
+    base.rule(
+        DELETE,
+        base.PROJECT_MANAGER_OR_ADMIN,
+        "Abort a server's live migration (a resize cannot be: answered 409, as Nova does).",
+        f"DELETE {_ONE}",
     ),
 ]
 

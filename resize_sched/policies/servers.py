@@ -25,116 +25,97 @@ CONFIRM_RESIZE = SERVERS % "confirm_resize"
 REVERT_RESIZE = SERVERS % "revert_resize"
 EXTENDED_ATTRIBUTES = "os_compute_api:os-extended-server-attributes"
 
-_LIST = [{"method": "GET", "path": "/servers"}, {"method": "GET", "path": "/servers/detail"}]
-_SHOWN = [
-    {"method": "GET", "path": "/servers/{server_id}"},
-    {"method": "GET", "path": "/servers/detail"},
-]
-
-
-def _rule(
-    name: str, check_str: str, description: str, operations: list[dict[str, str]]
-) -> policy.DocumentedRuleDefault:
-    return policy.DocumentedRuleDefault(
-        name=name,
-        check_str=check_str,
-        description=description,
-        operations=operations,
-        scope_types=["project"],
-    )
-
+_LIST = ("GET /servers", "GET /servers/detail")
+_SHOWN = ("GET /servers/{server_id}", "GET /servers/detail")
 
 _RULES = [
-    _rule(
+    base.rule(
         INDEX,
         base.PROJECT_READER_OR_ADMIN,
         "List the servers of the caller's project.",
-        [{"method": "GET", "path": "/servers"}],
+        "GET /servers",
     ),
-    _rule(
+    base.rule(
         DETAIL,
         base.PROJECT_READER_OR_ADMIN,
         "List the servers of the caller's project, every field.",
-        [{"method": "GET", "path": "/servers/detail"}],
+        "GET /servers/detail",
     ),
-    _rule(
+    base.rule(
         INDEX_ALL_TENANTS,
         base.ADMIN,
         "List servers of every project (all_tenants=true, optionally with "
         "project_id); refused with 403 otherwise.",
-        [{"method": "GET", "path": "/servers"}],
+        "GET /servers",
     ),
-    _rule(
+    base.rule(
         DETAIL_ALL_TENANTS,
         base.ADMIN,
         "List servers of every project with every field (all_tenants=true).",
-        [{"method": "GET", "path": "/servers/detail"}],
+        "GET /servers/detail",
     ),
-    _rule(
+    base.rule(
         ALLOW_ALL_FILTERS,
         base.ADMIN,
         "Filter server lists by what only operators should see (host). A "
         "caller this rule refuses and who filters by host gets 403.",
-        _LIST,
+        *_LIST,
     ),
-    _rule(
+    base.rule(
         SHOW,
         base.PROJECT_READER_OR_ADMIN,
         "Show a server. Another project's server is not found (404) unless the "
         "caller is an administrator (context_is_admin), whatever this rule says.",
-        [{"method": "GET", "path": "/servers/{server_id}"}],
+        "GET /servers/{server_id}",
     ),
-    _rule(
+    base.rule(
         SHOW_HOST_STATUS,
         base.ADMIN,
         "Include host_status (microversion 2.16 and later) when showing or "
         "listing servers with details.",
-        _SHOWN,
+        *_SHOWN,
     ),
-    _rule(
+    base.rule(
         SHOW_FLAVOR_EXTRA_SPECS,
         base.PROJECT_READER_OR_ADMIN,
         "Include the flavor's extra specs in a server's embedded flavor "
         "(microversion 2.47 and later).",
-        _SHOWN,
+        *_SHOWN,
     ),
-    _rule(
+    base.rule(
         EXTENDED_ATTRIBUTES,
         base.ADMIN,
         "Include the OS-EXT-SRV-ATTR:* fields (host, hypervisor_hostname, "
         "instance_name; the others from microversion 2.3) when showing or "
         "listing servers with details.",
-        _SHOWN,
+        *_SHOWN,
     ),
-    _rule(
+    base.rule(
         CREATE,
         base.PROJECT_MEMBER_OR_ADMIN,
         "Create a server in the caller's project.",
-        [{"method": "POST", "path": "/servers"}],
+        "POST /servers",
     ),
-    _rule(
-        DELETE,
-        base.PROJECT_MEMBER_OR_ADMIN,
-        "Delete a server.",
-        [{"method": "DELETE", "path": "/servers/{server_id}"}],
+    base.rule(
+        DELETE, base.PROJECT_MEMBER_OR_ADMIN, "Delete a server.", "DELETE /servers/{server_id}"
     ),
-    _rule(
+    base.rule(
         RESIZE,
         base.PROJECT_MEMBER_OR_ADMIN,
         "Resize a server (the claim strategy is the deployment's [resize] claim_strategy).",
-        [{"method": "POST", "path": "/servers/{server_id}/action (resize)"}],
+        "POST /servers/{server_id}/action (resize)",
     ),
-    _rule(
+    base.rule(
         CONFIRM_RESIZE,
         base.PROJECT_MEMBER_OR_ADMIN,
         "Confirm a server's resize.",
-        [{"method": "POST", "path": "/servers/{server_id}/action (confirmResize)"}],
+        "POST /servers/{server_id}/action (confirmResize)",
     ),
-    _rule(
+    base.rule(
         REVERT_RESIZE,
         base.PROJECT_MEMBER_OR_ADMIN,
         "Revert a server's resize.",
-        [{"method": "POST", "path": "/servers/{server_id}/action (revertResize)"}],
+        "POST /servers/{server_id}/action (revertResize)",
     ),
 ]
 

@@ -11,26 +11,22 @@ LIST = SERVICES % "list"
 UPDATE = SERVICES % "update"
 
 _RULES = [
-    policy.DocumentedRuleDefault(
-        name=LIST,
-        check_str=base.ADMIN,
-        description="List compute services, with their state (up or down, from their "
+    base.rule(
+        LIST,
+        base.ADMIN,
+        "List compute services, with their state (up or down, from their "
         "heartbeats) and status (enabled or disabled).",
-        operations=[{"method": "GET", "path": "/os-services"}],
-        scope_types=["project"],
+        "GET /os-services",
     ),
-    policy.DocumentedRuleDefault(
-        name=UPDATE,
-        check_str=base.ADMIN,
-        description="Disable or enable a compute service: no new build or resize lands "
+    base.rule(
+        UPDATE,
+        base.ADMIN,
+        "Disable or enable a compute service: no new build or resize lands "
         "on a disabled one (its provider gets COMPUTE_STATUS_DISABLED in Placement).",
-        operations=[
-            {"method": "PUT", "path": "/os-services/{service_id}"},
-            {"method": "PUT", "path": "/os-services/disable"},
-            {"method": "PUT", "path": "/os-services/disable-log-reason"},
-            {"method": "PUT", "path": "/os-services/enable"},
-        ],
-        scope_types=["project"],
+        "PUT /os-services/{service_id}",
+        "PUT /os-services/disable",
+        "PUT /os-services/disable-log-reason",
+        "PUT /os-services/enable",
     ),
 ]
 

@@ -32,6 +32,7 @@ from resize_sched import actions, exception
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
+from resize_sched.db.steps import StepEvent, StepRun
 from resize_sched.scheduler.manager import Destination, SchedulingRequest, Selection
 from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
 
@@ -98,34 +99,41 @@ class ResizeTask:
         migration_uuid: str,
         expect: str | tuple[str, ...],
         name: str,
-        body: Callable[[Any, str], Any],
+        body: Callable[[Any, StepRun], Any],
     ) -> Any:
-        """Run ``body(migration, token)`` if the step is due; else do nothing.
+        """Run ``body(migration, run)`` if the step is due; else do nothing.
+
+        The step takes the migration and opens its event in one transaction;
+        its last write ends it (``migration_advance(..., ends=run)``), or one
+        more transaction does when it fails or was not due after all.
 
         :returns: what ``body`` returns, or None when the step was not due or
             lost the migration part-way (a delete, another step).
         """
-        token = str(uuidlib.uuid4())
+        event = None
+        if name in STEP_EVENTS:
+            event_name, belongs_to = STEP_EVENTS[name]
+            event = StepEvent(event_name, belongs_to, self.deps.conf.host)
+        run = StepRun(migration_uuid, str(uuidlib.uuid4()), name, event)
         try:
-            migration = self.db.migration_acquire(
-                migration_uuid, expected_status=expect, token=token, step=name
-            )
+            migration = self.db.step_begin(run, expect)
         except exception.StepNotDue as exc:
             LOG.info("%s Nothing to do.", exc)
             return None
+        error: BaseException | None = None
+        not_due = False
         try:
-            if name not in STEP_EVENTS:
-                return body(migration, token)
-            event, belongs_to = STEP_EVENTS[name]
-            host = self.deps.conf.host
-            with self.db.action_event(migration.server_uuid, event, belongs_to, host=host):
-                return body(migration, token)
+            return body(migration, run)
         except exception.StepNotDue as exc:
             LOG.info("%s Stopping the step.", exc)
+            not_due = True
             self._give_back_if_deleted(migration_uuid)
             return None
+        except BaseException as exc:
+            error = exc
+            raise
         finally:
-            self.db.migration_release(migration_uuid, token=token)
+            self.db.step_end(run, error=error, not_due=not_due)
 
     def _give_back_if_deleted(self, migration_uuid: str) -> None:
         """A step lost to a delete: release anything it wrote after the delete's release."""
@@ -155,19 +163,19 @@ class ResizeTask:
         """
         return self._step(migration_uuid, "pre-migrating", "schedule", self._schedule)
 
-    def _schedule(self, migration: Any, token: str) -> Destination:
+    def _schedule(self, migration: Any, run: StepRun) -> Destination:
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
         try:
             migration = self.deps.executor.apply(
-                migration, "prepare", strategy.prepare(facts), owner=token
+                migration, "prepare", strategy.prepare(facts), owner=run.token, ledger=run.applied
             )
             selection = self.deps.scheduler.select_destinations(
                 self._scheduling_request(migration, strategy, facts)
             )
-            return self._claim_first(migration, token, strategy, facts, selection, frozenset())
+            return self._claim_first(migration, run, strategy, facts, selection, frozenset())
         except exception.NoValidHost as exc:
-            self._fail(migration.uuid, token, kind=exc.kind, reason=exc.reason)
+            self._fail(migration.uuid, run, kind=exc.kind, reason=exc.reason)
             raise
 
     def reschedule(
@@ -190,11 +198,11 @@ class ResizeTask:
             migration_uuid,
             "migrating",
             "reschedule",
-            lambda migration, token: self._reschedule(migration, token, reason, host),
+            lambda migration, run: self._reschedule(migration, run, reason, host),
         )
 
     def _reschedule(
-        self, migration: Any, token: str, reason: str, host: str | None
+        self, migration: Any, run: StepRun, reason: str, host: str | None
     ) -> Destination:
         if host is not None and host != migration.dest_host:
             # NOTE: the step owns the migration, so its destination cannot
@@ -218,16 +226,16 @@ class ResizeTask:
         migration = self.db.migration_update(
             migration.uuid,
             expected_status="migrating",
-            owner=token,
+            owner=run.token,
             tried=sorted(tried),
             status="pre-migrating",
         )
         try:
             return self._claim_first(
-                migration, token, strategy, facts, Selection(alternates, complete), tried
+                migration, run, strategy, facts, Selection(alternates, complete), tried
             )
         except exception.NoValidHost as exc:
-            self._fail(migration.uuid, token, kind=exc.kind, reason=f"{reason}; {exc.reason}")
+            self._fail(migration.uuid, run, kind=exc.kind, reason=f"{reason}; {exc.reason}")
             raise
 
     def _scheduling_request(
@@ -261,7 +269,7 @@ class ResizeTask:
     def _claim_first(
         self,
         migration: Any,
-        token: str,
+        run: StepRun,
         strategy: ClaimStrategy,
         facts: ResizeFacts,
         selection: Selection,
@@ -277,7 +285,9 @@ class ResizeTask:
                     continue
                 target = strategy.claim(facts, dest.provider, dest.allocation_request)
                 try:
-                    migration = self.deps.executor.apply(migration, "claim", target, owner=token)
+                    migration = self.deps.executor.apply(
+                        migration, "claim", target, owner=run.token, ledger=run.applied
+                    )
                 except exception.PlacementConflict as exc:
                     # NOTE: a capacity refusal, or generation conflicts past
                     # the executor's retries: either way this host is out.
@@ -291,7 +301,8 @@ class ResizeTask:
                     continue
                 self.db.migration_advance(
                     migration.uuid,
-                    token=token,
+                    token=run.token,
+                    ends=run,
                     expected_status="pre-migrating",
                     step="claim",
                     dest_host=dest.host,
@@ -404,7 +415,7 @@ class ResizeTask:
             migration_uuid,
             "confirming",
             "confirm",
-            lambda migration, token: self._decide(migration, token, "confirm"),
+            lambda migration, run: self._decide(migration, run, "confirm"),
         )
 
     def complete_revert(self, migration_uuid: str) -> Any:
@@ -419,10 +430,10 @@ class ResizeTask:
             migration_uuid,
             "reverting",
             "revert",
-            lambda migration, token: self._decide(migration, token, "revert"),
+            lambda migration, run: self._decide(migration, run, "revert"),
         )
 
-    def _decide(self, migration: Any, token: str, decision: str) -> Any:
+    def _decide(self, migration: Any, run: StepRun, decision: str) -> Any:
         """Apply the recorded strategy's confirm or revert target, then settle.
 
         The target is worked out once from what we last wrote, and written
@@ -439,7 +450,7 @@ class ResizeTask:
         for attempt in (1, 2):
             try:
                 migration = self.deps.executor.apply(
-                    migration, decision, target, verify=True, owner=token
+                    migration, decision, target, verify=True, owner=run.token, ledger=run.applied
                 )
                 break
             except exception.PlacementUnavailable as exc:
@@ -458,7 +469,7 @@ class ResizeTask:
                 )
                 migration = self.db.migration_get(migration.uuid)
             except exception.PlacementError as exc:
-                self._undecide(migration, token, status, exc)
+                self._undecide(migration, run, status, exc)
                 raise
         generations = (migration.holdings or {}).get("generations", {})
         if decision == "confirm":
@@ -477,7 +488,8 @@ class ResizeTask:
             }
         return self.db.migration_advance(
             migration.uuid,
-            token=token,
+            token=run.token,
+            ends=run,
             expected_status=status,
             step=decision,
             status="confirmed" if decision == "confirm" else "reverted",
@@ -491,12 +503,12 @@ class ResizeTask:
             },
         )
 
-    def _undecide(self, migration: Any, token: str, status: str, exc: Exception) -> None:
+    def _undecide(self, migration: Any, run: StepRun, status: str, exc: Exception) -> None:
         """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded."""
         LOG.warning("Migration %s: %s failed: %s", migration.uuid, status, exc)
         self.db.migration_advance(
             migration.uuid,
-            token=token,
+            token=run.token,
             expected_status=status,
             step=f"undo {status}",
             status="finished",
@@ -528,15 +540,15 @@ class ResizeTask:
             migration_uuid,
             ("pre-migrating", "migrating", "post-migrating"),
             "fail",
-            lambda migration, token: self._fail(
-                migration.uuid, token, kind=kind, reason=reason, server_error=server_error
+            lambda migration, run: self._fail(
+                migration.uuid, run, kind=kind, reason=reason, server_error=server_error
             ),
         )
 
     def _fail(
         self,
         migration_uuid: str,
-        token: str,
+        run: StepRun,
         *,
         kind: str,
         reason: str,
@@ -558,7 +570,7 @@ class ResizeTask:
         if server_error:
             server_values.update(fault_message=reason, fault_code=500)
         ending = {
-            "token": token,
+            "token": run.token,
             "expected_status": ("pre-migrating", "migrating", "post-migrating"),
             "step": "fail",
             "status": "error",
@@ -566,7 +578,7 @@ class ResizeTask:
         }
         try:
             migration = self.deps.executor.apply(
-                migration, "restore", strategy.restore(facts), owner=token
+                migration, "restore", strategy.restore(facts), owner=run.token, ledger=run.applied
             )
         except exception.ClaimRefused as exc:
             server_values.update(needs_heal=True, fault_message=str(exc), fault_code=409)

@@ -1,11 +1,15 @@
 """Fixtures of the API tests: a fresh harness per test."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from resize_sched import conf as rs_conf
+from resize_sched.conductor import reports
+from resize_sched.placement.client import PlacementClient
+from resize_sched.placement.embedded import PlacementInProcess
 from tests.functional.api.harness import ApiHarness, CastBus, WaitressThread
 
 
@@ -32,3 +36,40 @@ def served(api: ApiHarness) -> Iterator[WaitressThread]:
     """``api`` served by waitress on 127.0.0.1, for real HTTP clients."""
     with WaitressThread(api.app) as server:
         yield server
+
+
+@pytest.fixture
+def cloud(api: ApiHarness, placement: PlacementInProcess) -> ApiHarness:
+    """The API harness, its ``[placement]`` pointing at the real Placement."""
+    placement.configure(api.conf)
+    return api
+
+
+@pytest.fixture
+def register(
+    cloud: ApiHarness, placement: PlacementInProcess, placement_client: PlacementClient
+) -> Callable[..., str]:
+    """``register(host, ...)``: a provider of ours and its service's first report; its uuid.
+
+    The arguments after ``host`` are :meth:`PlacementInProcess.add_host`'s.
+    """
+
+    def factory(
+        host: str, vcpus: int = 4, memory_mb: int = 4096, disk_gb: int = 40, **extra_inventory: Any
+    ) -> str:
+        rp = placement.add_host(host, vcpus, memory_mb, disk_gb, **extra_inventory)
+        inventory, generation = placement_client.get_inventories(rp)
+        assert reports.record(
+            cloud.db,
+            placement_client,
+            cloud.conf.placement.deployment_name,
+            host=host,
+            node=host,
+            rp_uuid=rp,
+            inventory=inventory,
+            provider_generation=generation,
+            version="1.0",
+        )
+        return rp
+
+    return factory

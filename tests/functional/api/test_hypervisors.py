@@ -9,45 +9,16 @@ import pytest
 import sqlalchemy as sa
 
 from resize_sched.api.handlers import hypervisors
-from resize_sched.conductor import reports
 from resize_sched.db import models
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
-from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT, PlacementInProcess
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from tests.functional.api.harness import ALICE, ApiHarness
 
 
 @pytest.fixture
-def cloud(api: ApiHarness, placement: PlacementInProcess) -> ApiHarness:
-    """The API harness, its ``[placement]`` pointing at the real Placement."""
-    placement.configure(api.conf)
-    return api
-
-
-@pytest.fixture
-def register(
-    cloud: ApiHarness, placement: PlacementInProcess, placement_client: PlacementClient
-) -> Callable[..., str]:
-    """``register(host, ...)``: a provider of ours and its service's first report; its uuid."""
-
-    def factory(host: str, vcpus: int = 8, memory_mb: int = 8192, disk_gb: int = 100) -> str:
-        rp = placement.add_host(
-            host, vcpus, memory_mb, disk_gb, MEMORY_MB={"total": memory_mb, "reserved": 512}
-        )
-        inventory, generation = placement_client.get_inventories(rp)
-        assert reports.record(
-            cloud.db,
-            placement_client,
-            cloud.conf.placement.deployment_name,
-            host=host,
-            node=host,
-            rp_uuid=rp,
-            inventory=inventory,
-            provider_generation=generation,
-            version="1.0",
-        )
-        return rp
-
-    return factory
+def register(register: Callable[..., str]) -> Callable[..., str]:
+    """``register(host)``: 8 VCPU, 8192 MB of memory (512 reserved) and 100 GB of disk."""
+    return lambda host: register(host, 8, 8192, 100, MEMORY_MB={"total": 8192, "reserved": 512})
 
 
 def _claim(client: PlacementClient, rp: str, **resources: int) -> str:

@@ -14,11 +14,6 @@ from __future__ import annotations
 
 import collections
 import json
-import os
-import pathlib
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +25,8 @@ from resize_sched.api.app import build_app
 from resize_sched.compute.driver.fake import FakeDriver
 from resize_sched.compute.manager import ComputeManager
 from resize_sched.conductor.manager import ConductorManager
-from tests.functional.api.harness import WaitressThread
 from tests.functional.fixtures.cloud import Cloud
+from tests.functional.fixtures.openstack_cli import served_cli
 
 ADMIN = "admin:admin"
 ALICE = "alice:project-a"
@@ -590,14 +585,6 @@ def test_another_project_sees_nothing(live: LiveCloud, flavors: tuple[Any, Any])
 # -- the operators' CLI ---------------------------------------------------------------
 
 
-def _openstack() -> str:
-    beside = pathlib.Path(sys.executable).parent / "openstack"
-    found = str(beside) if beside.exists() else shutil.which("openstack")
-    if found is None:
-        pytest.skip("openstackclient is not installed (pip install '.[test]' brings it)")
-    return found
-
-
 @pytest.mark.slow
 def test_openstack_server_event_list_and_show(live: LiveCloud, flavors: tuple[Any, Any]) -> None:
     small, _ = flavors
@@ -605,26 +592,7 @@ def test_openstack_server_event_list_and_show(live: LiveCloud, flavors: tuple[An
     live.add_host("h1")
     server, create_id = live.boot(small)
     resize_id = live.act(server, {"resize": {"flavorRef": "huge"}})
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    with WaitressThread(live.app) as web:
-        base = [
-            _openstack(),
-            *("--os-auth-type", "admin_token", "--os-token", ADMIN),
-            *("--os-endpoint", web.endpoint, "--os-compute-api-version", "2.80"),
-        ]
-
-        def run(*args: str) -> Any:
-            done = subprocess.run(
-                [*base, *args, "-f", "json"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-            assert done.returncode == 0, done.stderr
-            return json.loads(done.stdout)
-
+    with served_cli(live.app, ADMIN) as run:
         listed = run("server", "event", "list", server)
         assert [(e["Request ID"], e["Action"]) for e in listed] == [
             (resize_id, "resize"),

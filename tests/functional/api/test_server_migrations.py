@@ -8,18 +8,15 @@ Placement (:class:`~tests.functional.api.test_instance_actions.LiveCloud`).
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from resize_sched.db import models
-from tests.functional.api.harness import WaitressThread
-from tests.functional.api.test_instance_actions import ADMIN, ALICE, BOB, LiveCloud, _openstack
+from tests.functional.api.test_instance_actions import ADMIN, ALICE, BOB, LiveCloud
 from tests.functional.fixtures.cloud import Cloud
+from tests.functional.fixtures.openstack_cli import served_cli
 
 #: Nova's fields of a server migration at 2.23, then those 2.59 and 2.80 add.
 FIELDS_2_23 = {
@@ -147,26 +144,7 @@ def test_force_complete_and_abort_are_refused_for_a_resize(
 @pytest.mark.slow
 def test_openstack_server_migration_show(resizing: tuple[LiveCloud, str, Any]) -> None:
     live, server, migration = resizing
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    with WaitressThread(live.app) as web:
-        base = [
-            _openstack(),
-            *("--os-auth-type", "admin_token", "--os-token", ADMIN),
-            *("--os-endpoint", web.endpoint, "--os-compute-api-version", "2.80"),
-        ]
-
-        def run(*args: str) -> Any:
-            done = subprocess.run(
-                [*base, *args, "-f", "json"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-            assert done.returncode == 0, done.stderr
-            return json.loads(done.stdout)
-
+    with served_cli(live.app, ADMIN) as run:
         # NOTE: ``server migration list`` needs an identity service with the
         # admin_token plugin; the all-in-one's CLI test runs it.
         # NOTE: by uuid: openstackclient finds it in GET /servers/{id}/migrations.

@@ -15,7 +15,6 @@ import pytest
 import sqlalchemy as sa
 
 from resize_sched.cmd import manage
-from resize_sched.conductor import reports
 from resize_sched.db import models
 from resize_sched.db.host_api import COMPUTE_BINARY
 from resize_sched.placement.client import DISABLED_TRAIT, PlacementClient
@@ -23,38 +22,6 @@ from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT, PlacementInProc
 from tests.functional.api.harness import ALICE, ApiHarness
 
 UUID_LENGTH = 36
-
-
-@pytest.fixture
-def cloud(api: ApiHarness, placement: PlacementInProcess) -> ApiHarness:
-    """The API harness, its ``[placement]`` pointing at the real Placement."""
-    placement.configure(api.conf)
-    return api
-
-
-@pytest.fixture
-def register(
-    cloud: ApiHarness, placement: PlacementInProcess, placement_client: PlacementClient
-) -> Callable[..., str]:
-    """``register(host)``: a provider of ours for ``host`` and its first report; its uuid."""
-
-    def factory(host: str, vcpus: int = 4, memory_mb: int = 4096, disk_gb: int = 40) -> str:
-        rp = placement.add_host(host, vcpus, memory_mb, disk_gb)
-        inventory, generation = placement_client.get_inventories(rp)
-        assert reports.record(
-            cloud.db,
-            placement_client,
-            cloud.conf.placement.deployment_name,
-            host=host,
-            node=host,
-            rp_uuid=rp,
-            inventory=inventory,
-            provider_generation=generation,
-            version="1.0",
-        )
-        return rp
-
-    return factory
 
 
 def _services(api: ApiHarness, query: str = "", version: str = "2.53") -> list[dict[str, Any]]:

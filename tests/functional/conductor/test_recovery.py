@@ -43,18 +43,26 @@ def _crash_before_write(cloud):
     client.post_allocations = boom
 
 
-def _crash_after_write(cloud):
-    """The next write lands in Placement but the journal never hears of it."""
-    db = cloud.db
-    real = db.journal_mark
+def _crash_after_write(cloud, nth=1):
+    """The ``nth`` Placement allocation write from now lands, but the process
+    dies before anything more is recorded."""
+    client = cloud.client
+    real_put, real_post = client.put_allocations, client.post_allocations
+    calls = {"n": 0}
 
-    def mark(entry_id, state, detail=None):
-        db.journal_mark = real
-        if state == "applied":
-            raise Crash()
-        return real(entry_id, state, detail=detail)
+    def landing(real):
+        def write(*args, **kwargs):
+            result = real(*args, **kwargs)
+            calls["n"] += 1
+            if calls["n"] == nth:
+                client.put_allocations, client.post_allocations = real_put, real_post
+                raise Crash()
+            return result
 
-    db.journal_mark = mark
+        return write
+
+    client.put_allocations = landing(real_put)
+    client.post_allocations = landing(real_post)
 
 
 def _manager(cloud):
@@ -83,20 +91,7 @@ def test_crash_after_claim_write_is_settled_and_resumed(make_cloud, strategy):
     migration = cloud.resizes.begin(server.uuid, f_new.flavorid)
     # legacy and drop_and_reclaim write once before the claim (prepare).
     writes_before_claim = 0 if strategy == "max_flavor" else 1
-    if writes_before_claim:
-        real = cloud.db.journal_mark
-        calls = {"n": 0}
-
-        def mark(entry_id, state, detail=None):
-            calls["n"] += 1
-            if calls["n"] == 2:
-                cloud.db.journal_mark = real
-                raise Crash()
-            return real(entry_id, state, detail=detail)
-
-        cloud.db.journal_mark = mark
-    else:
-        _crash_after_write(cloud)
+    _crash_after_write(cloud, nth=1 + writes_before_claim)
     with pytest.raises(Crash):
         cloud.resizes.schedule(migration.uuid)
     assert _no_intended(cloud, migration.uuid) == ["intended"]
