@@ -363,6 +363,32 @@ class ActionApi(SessionSource):
             action.message = ERROR
         action.updated_at = now
 
+    @staticmethod
+    def succeed_event_in(session: Any, event_id: int) -> bool:
+        """Within ``session``: the open event ``event_id`` ends ``Success``.
+
+        :returns: False when it is no longer open (nothing changed).
+        """
+        now = _now()
+        events = models.InstanceActionEvent
+        done = session.execute(
+            sa.update(events)
+            .where(events.id == event_id, events.finish_time.is_(None))
+            .values(finish_time=now, result=SUCCESS)
+            .execution_options(synchronize_session=False)
+        ).rowcount
+        if done:
+            session.execute(
+                sa.update(models.InstanceAction)
+                .where(
+                    models.InstanceAction.id
+                    == sa.select(events.action_id).where(events.id == event_id).scalar_subquery()
+                )
+                .values(updated_at=now)
+                .execution_options(synchronize_session=False)
+            )
+        return bool(done)
+
     def _event_discard(self, event_id: int) -> None:
         with self._writer() as session:
             self.discard_event_in(session, event_id)

@@ -282,5 +282,33 @@ def compute_node_inventories(
     return out
 
 
+def compute_node_for_source(db: HostApi, rp_uuid: str) -> tuple[str, dict[str, Any], bool] | None:
+    """A resize source's compute node as its service last reported it.
+
+    One light read for the scheduler: the host name, the inventory and
+    whether the host's compute service is disabled (the disabled flag is the
+    service row's, which ``os-services`` and ``resize-sched-manage host``
+    set together with the provider's ``COMPUTE_STATUS_DISABLED`` trait).
+
+    :returns: ``(host, class -> inventory record, disabled)``, or None when
+        no compute service of this deployment reported the provider.
+    """
+    node, service = models.ComputeNode, models.Service
+    with db._reader() as session:
+        row = session.execute(
+            sa.select(node.host, node.inventory, service.disabled)
+            .join(
+                service,
+                sa.and_(service.host == node.host, service.binary == COMPUTE_BINARY),
+                isouter=True,
+            )
+            .where(node.uuid == rp_uuid)
+        ).first()
+    if row is None:
+        return None
+    host, inventory, disabled = row
+    return host, inventory or {}, bool(disabled)
+
+
 #: Provider uuids per ``IN (...)`` in :func:`compute_node_inventories`.
 _UUID_CHUNK = 500

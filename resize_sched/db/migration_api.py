@@ -335,13 +335,11 @@ class MigrationApi(SessionSource):
             changed, migration = update_where(
                 session, models.Migration, uuid, conditions, {"task_owner": run.token}
             )
-            server = (
-                session.get(models.Server, migration.server_uuid)
-                if migration is not None
-                else None
-            )
+            server = None
             if changed:
                 steps.begin_in(session, run, migration.server_uuid)
+            elif migration is not None:
+                server = session.get(models.Server, migration.server_uuid)
         if migration is None:
             raise exception.MigrationNotFound(migration_id=uuid)
         if changed == 0:
@@ -473,6 +471,7 @@ class MigrationApi(SessionSource):
                 migration.server_uuid,
                 conditions,
                 server_values or {"updated_at": models.utcnow()},
+                reload=False,
             )
             if server_changed == 0:
                 state = "deleted" if server is None or server.deleted_at else server.task_state
@@ -569,15 +568,14 @@ class MigrationApi(SessionSource):
                             models.Migration.id,
                             models.Migration.task_owner,
                             models.Migration.server_uuid,
+                            _server_of_migration_ok().label("server_live"),
                         )
                         .where(models.Migration.uuid == migration_uuid)
                         .with_for_update()
                     ).first()
                     if migration is None:
                         raise exception.MigrationNotFound(migration_id=migration_uuid)
-                    self._check_still_wanted(
-                        session, migration_uuid, migration, phase, owner, releasing
-                    )
+                    self._check_still_wanted(migration_uuid, migration, phase, owner, releasing)
                     last = session.scalars(
                         sa.select(models.JournalEntry.seq)
                         .where(models.JournalEntry.migration_uuid == migration_uuid)
@@ -617,12 +615,7 @@ class MigrationApi(SessionSource):
 
     @staticmethod
     def _check_still_wanted(
-        session: Any,
-        migration_uuid: str,
-        migration: Any,
-        phase: str,
-        owner: str | None,
-        releasing: bool,
+        migration_uuid: str, migration: Any, phase: str, owner: str | None, releasing: bool
     ) -> None:
         if owner is not None and migration.task_owner != owner:
             raise exception.StepNotDue(
@@ -630,14 +623,7 @@ class MigrationApi(SessionSource):
                 step=phase,
                 reason="another step or a delete took the migration over",
             )
-        if releasing:
-            return
-        live = session.scalar(
-            sa.select(sa.func.count())
-            .select_from(models.Server)
-            .where(models.Server.uuid == migration.server_uuid, *server_not_deleting())
-        )
-        if not live:
+        if not releasing and not migration.server_live:
             raise exception.StepNotDue(
                 migration_id=migration_uuid, step=phase, reason="its server is being deleted"
             )

@@ -92,11 +92,16 @@ def update_where(
     uuid: str,
     conditions: Iterable[sa.ColumnElement[bool]],
     values: Mapping[str, Any],
+    *,
+    reload: bool = True,
 ) -> tuple[int, Any]:
     """Compare-and-swap: update the row ``uuid`` only where ``conditions`` hold.
 
-    :returns: (rows changed, 0 or 1; the row as it is now, or None if absent),
-        so a caller can tell "not found" from "not in the expected state".
+    :param reload: read the row back after a change too; False: only when
+        nothing changed (to tell why), a statement saved on the way that wins.
+    :returns: (rows changed, 0 or 1; the row as it is now, or None if absent
+        or not read), so a caller can tell "not found" from "not in the
+        expected state".
     """
     key = model.uuid  # type: ignore[attr-defined]
     result = session.execute(
@@ -105,6 +110,8 @@ def update_where(
         .values(**values)
         .execution_options(synchronize_session=False)
     )
+    if result.rowcount and not reload:
+        return result.rowcount, None
     row = session.scalars(
         sa.select(model).where(key == uuid).execution_options(populate_existing=True)
     ).first()

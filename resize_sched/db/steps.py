@@ -113,6 +113,8 @@ def end_in(
             ActionApi.discard_event_in(session, run.event_id)
         return
     if error is None:
+        if run.event_id is not None and ActionApi.succeed_event_in(session, run.event_id):
+            return
         ActionApi.finish_event_in(
             session, server_uuid, event.event, event.actions, SUCCESS, host=event.host
         )

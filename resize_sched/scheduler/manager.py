@@ -14,12 +14,17 @@ a claim strategy may ask it for something else than the new flavor (see
 * when the source may not be chosen, or when it is asked the same as every
   other host, one query over every host answers;
 * otherwise every other host is asked for the new flavor and the source alone
-  (``in_tree=<source>``) for what the strategy says: two queries;
+  for what the strategy says: two requests. For a source whose compute
+  service reports it, the second is the source's usage, judged against the
+  inventory and disabled flag that service reported (a candidates query
+  limited to one tree costs Placement as much as one over the whole cloud);
+  for any other, or when traits or aggregates are asked for, it is a
+  candidates query with ``in_tree=<source>``;
 * with ``[resize] prefer_same_host`` the source is asked first and, when it
   fits, is returned alone (``Selection.complete`` is false) without asking
   about any other host.
 
-The two queries of the second case do not depend on each other: the source's
+The two requests of the second case do not depend on each other: the source's
 runs on a small thread pool of the scheduler while the calling thread asks
 about every other host, so a resize waits for one round trip, not two.
 
@@ -71,6 +76,9 @@ T = TypeVar("T")
 #: Threads of a scheduler's pool: each resize with a separate source query
 #: uses one for as long as that query takes.
 _POOL_SIZE = 4
+
+#: What :meth:`Scheduler._judge_source` answers when Placement must be asked.
+_ASK_PLACEMENT = object()
 
 #: The weight of a source that needs nothing more (a shrink under max_flavor):
 #: staying put costs nothing and moves no disk, so it always comes first.
@@ -196,15 +204,14 @@ class Scheduler:
         source_amounts = rs.normalize(request.source_request)
         one_query = source_allowed and source_amounts == wanted
         if source_allowed and not one_query and source_amounts:
-            # NOTE: two independent queries: the source's on the pool, every
+            # NOTE: two independent requests: the source's on the pool, every
             # other host's here, so the resize waits for the slower only.
-            candidates, source_candidates = self._both(
-                lambda: self._query(wanted, request),
-                lambda: self._query(source_amounts, request, in_tree=source),
+            candidates, from_source = self._both(
+                lambda: self._query(wanted, request), lambda: self._ask_source(request)
             )
             scored = self._score(candidates, request, keep_source=False)
-            from_source = self._score(source_candidates, request, keep_source=True)
-            scored.extend(from_source[:1])
+            if from_source is not None:
+                scored.append(from_source)
         else:
             candidates = self._query(wanted, request)
             scored = self._score(candidates, request, keep_source=one_query)
@@ -312,9 +319,55 @@ class Scheduler:
                 return None
             dest = Destination(source, self._host_name(source), {}, same_host=True)
             return (_FREE_SOURCE_WEIGHT, dest)
+        judged = self._judge_source(request, amounts)
+        if judged is not _ASK_PLACEMENT:
+            return judged  # type: ignore[return-value]
         candidates = self._query(amounts, request, in_tree=source)
         scored = self._score(candidates, request, keep_source=True)
         return scored[0] if scored else None
+
+    def _judge_source(
+        self, request: SchedulingRequest, amounts: Resources
+    ) -> tuple[float, Destination] | None | object:
+        """Whether the source has ``amounts`` free, from its usage alone.
+
+        A candidates query limited to the source costs Placement as much as
+        one over the whole cloud. When the source is a host whose compute
+        service reports it (its inventory and whether it is disabled are in
+        ``compute_nodes`` and ``services``), its usage (``GET
+        /resource_providers/{uuid}/usages``, a fraction of the cost) is all
+        that is left to know. The claim that follows is judged by Placement
+        all the same: a usage that changed meanwhile only means a refused
+        claim, and the next alternate.
+
+        :returns: the source weighed, None when it cannot take the request,
+            or ``_ASK_PLACEMENT`` when it must be asked the usual way (no
+            database, no report, traits or aggregates asked for, a class the
+            root provider does not have, e.g. on a child provider).
+        """
+        source = request.source
+        assert source is not None
+        if self.db is None or request.required_traits or request.member_of:
+            return _ASK_PLACEMENT
+        node = host_api.compute_node_for_source(self.db, source)
+        if node is None or any(rc not in node[1] for rc in amounts):
+            return _ASK_PLACEMENT
+        host, inventory, disabled = node
+        self._names[source] = host
+        if disabled:
+            LOG.debug("Source %s is disabled", host)
+            return None
+        try:
+            used = self.client.get_usages(source)
+        except exception.PlacementNotFound:
+            return None  # gone: a claim there would be refused
+        if not _fits(inventory, amounts, used):
+            LOG.debug("Source %s lacks %s", host, rs.format_resources(amounts))
+            return None
+        memory = inventory.get(rs.MEMORY_MB)
+        free_ram = rs.capacity(memory) - used.get(rs.MEMORY_MB, 0) if memory else 0
+        weight = self.conf.scheduler.ram_weight_multiplier * free_ram
+        return (weight, Destination(source, host, rs.on(source, amounts), same_host=True))
 
     def _source_usable(self, request: SchedulingRequest) -> bool:
         found = hosts.list_owned(
@@ -495,16 +548,22 @@ class Scheduler:
 
 
 def _fits_empty(inventories: dict[str, dict], amounts: Resources) -> bool:
-    """Whether a provider with ``inventories`` and no usage could hold ``amounts``.
+    """Whether a provider with ``inventories`` and no usage could hold ``amounts``."""
+    return _fits(inventories, amounts)
+
+
+def _fits(inventories: dict[str, dict], amounts: Resources, used: Resources | None = None) -> bool:
+    """Whether a provider with ``inventories`` and ``used`` could hold ``amounts`` more.
 
     Placement's rules: within capacity, and min_unit <= amount <= max_unit with
     amount a multiple of step_size.
     """
+    used = used or {}
     for rc, amount in amounts.items():
         inv = inventories.get(rc)
         if inv is None:
             return False
-        if amount > rs.capacity(inv) or amount > inv.get("max_unit", amount):
+        if used.get(rc, 0) + amount > rs.capacity(inv) or amount > inv.get("max_unit", amount):
             return False
         if amount < inv.get("min_unit", 1) or amount % inv.get("step_size", 1):
             return False

@@ -24,12 +24,6 @@ NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
 ROOTS = {"root_required": f"{DEFAULT_OWNER_TRAIT},!COMPUTE_STATUS_DISABLED"}
 ALL_HOSTS_QUERY = {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "limit": "1000", **ROOTS}
 
-#: What each strategy asks of the source (in_tree), once prepared.
-SOURCE_ASKS = {
-    "legacy": "DISK_GB:20,MEMORY_MB:2048,VCPU:2",
-    "drop_and_reclaim": "DISK_GB:20,MEMORY_MB:2048,VCPU:2",
-    "max_flavor": "DISK_GB:10,MEMORY_MB:1024,VCPU:1",
-}
 
 #: Holdings on the source in VERIFY_RESIZE: (server, migration).
 SAME_HOST_HOLDS = {
@@ -39,7 +33,7 @@ SAME_HOST_HOLDS = {
 }
 
 #: Requests from prepare to a same-host claim: prepare's write (none for
-#: max_flavor, which moves nothing), the source-only query, the claim.
+#: max_flavor, which moves nothing), the source's usage, the claim.
 SAME_HOST_REQUESTS = {"legacy": 3, "drop_and_reclaim": 3, "max_flavor": 2}
 
 
@@ -53,6 +47,12 @@ def _cloud(make_cloud: Any, strategy: str, host1_vcpus: int) -> tuple[Cloud, Any
     server = cloud.boot("vm", f_old, host="host1")
     cloud.check()
     return cloud, server, f_new
+
+
+def _reads(spy: Spy) -> list[str]:
+    """What was read, in order. The source's compute service reports it, so
+    the source is judged from its usage (see Scheduler._judge_source)."""
+    return [path for method, path, _ in spy.calls if method == "GET"]
 
 
 def _journal(cloud: Cloud, migration_uuid: str) -> list[tuple[str, str]]:
@@ -71,9 +71,7 @@ def test_source_fits_only_the_source_is_asked(make_cloud: Any, strategy: str) ->
     cloud.check()
 
     h1 = cloud.hosts["host1"]
-    assert spy.candidate_queries() == [
-        {"resources": SOURCE_ASKS[strategy], "in_tree": h1, **ROOTS}
-    ]
+    assert _reads(spy) == [f"/resource_providers/{h1}/usages"]
     assert cloud.client.request_count == SAME_HOST_REQUESTS[strategy]
     assert (dest.host, dest.same_host) == ("host1", True)
     server_holds, migration_holds = SAME_HOST_HOLDS[strategy]
@@ -107,10 +105,8 @@ def test_source_does_not_fit_other_hosts_are_used(make_cloud: Any, strategy: str
     cloud.check()
 
     h1 = cloud.hosts["host1"]
-    assert spy.candidate_queries() == [
-        {"resources": SOURCE_ASKS[strategy], "in_tree": h1, **ROOTS},
-        ALL_HOSTS_QUERY,
-    ]
+    assert _reads(spy) == [f"/resource_providers/{h1}/usages", "/allocation_candidates"]
+    assert spy.candidate_queries() == [ALL_HOSTS_QUERY]
     assert (dest.host, dest.same_host) == ("host2", False)
     assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
     assert cloud.holds(migration.uuid) == cloud.on("host1", OLD)
@@ -160,10 +156,8 @@ def test_source_refused_after_selection_asks_again_without_it(
     assert [s.complete for s in selections] == [False, True]
     assert [[d.host for d in s.destinations] for s in selections] == [["host1"], ["host2"]]
     assert selections[0].destinations[0].same_host
-    assert spy.candidate_queries() == [
-        {"resources": SOURCE_ASKS[strategy], "in_tree": h1, **ROOTS},
-        ALL_HOSTS_QUERY,
-    ]
+    assert _reads(spy) == [f"/resource_providers/{h1}/usages", "/allocation_candidates"]
+    assert spy.candidate_queries() == [ALL_HOSTS_QUERY]
     assert (dest.host, dest.same_host) == ("host2", False)
     assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
     assert cloud.holds(migration.uuid) == cloud.on("host1", OLD)

@@ -343,7 +343,12 @@ def test_a_disabled_source_is_not_resized_onto(
     cloud, strangers = _world(placement, make_cloud, strategy, resize={"prefer_same_host": True})
     f_old, f_new = _flavors(cloud)
     server = cloud.boot("vm", f_old, host="host1")
+    # As os-services and resize-sched-manage do: the provider's trait, which
+    # the queries over every host filter on, and the service's flag, which
+    # the source's own check reads (see Scheduler._judge_source).
     hosts.set_disabled(cloud.observer, DEFAULT_OWNER_TRAIT, "host1", True)
+    service = cloud.db.service_get_by_host("host1")
+    cloud.db.service_set_disabled(service.uuid, True, "maintenance")
     migration, dest = cloud.resize_to_verify(server, f_new)
     assert (dest.host, dest.same_host) == ("host2", False)
     cloud.revert(server)  # a revert to a disabled source still works

@@ -81,9 +81,15 @@ class World:
         self.other.set_traits(self.hosts[host], [DEFAULT_OWNER_TRAIT, *traits])
 
     def disable(self, *names: str, disabled: bool = True) -> None:
-        """Disable (or enable) hosts as ``resize-sched-manage host`` does."""
+        """Disable (or enable) hosts as ``resize-sched-manage host`` does: the
+        provider's trait, then the compute service's flag (when it has one)."""
         for name in names:
             hosts.set_disabled(self.other, DEFAULT_OWNER_TRAIT, name, disabled)
+            try:
+                service = self.db.service_get_by_host(name)
+            except exception.NotFound:
+                continue
+            self.db.service_set_disabled(service.uuid, disabled, "test" if disabled else None)
 
     def scheduler(self, **options: Any) -> tuple[Scheduler, PlacementClient, Spy]:
         conf = rs_conf.new_conf()
@@ -187,17 +193,17 @@ def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: W
     selection = scheduler.select_destinations(resize_request(world))
 
     assert client.request_count == 2
-    # The two queries run at once, so in either order.
-    assert sorted(spy.candidate_queries(), key=lambda q: "in_tree" in q) == [
-        {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "root_required": ROOTS, "limit": LIMIT},
-        {
-            "resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1",
-            "in_tree": world.hosts["host1"],
-            "root_required": ROOTS,
-        },
+    # The two requests run at once, so in either order. The source's
+    # inventory is known from its service's report: its usage is enough.
+    assert sorted(p for _, p, _ in spy.calls) == [
+        "/allocation_candidates",
+        f"/resource_providers/{world.hosts['host1']}/usages",
     ]
-    # The in_tree answer is merged and weighed with the others: the source
-    # has 15360 MB free, host2 8192 MB.
+    assert spy.candidate_queries() == [
+        {"resources": "DISK_GB:20,MEMORY_MB:2048,VCPU:2", "root_required": ROOTS, "limit": LIMIT}
+    ]
+    # The source is merged and weighed with the others: it has 15360 MB
+    # free, host2 8192 MB.
     assert world.names(selection) == ["host1", "host2"]
     source, other = selection.destinations
     assert source.same_host and source.provider == world.hosts["host1"]
@@ -222,8 +228,37 @@ def test_source_without_room_for_the_increase_is_left_out(world: World) -> None:
     world.hold("host1", OLD)
     scheduler, _, spy = world.scheduler()
     selection = scheduler.select_destinations(resize_request(world))
-    assert len(spy.candidate_queries()) == 2
+    assert len(spy.candidate_queries()) == 1
+    assert f"/resource_providers/{world.hosts['host1']}/usages" in [p for _, p, _ in spy.calls]
     assert world.names(selection) == ["host2"]
+
+
+def test_a_source_no_service_reported_is_asked_with_a_candidates_query(world: World) -> None:
+    world.add_host("host1", memory_mb=16384, report=False)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, _, spy = world.scheduler()
+    selection = scheduler.select_destinations(resize_request(world))
+    assert sorted(q.get("in_tree", "") for q in spy.candidate_queries()) == [
+        "",
+        world.hosts["host1"],
+    ]
+    assert not any(p.endswith("/usages") for _, p, _ in spy.calls)
+    assert world.names(selection) == ["host1", "host2"]
+
+
+def test_a_source_asked_for_traits_is_asked_with_a_candidates_query(world: World) -> None:
+    world.add_host("host1", memory_mb=16384)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, _, spy = world.scheduler()
+    # Placement answers 400 for a trait it does not know; a standard one
+    # that no host has leaves both out.
+    request = resize_request(world, required_traits=frozenset({"HW_CPU_X86_AVX512F"}))
+    with pytest.raises(exception.NoValidHost):
+        scheduler.select_destinations(request)
+    assert world.hosts["host1"] in [q.get("in_tree") for q in spy.candidate_queries()]
+    assert not any(p.endswith("/usages") for _, p, _ in spy.calls)
 
 
 def test_max_flavor_shrink_needs_no_source_query_and_comes_first(world: World) -> None:
@@ -553,14 +588,11 @@ def test_prefer_same_host_asks_only_the_source_when_it_fits(world: World) -> Non
     world.hold("host1", OLD)
     scheduler, client, spy = world.scheduler()
     selection = scheduler.select_destinations(resize_request(world, prefer_same_host=True))
-    assert spy.candidate_queries() == [
-        {
-            "resources": "DISK_GB:10,MEMORY_MB:1024,VCPU:1",
-            "in_tree": world.hosts["host1"],
-            "root_required": ROOTS,
-        }
-    ]
+    assert [p for _, p, _ in spy.calls] == [f"/resource_providers/{world.hosts['host1']}/usages"]
     assert world.names(selection) == ["host1"]
+    assert selection.destinations[0].allocation_request == {
+        world.hosts["host1"]: rs.increase(OLD, NEW)
+    }
     assert selection.complete is False
     assert selection.destinations[0].same_host
 
@@ -571,7 +603,10 @@ def test_prefer_same_host_falls_back_to_every_host(world: World) -> None:
     world.hold("host1", OLD)
     scheduler, _, spy = world.scheduler()
     selection = scheduler.select_destinations(resize_request(world, prefer_same_host=True))
-    assert [q.get("in_tree") for q in spy.candidate_queries()] == [world.hosts["host1"], None]
+    assert [p for _, p, _ in spy.calls] == [
+        f"/resource_providers/{world.hosts['host1']}/usages",
+        "/allocation_candidates",
+    ]
     assert world.names(selection) == ["host2"]
     assert selection.complete is True
 
