@@ -54,6 +54,8 @@ class Figures:
     prefer_same_host: bool = False
     workers: int = 1
     hosts: int = 0
+    #: [scheduler] host_subset_size of the run (None: the option's default)
+    subset: int | None = None
     schedule_rt: list[int] = field(default_factory=list)
     confirm_rt: list[int] = field(default_factory=list)
     revert_rt: list[int] = field(default_factory=list)
@@ -93,7 +95,11 @@ class Figures:
 
     @property
     def label(self) -> str:
-        return self.strategy + (" +psh" if self.prefer_same_host else "")
+        return (
+            self.strategy
+            + (" +psh" if self.prefer_same_host else "")
+            + (f" subset {self.subset}" if self.subset is not None else "")
+        )
 
     def error(self, exc: BaseException, step: str) -> None:
         name = type(exc).__name__
@@ -149,6 +155,7 @@ class Figures:
             "prefer_same_host": self.prefer_same_host,
             "workers": self.workers,
             "hosts": self.hosts,
+            "host_subset_size": self.subset,
             "requests": {
                 "schedule_to_claim_mean": _mean_or_none(self.schedule_rt),
                 "schedule_to_claim_max": max(self.schedule_rt, default=None),

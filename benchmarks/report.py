@@ -176,7 +176,7 @@ def print_concurrency(figures: list[Figures]) -> None:
         return
     print(f"\nConcurrency on {figures[0].hosts} hosts (workers share the hosts; per resize)")
     head = (
-        f"{'configuration':<22}{'workers':>8}{'resizes/s':>10}{'x 1 worker':>11}"
+        f"{'configuration':<28}{'workers':>8}{'resizes/s':>10}{'x 1 worker':>11}"
         f"{'p50 ms':>8}{'p95 ms':>8}{'refused':>9}{'conflicts':>10}{'errors':>8}  consistent"
     )
     print(head)
@@ -190,7 +190,7 @@ def print_concurrency(figures: list[Figures]) -> None:
         refused = _per(f.capacity_refusals, f.cycles)
         conflicts = _per(f.generation_conflicts, f.cycles)
         print(
-            f"{f.label:<22}{f.workers:>8}{rate:>10.1f}{speedup:>11}{_ms(f.latency_ms):>8}"
+            f"{f.label:<28}{f.workers:>8}{rate:>10.1f}{speedup:>11}{_ms(f.latency_ms):>8}"
             f"{_ms(f.latency_ms, 95):>8}{refused:>9}{conflicts:>10}"
             f"{sum(f.errors.values()):>8}  {_consistent(f)}"
         )

@@ -393,12 +393,14 @@ class Bench:
         self._next_server = (self._next_server + count) % len(servers)
         return taken
 
-    def _deps(self, strategy: str, prefer_same_host: bool) -> TaskDeps:
+    def _deps(self, strategy: str, prefer_same_host: bool, subset: int | None) -> TaskDeps:
         conf = self.conf
         conf.set_override("claim_strategy", strategy, group="resize")
         conf.set_override("prefer_same_host", prefer_same_host, group="resize")
-        if self.args.host_subset_size is not None:
-            conf.set_override("host_subset_size", self.args.host_subset_size, group="scheduler")
+        if subset is not None:
+            conf.set_override("host_subset_size", subset, group="scheduler")
+        else:
+            conf.clear_override("host_subset_size", group="scheduler")
         deps = TaskDeps.build(conf, self.db, PlacementClient.from_conf(conf))
         # NOTE: what a conductor does once at start (version discovery,
         # strategy loading) is not a resize's cost.
@@ -406,11 +408,18 @@ class Bench:
         deps.configured_strategy()
         return deps
 
-    def run(self, strategy: str, prefer_same_host: bool, workers: int = 1) -> Figures:
-        """Floor, cycles (and, with one worker, failures) of one configuration."""
+    def run(
+        self, strategy: str, prefer_same_host: bool, workers: int = 1, subset: int | None = None
+    ) -> Figures:
+        """Floor, cycles (and, with one worker, failures) of one configuration.
+
+        :param subset: ``[scheduler] host_subset_size`` (None: ``--host-subset-size``,
+            else the option's default).
+        """
         args, cloud = self.args, self.cloud
         assert cloud is not None
-        figures = Figures(strategy, prefer_same_host, workers, self.hosts)
+        subset = subset if subset is not None else args.host_subset_size
+        figures = Figures(strategy, prefer_same_host, workers, self.hosts, subset)
         conf = self.conf
         flavors = cloud.flavors
         floor_client = PlacementClient.from_conf(conf)
@@ -433,10 +442,10 @@ class Bench:
             mine = servers[1:][w::workers] if workers > 1 else servers[1:]
             runners.append(
                 ResizeWorker(
-                    self._deps(strategy, prefer_same_host),
+                    self._deps(strategy, prefer_same_host, subset),
                     mine,
                     flavors,
-                    Figures(strategy, prefer_same_host, workers, self.hosts),
+                    Figures(strategy, prefer_same_host, workers, self.hosts, subset),
                 )
             )
         # The first schedule of a fresh scheduler, apart from the rest.
@@ -639,6 +648,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="[scheduler] host_subset_size for every run (default: the option's default)",
     )
     parser.add_argument(
+        "--concurrency-subsets",
+        type=_ints,
+        default=[1, 4],
+        metavar="N,N,...",
+        help="[scheduler] host_subset_size values the concurrency runs compare "
+        "(default 1,4: always the best host, or one of the best four at random)",
+    )
+    parser.add_argument(
         "--concurrency-resizes",
         type=int,
         help="resize cycles per concurrency run (default: 2 x --resizes)",
@@ -757,9 +774,14 @@ def main(argv: list[str] | None = None) -> int:
                 saved = args.resizes
                 args.resizes = args.concurrency_resizes or 2 * saved
                 for strategy in strategies:
-                    for workers in args.concurrency:
-                        _progress(f"{hosts} hosts: {strategy}, {workers} worker(s)...")
-                        concurrency.append(bench.run(strategy, False, workers))
+                    for subset in args.concurrency_subsets or [None]:
+                        for workers in args.concurrency:
+                            _progress(
+                                f"{hosts} hosts: {strategy}, {workers} worker(s)"
+                                + (f", host_subset_size {subset}" if subset else "")
+                                + "..."
+                            )
+                            concurrency.append(bench.run(strategy, False, workers, subset))
                 args.resizes = saved
     full_stack: dict[str, Any] | None = None
     if args.full_stack:

@@ -5,12 +5,9 @@ leads to, then the entry ``applied``. A refused one puts the holdings back, so
 the migration row never says anything Placement does not hold.
 """
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from resize_sched import exception
 from resize_sched.placement.client import ConsumerWrite
@@ -19,21 +16,6 @@ from tests.functional.fixtures.cloud import Cloud
 
 OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
 NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
-
-
-@contextmanager
-def commits(cloud: Cloud) -> Iterator[list[int]]:
-    """Count the transactions the database commits inside the block."""
-    count = [0]
-
-    def committed(conn: Any) -> None:
-        count[0] += 1
-
-    sa.event.listen(cloud.db.engine, "commit", committed)
-    try:
-        yield count
-    finally:
-        sa.event.remove(cloud.db.engine, "commit", committed)
 
 
 def _begun(make_cloud: Any) -> tuple[Cloud, Any]:
@@ -56,7 +38,7 @@ def _claim_on_host2(cloud: Cloud, migration: Any) -> Holdings:
 def test_a_transition_that_lands_commits_twice(make_cloud: Any) -> None:
     cloud, migration = _begun(make_cloud)
     executor = cloud.deps.executor
-    with commits(cloud) as count:
+    with cloud.commits() as count:
         updated = executor.apply(migration, "claim", _claim_on_host2(cloud, migration))
     assert count == [2]
     # The row says what Placement holds, generations included.

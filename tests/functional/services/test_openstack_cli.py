@@ -8,12 +8,8 @@ the ``imageRef`` check through ``[glance]`` are tested here with openstacksdk
 (quick); the whole CLI story is in test_cli_commands.py (slow).
 """
 
-import json
 import os
 import pathlib
-import shutil
-import subprocess
-import sys
 from typing import Any
 
 import openstack.config
@@ -21,14 +17,7 @@ import pytest
 from keystoneauth1 import exceptions as ks_exc
 
 from resize_sched.images import DEFAULT_IMAGES
-
-
-def _openstack() -> str:
-    beside = pathlib.Path(sys.executable).parent / "openstack"
-    found = str(beside) if beside.exists() else shutil.which("openstack")
-    if found is None:
-        pytest.skip("openstackclient is not installed (pip install '.[test]' brings it)")
-    return found
+from tests.functional.fixtures.openstack_cli import run_json
 
 
 def _run(d, *args: str) -> object:
@@ -37,16 +26,7 @@ def _run(d, *args: str) -> object:
     for line in d.aio.export_lines():
         name, _, value = line.removeprefix("export ").partition("=")
         env[name] = value
-    done = subprocess.run(
-        [_openstack(), *args, "-f", "json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return run_json(args, env)
 
 
 def test_resource_provider_list_and_usage_show(deploy):

@@ -1,0 +1,107 @@
+"""A conductor step's bookkeeping rides on its own transactions (db/steps.py).
+
+The real Placement and database: a schedule that claims at once commits
+three times (take, intent, advance), and whatever way a step ends, its
+journal entries are settled, its event recorded and its migration given back.
+"""
+
+from typing import Any
+
+from resize_sched.db import action_api
+from tests.functional.fixtures.cloud import Cloud, expect_no_valid_host
+
+OLD = {"vcpus": 1, "memory_mb": 1024, "disk_gb": 10}
+NEW = {"vcpus": 2, "memory_mb": 2048, "disk_gb": 20}
+
+
+def _resize(make_cloud: Any, strategy: str, vcpus: int = 8) -> tuple[Cloud, Any, Any]:
+    cloud = make_cloud(strategy, resize={"allow_same_host": True})
+    cloud.add_host("host1", vcpus=vcpus, memory_mb=8192, disk_gb=100)
+    server = cloud.boot("vm", cloud.flavor("old", **OLD), host="host1")
+    migration = cloud.resizes.begin(server.uuid, cloud.flavor("new", **NEW).flavorid)
+    cloud.db.action_start(
+        server.uuid, "req-bookkeeping", action_api.RESIZE, user_id="u", project_id="p"
+    )
+    return cloud, server, migration
+
+
+def _events(cloud: Cloud, server_uuid: str) -> list[tuple[str, str | None]]:
+    action = cloud.db.action_get_by_request_id(server_uuid, "req-bookkeeping")
+    return [(e.event, e.result) for e in cloud.db.action_events(action.id)]
+
+
+def test_a_schedule_that_claims_at_once_is_three_commits(make_cloud: Any) -> None:
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+    with cloud.commits(writes_only=True) as commits:
+        dest = cloud.resizes.schedule(migration.uuid)
+    assert dest is not None and dest.same_host
+    assert commits[0] == 3  # take + event, intent + holdings, advance + mark + event + release
+    row = cloud.db.migration_get(migration.uuid)
+    assert (row.status, row.task_owner) == ("migrating", None)
+    assert [(e.phase, e.state) for e in cloud.db.journal_list(migration.uuid)] == [
+        ("claim", "applied")
+    ]
+    assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
+    cloud.check()
+
+
+def test_an_entry_applied_mid_step_is_marked_by_the_next_intent(make_cloud: Any) -> None:
+    # legacy writes twice in one schedule: prepare, then the claim.
+    cloud, server, migration = _resize(make_cloud, "legacy")
+    seen: list[list[str]] = []
+    intend = cloud.db.journal_intend
+
+    def journal_intend(*args: Any, **kwargs: Any) -> Any:
+        entry = intend(*args, **kwargs)
+        seen.append([e.state for e in cloud.db.journal_list(migration.uuid)])
+        return entry
+
+    cloud.db.journal_intend = journal_intend  # type: ignore[method-assign]
+    with cloud.commits(writes_only=True) as commits:
+        cloud.resizes.schedule(migration.uuid)
+    # At the claim's intent the prepare entry is applied already: one
+    # transaction marked it and journaled the claim.
+    assert seen == [["intended"], ["applied", "intended"]]
+    assert commits[0] == 4
+    assert [e.state for e in cloud.db.journal_list(migration.uuid)] == ["applied", "applied"]
+    cloud.check()
+
+
+def test_a_step_that_fails_settles_its_entries_records_error_and_lets_go(
+    make_cloud: Any,
+) -> None:
+    # No room anywhere: the resize fails and the server gets its allocation back.
+    cloud, server, migration = _resize(make_cloud, "drop_and_reclaim", vcpus=1)
+    expect_no_valid_host(lambda: cloud.resizes.schedule(migration.uuid), "infeasible")
+    row = cloud.db.migration_get(migration.uuid)
+    assert (row.status, row.task_owner) == ("error", None)
+    assert {e.state for e in cloud.db.journal_list(migration.uuid)} == {"applied"}
+    assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Error")]
+    cloud.check()
+
+
+def test_a_step_not_due_after_all_leaves_no_event_and_lets_go(make_cloud: Any) -> None:
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+
+    def delete_first(selection: Any) -> None:
+        # A delete recorded between the query and the claim.
+        cloud.db.server_update(server.uuid, task_state="deleting")
+
+    cloud.after_scheduling(delete_first)
+    assert cloud.resizes.schedule(migration.uuid) is None
+    row = cloud.db.migration_get(migration.uuid)
+    assert row.task_owner is None
+    assert _events(cloud, server.uuid) == []
+    assert cloud.holds(migration.uuid) == {}
+
+
+def test_a_second_delivery_changes_nothing(make_cloud: Any) -> None:
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+    cloud.resizes.schedule(migration.uuid)
+    before = cloud.db.journal_list(migration.uuid)
+    with cloud.commits(writes_only=True) as commits:
+        assert cloud.resizes.schedule(migration.uuid) is None
+    assert commits[0] == 1  # the compare-and-swap that finds it not due, and nothing more
+    assert len(cloud.db.journal_list(migration.uuid)) == len(before)
+    assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
+    assert cloud.db.migration_get(migration.uuid).task_owner is None
