@@ -492,7 +492,7 @@ class Bench:
 
         if workers == 1:
             failing = ResizeWorker(
-                self._deps(strategy, prefer_same_host),
+                self._deps(strategy, prefer_same_host, subset),
                 [],
                 flavors,
                 Figures(strategy, prefer_same_host),
@@ -564,7 +564,7 @@ class Bench:
         if not grown:
             return
         restorer = ResizeWorker(
-            self._deps(strategy, True), grown, self.cloud.flavors, Figures(strategy)
+            self._deps(strategy, True, None), grown, self.cloud.flavors, Figures(strategy)
         )
         for server in grown:
             restorer.servers = [server]
