@@ -12,18 +12,23 @@ with their request spec) inserted in bulk. What a server holds and what its
 row says are exactly what a build leaves behind; only the route is shorter.
 
 :class:`PlacementTimer` measures, for one client, the wall time during which
-at least one of its requests was in flight, so "our own time" is the rest.
+at least one of its requests was in flight, so "our own time" is the rest;
+:class:`DatabaseTimer`, for our database, the wall time during which at least
+one of our transactions was open, so where our own time went.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from resize_sched import exception
 from resize_sched import resources as rs
@@ -80,7 +85,68 @@ def inventory_records() -> dict[str, dict[str, Any]]:
     return records
 
 
-class PlacementTimer:
+class _WallTimer:
+    """Wall time with at least one call in flight; concurrent calls count once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._since = 0.0
+        self._total = 0.0
+        #: the busy spans since the last :meth:`reset` (perf_counter seconds)
+        self._spans: list[tuple[float, float]] = []
+        #: calls entered since the last :meth:`reset`
+        self.count = 0
+
+    def _enter(self) -> None:
+        with self._lock:
+            if self._in_flight == 0:
+                self._since = time.perf_counter()
+            self._in_flight += 1
+            self.count += 1
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                now = time.perf_counter()
+                self._total += now - self._since
+                self._spans.append((self._since, now))
+
+    def reset(self) -> None:
+        """Start counting from zero (a call in flight counts from now)."""
+        with self._lock:
+            self._total = 0.0
+            self._since = time.perf_counter()
+            self.count = 0
+            self._spans = []
+
+    def spans(self) -> list[tuple[float, float]]:
+        """The busy spans since the last :meth:`reset`, disjoint, in order
+        (one still open ends now)."""
+        with self._lock:
+            if self._in_flight:
+                return [*self._spans, (self._since, time.perf_counter())]
+            return list(self._spans)
+
+    def ms_outside(self, other: _WallTimer) -> float:
+        """Milliseconds busy here while ``other`` was not."""
+        theirs = other.spans()
+        total = 0.0
+        for start, end in self.spans():
+            covered = sum(max(0.0, min(end, e) - max(start, s)) for s, e in theirs)
+            total += end - start - covered
+        return total * 1000
+
+    @property
+    def ms(self) -> float:
+        """Milliseconds with a call in flight since the last :meth:`reset`."""
+        with self._lock:
+            extra = time.perf_counter() - self._since if self._in_flight else 0.0
+            return (self._total + extra) * 1000
+
+
+class PlacementTimer(_WallTimer):
     """Wall time one client spends with at least one request in flight.
 
     Wraps the client's one request method (an instance attribute shadows the
@@ -91,10 +157,7 @@ class PlacementTimer:
     """
 
     def __init__(self, client: PlacementClient) -> None:
-        self._lock = threading.Lock()
-        self._in_flight = 0
-        self._since = 0.0
-        self._total = 0.0
+        super().__init__()
         original = client._request
 
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -106,30 +169,39 @@ class PlacementTimer:
 
         client._request = timed  # type: ignore[method-assign]
 
-    def _enter(self) -> None:
-        with self._lock:
-            if self._in_flight == 0:
-                self._since = time.perf_counter()
-            self._in_flight += 1
 
-    def _leave(self) -> None:
-        with self._lock:
-            self._in_flight -= 1
-            if self._in_flight == 0:
-                self._total += time.perf_counter() - self._since
+class DatabaseTimer(_WallTimer):
+    """Wall time with at least one of our database transactions open.
 
-    def reset(self) -> None:
-        """Start counting from zero (a request in flight counts from now)."""
-        with self._lock:
-            self._total = 0.0
-            self._since = time.perf_counter()
+    Wraps the database's ``_reader`` and ``_writer`` (instance attributes
+    shadow the methods), through which every data API call opens its one
+    transaction: the time counts from before the connection is checked out
+    to after the commit, the ORM's work inside included. Transactions of
+    every thread count, concurrent ones once, so the figure is one worker's
+    only when that worker is the only one using the database; :attr:`count`
+    is the transactions opened.
 
-    @property
-    def ms(self) -> float:
-        """Milliseconds with a request in flight since the last :meth:`reset`."""
-        with self._lock:
-            extra = time.perf_counter() - self._since if self._in_flight else 0.0
-            return (self._total + extra) * 1000
+    :param db: the database to time.
+    """
+
+    def __init__(self, db: Database) -> None:
+        super().__init__()
+        for name in ("_reader", "_writer"):
+            setattr(db, name, self._timed(getattr(db, name)))
+
+    def _timed(
+        self, original: Callable[[], contextlib.AbstractContextManager[Session]]
+    ) -> Callable[[], contextlib.AbstractContextManager[Session]]:
+        @contextlib.contextmanager
+        def timed() -> Iterator[Session]:
+            self._enter()
+            try:
+                with original() as session:
+                    yield session
+            finally:
+                self._leave()
+
+        return timed
 
 
 @dataclass

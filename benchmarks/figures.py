@@ -64,6 +64,11 @@ class Figures:
     #: of which inside Placement requests, and the rest (ours), per resize
     placement_ms: list[float] = field(default_factory=list)
     own_ms: list[float] = field(default_factory=list)
+    #: with one worker only: of ours, with a transaction of our database open
+    #: (wall time), the rest of ours (clamped at 0), and the transactions
+    db_ms: list[float] = field(default_factory=list)
+    own_outside_db_ms: list[float] = field(default_factory=list)
+    db_transactions: list[int] = field(default_factory=list)
     #: schedule+claim of the resizes that stayed on their host
     in_place_ms: list[float] = field(default_factory=list)
     #: the first schedule of a fresh scheduler (not in the lists above)
@@ -120,6 +125,9 @@ class Figures:
             "latency_ms",
             "placement_ms",
             "own_ms",
+            "db_ms",
+            "own_outside_db_ms",
+            "db_transactions",
             "in_place_ms",
         ):
             getattr(self, name).extend(getattr(other, name))
@@ -166,6 +174,12 @@ class Figures:
             "schedule_claim_ms": _stats(self.latency_ms),
             "placement_ms": _stats(self.placement_ms),
             "own_ms": _stats(self.own_ms),
+            "db_ms": _stats(self.db_ms),
+            "own_outside_db_ms": _stats(self.own_outside_db_ms),
+            "db_transactions": {
+                "schedule_to_claim_mean": _mean_or_none(self.db_transactions),
+                "schedule_to_claim_max": max(self.db_transactions, default=None),
+            },
             "in_place_ms": _stats(self.in_place_ms),
             "first_schedule_ms": self.first_ms,
             "floor": {

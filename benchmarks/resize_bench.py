@@ -13,7 +13,9 @@ with and without ``[resize] prefer_same_host``:
   RPC in between, so the figures are Placement's and ours alone: Placement
   requests per resize / confirm / revert (counted by the client), latency of
   schedule+claim and its ratio to the floor, the time of it spent inside
-  Placement requests and the rest ("ours"), the in-place resizes' latency;
+  Placement requests and the rest ("ours"), of ours the time with one of
+  our database transactions open and its count, the in-place resizes'
+  latency;
 * ``--failures`` resizes to a flavor no host can take, even empty: their
   requests and time, next to a bare candidates query;
 * at the end, every host's usage in Placement checked against its servers'
@@ -52,13 +54,14 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
-from cloud import Cloud, PlacementTimer, build_cloud
+from cloud import Cloud, DatabaseTimer, PlacementTimer, build_cloud
 from external_placement import ExternalPlacement, ScratchDatabase
 from figures import Consistency, Figures
 from floor import measure_floor
 from report import (
+    LEGEND,
     ROWS,
     describe_db,
     describe_placement,
@@ -104,6 +107,21 @@ def _count_refusals(client: PlacementClient, figures: Figures) -> None:
         setattr(client, name, counted)
 
 
+class Timed(NamedTuple):
+    """One schedule+claim: its destination, ms, and where they went."""
+
+    dest: Any
+    ms: float
+    #: ms with a Placement request in flight, and the requests
+    placement_ms: float
+    requests: int
+    #: ms with a transaction of our database open and no Placement request
+    #: in flight (of "ours"), and the transactions (None: not timed, other
+    #: workers share the database)
+    db_ms: float | None
+    db_transactions: int | None
+
+
 class ResizeWorker:
     """Runs resize cycles over its own servers with its own client and tasks.
 
@@ -111,14 +129,22 @@ class ResizeWorker:
     :param servers: uuids of the servers only this worker resizes.
     :param flavors: name -> flavor (``small``, ``medium``, ``huge``).
     :param figures: where to count.
+    :param db_timer: times ``deps.db`` (it counts every thread's
+        transactions: give it only to a worker alone on the database).
     """
 
     def __init__(
-        self, deps: TaskDeps, servers: list[str], flavors: dict[str, Any], figures: Figures
+        self,
+        deps: TaskDeps,
+        servers: list[str],
+        flavors: dict[str, Any],
+        figures: Figures,
+        db_timer: DatabaseTimer | None = None,
     ) -> None:
         self.db = deps.db
         self.client = deps.client
         self.timer = PlacementTimer(self.client)
+        self.db_timer = db_timer
         self.resizes = ResizeTask(deps)
         self.servers = servers
         self.flavors = flavors
@@ -149,17 +175,24 @@ class ResizeWorker:
             if not ok:
                 self.figures.failed_cycles += 1
 
-    def _timed_schedule(self, migration_uuid: str) -> tuple[Any, float, float, int]:
-        """Schedule and claim: (destination, ms, ms inside Placement, requests)."""
+    def _timed_schedule(self, migration_uuid: str) -> Timed:
+        """Schedule and claim, timed."""
+        db_timer = self.db_timer
         self.client.reset_request_count()
         self.timer.reset()
+        if db_timer is not None:
+            db_timer.reset()
         started = time.perf_counter()
-        try:
-            dest = self.resizes.schedule(migration_uuid)
-        finally:
-            elapsed = (time.perf_counter() - started) * 1000
-            inside = self.timer.ms
-        return dest, elapsed, inside, self.client.request_count
+        dest = self.resizes.schedule(migration_uuid)
+        elapsed = (time.perf_counter() - started) * 1000
+        return Timed(
+            dest,
+            elapsed,
+            self.timer.ms,
+            self.client.request_count,
+            db_timer.ms_outside(self.timer) if db_timer else None,
+            db_timer.count if db_timer else None,
+        )
 
     def cycle(self, n: int, *, record: bool = True) -> bool:
         """Resize one server, finish, then confirm (even n) or revert (odd n).
@@ -175,7 +208,7 @@ class ResizeWorker:
         migration = self.resizes.begin(server.uuid, target.flavorid)
         figures.touched.add(server.rp_uuid)
         try:
-            dest, ms, inside, requests = self._timed_schedule(migration.uuid)
+            timed = self._timed_schedule(migration.uuid)
         except exception.NoValidHost:
             figures.no_host += 1
             return True
@@ -183,16 +216,22 @@ class ResizeWorker:
             figures.error(exc, "schedule")
             self._abandon(migration.uuid, exc)
             return False
+        dest, ms = timed.dest, timed.ms
         if record:
+            own = ms - timed.placement_ms
             figures.latency_ms.append(ms)
-            figures.placement_ms.append(inside)
-            figures.own_ms.append(ms - inside)
-            figures.schedule_rt.append(requests)
+            figures.placement_ms.append(timed.placement_ms)
+            figures.own_ms.append(own)
+            figures.schedule_rt.append(timed.requests)
+            if timed.db_ms is not None and timed.db_transactions is not None:
+                figures.db_ms.append(timed.db_ms)
+                figures.own_outside_db_ms.append(max(0.0, own - timed.db_ms))
+                figures.db_transactions.append(timed.db_transactions)
             figures.same_host += dest.same_host
             if dest.same_host:
                 figures.in_place_ms.append(ms)
         else:
-            figures.first_ms, figures.first_rt = ms, requests
+            figures.first_ms, figures.first_rt = ms, timed.requests
         figures.touched.add(dest.provider)
         try:
             self.resizes.finish(migration.uuid)
@@ -345,6 +384,7 @@ class Bench:
         self.db: Database | None = None
         self.cloud: Cloud | None = None
         self.placement: Any = None
+        self.db_timer: DatabaseTimer | None = None
         self._next_server = 0
         #: what earlier runs on this cloud left wrong (see _carried_over)
         self._known: set[tuple[str, str]] = set()
@@ -378,6 +418,7 @@ class Bench:
                 progress=_progress,
             )
             self.cloud.setup_s["total"] = time.perf_counter() - started
+            self.db_timer = DatabaseTimer(self.db)
             _progress(
                 f"  {self.hosts} hosts, {len(self.cloud.servers)} servers set up in "
                 f"{self.cloud.setup_s['total']:.1f} s"
@@ -446,6 +487,8 @@ class Bench:
                     mine,
                     flavors,
                     Figures(strategy, prefer_same_host, workers, self.hosts, subset),
+                    # NOTE: the timer counts every thread's transactions.
+                    self.db_timer if workers == 1 else None,
                 )
             )
         # The first schedule of a fresh scheduler, apart from the rest.
@@ -803,6 +846,7 @@ def main(argv: list[str] | None = None) -> int:
             else ""
         )
     )
+    print(LEGEND)
     for hosts, setup in setups.items():
         seconds = ", ".join(f"{k} {v:.1f}" for k, v in setup["seconds"].items())
         print(f"setup of {hosts} hosts, {setup['servers']} servers (s): {seconds}")

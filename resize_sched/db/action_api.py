@@ -25,6 +25,7 @@ leaves no event behind.
 
 import contextlib
 import datetime
+import functools
 import traceback as tb
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -73,6 +74,129 @@ def failure_text(exc: BaseException) -> tuple[str, str]:
     message = f"{type(exc).__name__}: {exc}"
     text = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))
     return message, text[-_MAX_TRACEBACK:]
+
+
+@functools.cache
+def _action_and_open_event(with_host: bool, with_request_id: bool) -> sa.Select[Any]:
+    """One query for :meth:`ActionApi._find_action` and
+    :meth:`ActionApi._open_event` together: its first row is ``(action id, id
+    of an open event or None)``, none when there is no such action. Bound:
+    ``server_uuid``, ``actions``, ``event``, ``host``, ``request_id``.
+    """
+    action = models.InstanceAction
+    events = models.InstanceActionEvent
+    joined = [
+        events.action_id == action.id,
+        events.event == sa.bindparam("event"),
+        events.finish_time.is_(None),
+    ]
+    if with_host:
+        joined.append(sa.or_(events.host == sa.bindparam("host"), events.host.is_(None)))
+    order: list[Any] = []
+    if with_request_id:
+        # NOTE: the action of the step's own request first, else the newest.
+        order.append(sa.case((action.request_id == sa.bindparam("request_id"), 0), else_=1))
+    order += [action.id.desc(), events.id.desc()]
+    return (
+        sa.select(action.id, events.id)
+        .select_from(action)
+        .outerjoin(events, sa.and_(*joined))
+        .where(
+            action.server_uuid == sa.bindparam("server_uuid"),
+            action.action.in_(sa.bindparam("actions", expanding=True)),
+        )
+        .order_by(*order)
+        .limit(1)
+    )
+
+
+@functools.cache
+def step_event_columns(with_host: bool) -> tuple[sa.Label[Any], sa.Label[Any]]:
+    """Two columns for a query of migrations: the id of the newest action of
+    the migration's server named among ``ev_actions`` (bound, a list), and
+    the id of an open event of it named ``ev_event`` (on ``ev_host``, or on
+    no host, ``with_host``): what :meth:`ActionApi.start_event_in` reads, for
+    a step, folded into the read of its migration.
+    """
+    action = models.InstanceAction
+    events = models.InstanceActionEvent
+    newest = (
+        sa.select(action.id)
+        .where(
+            action.server_uuid == models.Migration.server_uuid,
+            action.action.in_(sa.bindparam("ev_actions", expanding=True)),
+        )
+        .order_by(action.id.desc())
+        .limit(1)
+        # NOTE: explicitly, or the copy nested in the next one is not
+        # correlated (it would read every migration).
+        .correlate(models.Migration)
+        .scalar_subquery()
+    )
+    opened = [
+        events.action_id == newest,
+        events.event == sa.bindparam("ev_event"),
+        events.finish_time.is_(None),
+    ]
+    if with_host:
+        opened.append(sa.or_(events.host == sa.bindparam("ev_host"), events.host.is_(None)))
+    open_event = (
+        sa.select(events.id)
+        .where(*opened)
+        .order_by(events.id.desc())
+        .limit(1)
+        .correlate(models.Migration)
+        .scalar_subquery()
+    )
+    return newest.label("step_action_id"), open_event.label("step_open_event_id")
+
+
+def step_event_params(event: str, actions: tuple[str, ...], host: str | None) -> dict[str, Any]:
+    """The parameters :func:`step_event_columns` binds."""
+    return {"ev_event": event, "ev_actions": list(actions), "ev_host": host}
+
+
+@functools.cache
+def _event_statements() -> tuple[sa.Insert, sa.Update]:
+    """An event's insert (bound: ``e_action``, ``e_event``, ``e_now``,
+    ``e_host``); the ``updated_at`` (bound: ``now``) of the action bound to
+    ``action_id``. Built once (see :func:`resize_sched.db.session.cas_update`)."""
+    actions: sa.Table = models.InstanceAction.__table__  # type: ignore[assignment]
+    events: sa.Table = models.InstanceActionEvent.__table__  # type: ignore[assignment]
+    now = sa.bindparam("e_now", type_=events.c.start_time.type)
+    return (
+        sa.insert(events).values(
+            action_id=sa.bindparam("e_action"),
+            event=sa.bindparam("e_event"),
+            start_time=now,
+            created_at=now,
+            host=sa.bindparam("e_host", type_=events.c.host.type),
+        ),
+        sa.update(actions)
+        .where(actions.c.id == sa.bindparam("action_id"))
+        .values(updated_at=sa.bindparam("now", type_=actions.c.updated_at.type)),
+    )
+
+
+@functools.cache
+def _succeed_statements() -> tuple[sa.Update, sa.Update]:
+    """The open event bound to ``event_id`` ends ``Success`` at ``now``; its
+    action's ``updated_at`` becomes ``now``."""
+    actions: sa.Table = models.InstanceAction.__table__  # type: ignore[assignment]
+    events: sa.Table = models.InstanceActionEvent.__table__  # type: ignore[assignment]
+    event_id = sa.bindparam("event_id")
+    now = sa.bindparam("now", type_=events.c.finish_time.type)
+    return (
+        sa.update(events)
+        .where(events.c.id == event_id, events.c.finish_time.is_(None))
+        .values(finish_time=now, result=SUCCESS),
+        sa.update(actions)
+        .where(
+            actions.c.id
+            == sa.select(events.c.action_id).where(events.c.id == event_id).scalar_subquery()
+        )
+        .values(updated_at=now),
+    )
 
 
 class ActionApi(SessionSource):
@@ -258,20 +382,56 @@ class ActionApi(SessionSource):
         host: str | None,
         request_id: str | None = None,
     ) -> int | None:
-        """:meth:`action_event_start` within the caller's transaction ``session``."""
-        action = cls._find_action(session, server_uuid, actions, request_id)
-        if action is None:
+        """:meth:`action_event_start` within the caller's transaction ``session``.
+
+        Two statements when it opens an event (three with the action's
+        ``updated_at``): one read finds the action and any open event of
+        that name together, then the event is inserted.
+        """
+        params = {
+            "server_uuid": server_uuid,
+            "event": event,
+            "actions": list(actions),
+            "host": host,
+            "request_id": request_id,
+        }
+        query = _action_and_open_event(host is not None, request_id is not None)
+        found = session.execute(query, params).first()
+        action_id, open_id = found if found is not None else (None, None)
+        return cls.open_event_in(session, server_uuid, event, actions, host, action_id, open_id)
+
+    @staticmethod
+    def open_event_in(
+        session: Any,
+        server_uuid: str,
+        event: str,
+        actions: tuple[str, ...],
+        host: str | None,
+        action_id: int | None,
+        open_id: int | None,
+    ) -> int | None:
+        """Within ``session``: :meth:`start_event_in` once the action and any
+        open event are found (:func:`step_event_columns` finds them in a
+        query of the caller's).
+
+        :param action_id: the action to record in; None: there is none.
+        :param open_id: an open event of that name; None: there is none.
+        :returns: the id of the event opened, or None (no action, or reused).
+        """
+        if action_id is None:
             LOG.debug("Server %s: no %s action to record %s in", server_uuid, actions, event)
             return None
-        if cls._open_event(session, action.id, event, host) is not None:
+        if open_id is not None:
             return None
-        row = models.InstanceActionEvent(
-            action_id=action.id, event=event, start_time=_now(), host=host
-        )
-        session.add(row)
-        action.updated_at = _now()
-        session.flush()
-        return row.id
+        now = _now()
+        insert, touch = _event_statements()
+        event_id: int = session.execute(
+            insert, {"e_action": action_id, "e_event": event, "e_now": now, "e_host": host}
+        ).inserted_primary_key[0]
+        # NOTE: os-instance-actions 2.58 lists actions changed since a time
+        # by their updated_at, which a new event moves on.
+        session.execute(touch, {"action_id": action_id, "now": now})
+        return event_id
 
     def action_event_finish(
         self,
@@ -369,24 +529,11 @@ class ActionApi(SessionSource):
 
         :returns: False when it is no longer open (nothing changed).
         """
-        now = _now()
-        events = models.InstanceActionEvent
-        done = session.execute(
-            sa.update(events)
-            .where(events.id == event_id, events.finish_time.is_(None))
-            .values(finish_time=now, result=SUCCESS)
-            .execution_options(synchronize_session=False)
-        ).rowcount
+        finish, touch = _succeed_statements()
+        params = {"event_id": event_id, "now": _now()}
+        done = session.execute(finish, params).rowcount
         if done:
-            session.execute(
-                sa.update(models.InstanceAction)
-                .where(
-                    models.InstanceAction.id
-                    == sa.select(events.action_id).where(events.id == event_id).scalar_subquery()
-                )
-                .values(updated_at=now)
-                .execution_options(synchronize_session=False)
-            )
+            session.execute(touch, params)
         return bool(done)
 
     def _event_discard(self, event_id: int) -> None:

@@ -10,12 +10,12 @@ this ever fit, empty" without a Placement request per provider; the
 
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from resize_sched import exception
+from resize_sched import exception, resources
 from resize_sched.db import models
 from resize_sched.db.session import SessionSource, text
 
@@ -282,32 +282,88 @@ def compute_node_inventories(
     return out
 
 
-def compute_node_for_source(db: HostApi, rp_uuid: str) -> tuple[str, dict[str, Any], bool] | None:
+class ReportedNode(NamedTuple):
+    """A compute node as its service last reported it (a resize's source, or
+    any host the scheduler judges without asking Placement)."""
+
+    uuid: str
+    host: str
+    #: resource class -> Placement inventory record
+    inventory: dict[str, Any]
+    #: the compute service row's flag
+    disabled: bool
+    #: what our settled servers there hold, at the least (read for a
+    #: resize's source only; see :func:`compute_node_for_source`)
+    settled: dict[str, int] = {}
+
+
+def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
     """A resize source's compute node as its service last reported it.
 
-    One light read for the scheduler: the host name, the inventory and
-    whether the host's compute service is disabled (the disabled flag is the
-    service row's, which ``os-services`` and ``resize-sched-manage host``
-    set together with the provider's ``COMPUTE_STATUS_DISABLED`` trait).
+    One light read for the scheduler: the host name, the inventory, whether
+    the host's compute service is disabled (the disabled flag is the service
+    row's, which ``os-services`` and ``resize-sched-manage host`` set
+    together with the provider's ``COMPUTE_STATUS_DISABLED`` trait), and
+    ``settled``: the flavors of our servers there that are ACTIVE with no
+    task and nothing to heal, each of which holds its flavor on the provider.
+    Placement's usage there is at least that (other consumers, resizes in
+    flight and a server still building only add to it).
 
-    :returns: ``(host, class -> inventory record, disabled)``, or None when
-        no compute service of this deployment reported the provider.
+    :returns: the node, or None when no compute service of this deployment
+        reported the provider.
     """
-    node, service = models.ComputeNode, models.Service
+    server = models.Server
     with db._reader() as session:
         row = session.execute(
-            sa.select(node.host, node.inventory, service.disabled)
-            .join(
-                service,
-                sa.and_(service.host == node.host, service.binary == COMPUTE_BINARY),
-                isouter=True,
-            )
-            .where(node.uuid == rp_uuid)
+            _select_reported_nodes().where(models.ComputeNode.uuid == rp_uuid)
         ).first()
-    if row is None:
-        return None
-    host, inventory, disabled = row
-    return host, inventory or {}, bool(disabled)
+        if row is None:
+            return None
+        uuid, host, inventory, disabled = row
+        flavors = session.scalars(
+            sa.select(server.flavor).where(
+                server.host == host,
+                server.rp_uuid == rp_uuid,
+                server.status == "ACTIVE",
+                server.task_state.is_(None),
+                server.deleted_at.is_(None),
+                server.needs_heal.is_(False),
+            )
+        )
+        settled: dict[str, int] = {}
+        for flavor in flavors:
+            for rc, amount in resources.flavor_request(flavor).resources.items():
+                settled[rc] = settled.get(rc, 0) + amount
+    return ReportedNode(uuid, host, inventory or {}, bool(disabled), settled)
+
+
+def reported_compute_nodes(db: HostApi) -> list[ReportedNode]:
+    """Every compute node as its service last reported it.
+
+    One light read (one query, no ORM objects) for the scheduler's verdict of
+    a failure: what :func:`compute_node_for_source` reads for one node, for
+    all of them (``disabled`` is False for a host with no service row).
+    """
+    with db._reader() as session:
+        rows = list(session.execute(_select_reported_nodes()))
+    return [
+        ReportedNode(uuid, host, inventory or {}, bool(disabled))
+        for uuid, host, inventory, disabled in rows
+    ]
+
+
+def _select_reported_nodes() -> sa.Select[Any]:
+    """Compute nodes with their compute service's disabled flag.
+
+    Columns: provider uuid, host, inventory, disabled (None without a service
+    row: the outer join keeps a node whose service row is missing).
+    """
+    node, service = models.ComputeNode, models.Service
+    return sa.select(node.uuid, node.host, node.inventory, service.disabled).join(
+        service,
+        sa.and_(service.host == node.host, service.binary == COMPUTE_BINARY),
+        isouter=True,
+    )
 
 
 #: Provider uuids per ``IN (...)`` in :func:`compute_node_inventories`.

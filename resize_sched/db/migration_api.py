@@ -9,16 +9,26 @@ Holdings are JSON shaped ``{"server": {rp: {rc: n}}, "migration": {rp: {rc: n}},
 "generations": {"server": int | None, "migration": int | None}}``.
 """
 
+import functools
+import json
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
 from oslo_log import log as logging
+from sqlalchemy.orm import make_transient_to_detached
 
 from resize_sched import exception, resources
-from resize_sched.db import models, steps
-from resize_sched.db.session import SessionSource, check_values, match, update_where
+from resize_sched.db import action_api, models, steps
+from resize_sched.db.session import (
+    CAS_KEY,
+    SessionSource,
+    cas_update,
+    check_values,
+    match,
+    update_where,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -52,18 +62,134 @@ def server_not_deleting() -> list[sa.ColumnElement[bool]]:
     A delete is recorded (``task_state = deleting``) before anything else
     happens to it; every later step's compare-and-swap carries these.
     """
-    return [
+    return list(_server_not_deleting())
+
+
+@functools.cache
+def _server_not_deleting() -> tuple[sa.ColumnElement[bool], ...]:
+    # NOTE: built once: statements are kept by these very objects (cas_update).
+    return (
         models.Server.deleted_at.is_(None),
         sa.or_(
             models.Server.task_state.is_(None),
             models.Server.task_state != models.TASK_DELETING,
         ),
-    ]
+    )
 
 
+@functools.cache
 def _server_of_migration_ok() -> sa.ColumnElement[bool]:
     return sa.exists().where(
-        models.Server.uuid == models.Migration.server_uuid, *server_not_deleting()
+        models.Server.uuid == models.Migration.server_uuid, *_server_not_deleting()
+    )
+
+
+@functools.cache
+def _server_by_migration() -> sa.ColumnElement[bool]:
+    """Finds the server of the migration whose uuid is bound to ``CAS_KEY``."""
+    return (
+        models.Server.uuid
+        == sa.select(models.Migration.server_uuid)
+        .where(models.Migration.uuid == sa.bindparam(CAS_KEY))
+        .scalar_subquery()
+    )
+
+
+@functools.cache
+def _taken_query(with_spec: bool, event: str | None) -> sa.Select[Any]:
+    """The migration by uuid (bound to ``uuid``), with its server's request
+    spec (or None) when ``with_spec``, and with the action and open event a
+    step's event goes to (``event``: ``host``, ``no host``; see
+    :func:`~resize_sched.db.action_api.step_event_columns`)."""
+    spec = models.RequestSpec
+    query = sa.select(models.Migration)
+    if with_spec:
+        query = query.add_columns(spec).outerjoin(
+            spec, spec.server_uuid == models.Migration.server_uuid
+        )
+    if event is not None:
+        query = query.add_columns(*action_api.step_event_columns(event == "host"))
+    return query.where(models.Migration.uuid == sa.bindparam("uuid"))
+
+
+@functools.cache
+def _journal_lock_query(with_last_seq: bool) -> sa.Select[Any]:
+    """The migration whose uuid is bound to ``m_uuid``, locked, with what
+    :meth:`MigrationApi.journal_intend` checks (and its journal's last seq)."""
+    journal = models.JournalEntry
+    columns: list[Any] = [
+        models.Migration.id,
+        models.Migration.task_owner,
+        models.Migration.server_uuid,
+        models.Migration.status,
+        models.Migration.updated_at,
+        _server_of_migration_ok().label("server_live"),
+    ]
+    if with_last_seq:
+        columns.append(
+            sa.select(sa.func.max(journal.seq))
+            .where(journal.migration_uuid == models.Migration.uuid)
+            .scalar_subquery()
+            .label("last_seq")
+        )
+    return (
+        sa.select(*columns)
+        .where(models.Migration.uuid == sa.bindparam("m_uuid"))
+        .with_for_update()
+    )
+
+
+@functools.cache
+def _journal_statements() -> tuple[sa.Select[Any], sa.Insert, sa.Update]:
+    """The last seq of the journal of the migration bound to ``m_uuid``; an
+    entry's insert; that migration's holdings update."""
+    journal = models.JournalEntry
+    table: sa.Table = models.Migration.__table__  # type: ignore[assignment]
+    return (
+        sa.select(sa.func.max(journal.seq)).where(
+            journal.migration_uuid == sa.bindparam("m_uuid")
+        ),
+        sa.insert(journal.__table__),
+        sa.update(table)
+        .where(table.c.uuid == sa.bindparam("m_uuid"))
+        .values(
+            holdings=sa.bindparam("new_holdings", type_=table.c.holdings.type),
+            updated_at=sa.bindparam("new_updated_at", type_=table.c.updated_at.type),
+        ),
+    )
+
+
+def _detached(row: Any) -> Any:
+    """``row``, built in Python, as if loaded and the session closed."""
+    make_transient_to_detached(row)
+    return row
+
+
+def _copy(row: models.Migration, **changes: Any) -> models.Migration:
+    """A detached copy of the migration ``row`` with ``changes`` applied."""
+    values = {
+        attr.key: getattr(row, attr.key) for attr in sa.inspect(models.Migration).column_attrs
+    }
+    values.update(changes)
+    return _detached(models.Migration(**values))
+
+
+def _unchanged_since(seen: Any, uuid: str, locked: Any) -> bool:
+    """Whether the caller's row ``seen`` is the migration as ``locked`` now.
+
+    Every change to a migration moves its ``updated_at`` on, so a row read
+    (or copied by :func:`_copy`) with the same one, status and owner is the
+    row as it is.
+    """
+    if not isinstance(seen, models.Migration) or sa.inspect(seen).unloaded:
+        return False
+    return (
+        seen.uuid == uuid
+        and seen.id == locked.id
+        and seen.updated_at is not None
+        and seen.updated_at == locked.updated_at
+        and seen.status == locked.status
+        and seen.task_owner == locked.task_owner
     )
 
 
@@ -318,7 +444,9 @@ class MigrationApi(SessionSource):
         self, run: steps.StepRun, expected_status: str | Iterable[str]
     ) -> models.Migration:
         """:meth:`migration_acquire` for ``run``, opening its event in the same
-        transaction (``run.event_id``).
+        transaction (``run.event_id``); with ``run.load_request_spec`` the
+        same read that returns the migration brings its server's request
+        spec (``run.request_spec``).
 
         :returns: the migration, owned by ``run.token``.
         :raises resize_sched.exception.MigrationNotFound: no such migration.
@@ -326,18 +454,20 @@ class MigrationApi(SessionSource):
         """
         uuid = run.migration_uuid
         expected = _statuses(expected_status)
-        conditions = [
-            models.Migration.status.in_(expected),
-            models.Migration.task_owner.is_(None),
-            _server_of_migration_ok(),
-        ]
         with self._writer() as session:
-            changed, migration = update_where(
-                session, models.Migration, uuid, conditions, {"task_owner": run.token}
+            changed, migration = cas_update(
+                session,
+                models.Migration,
+                uuid,
+                {"task_owner": run.token},
+                expected=[("status", expected), ("task_owner", None)],
+                fixed=(_server_of_migration_ok(),),
+                reload=False,
             )
             server = None
             if changed:
-                steps.begin_in(session, run, migration.server_uuid)
+                migration, found = self._taken(session, run)
+                steps.begin_in(session, run, migration.server_uuid, found)
             elif migration is not None:
                 server = session.get(models.Server, migration.server_uuid)
         if migration is None:
@@ -352,6 +482,31 @@ class MigrationApi(SessionSource):
                 reason = f"its server is {state}"
             raise exception.StepNotDue(migration_id=uuid, step=run.name, reason=reason)
         return migration
+
+    @staticmethod
+    def _taken(
+        session: Any, run: steps.StepRun
+    ) -> tuple[models.Migration, tuple[int | None, int | None] | None]:
+        """Within ``session``: the migration ``run`` has just taken, read back
+        with its server's request spec when the run asks for it, and the
+        action and open event its event goes to.
+
+        :returns: the migration, and (action id, open event id) or None
+            when the run records no event.
+        """
+        params: dict[str, Any] = {"uuid": run.migration_uuid}
+        event = run.event
+        kind = None
+        if event is not None:
+            kind = "host" if event.host is not None else "no host"
+            params.update(action_api.step_event_params(event.event, event.actions, event.host))
+        row = session.execute(_taken_query(run.load_request_spec, kind), params).one()
+        migration = row[0]
+        if run.load_request_spec:
+            run.request_spec = row[1]
+            run.request_spec_loaded = True
+        run.server_uuid = migration.server_uuid
+        return migration, (None if event is None else (row[-2], row[-1]))
 
     def migration_release(self, uuid: str, /, *, token: str) -> None:
         """Give the migration back after a step, if ``token`` still owns it."""
@@ -382,11 +537,13 @@ class MigrationApi(SessionSource):
                 .values(task_owner=None)
                 .execution_options(synchronize_session=False)
             )
-            server_uuid = session.scalar(
-                sa.select(models.Migration.server_uuid).where(
-                    models.Migration.uuid == run.migration_uuid
+            server_uuid = run.server_uuid
+            if server_uuid is None and run.event is not None:
+                server_uuid = session.scalar(
+                    sa.select(models.Migration.server_uuid).where(
+                        models.Migration.uuid == run.migration_uuid
+                    )
                 )
-            )
             steps.end_in(session, run, server_uuid, error=error, not_due=not_due)
         run.ended = True
         run.applied.clear()
@@ -396,15 +553,16 @@ class MigrationApi(SessionSource):
         uuid: str,
         /,
         *,
-        token: str | None,
+        token: str | None = None,
         expected_status: str | Iterable[str],
         step: str,
         server_values: Mapping[str, Any] | None = None,
         server_expected: Mapping[str, Any] | None = None,
         migration_expected: Mapping[str, Any] | None = None,
         ends: steps.StepRun | None = None,
+        reload: bool = True,
         **values: Any,
-    ) -> models.Migration:
+    ) -> models.Migration | None:
         """End a step: move the migration and its server on, in one transaction.
 
         Both rows change or neither does: the migration only while ``token``
@@ -413,14 +571,18 @@ class MigrationApi(SessionSource):
         matches ``server_expected``.
         A delete recorded meanwhile therefore always wins.
 
+        :param token: the step that must own the migration; None: no step
+            may own it. Taken from ``ends`` when that is given.
         :param server_values: server columns to set (none: the server is
             only checked).
         :param migration_expected: more migration columns that must match.
         :param ends: the step run this write ends, successfully: in the same
             transaction its entries are marked, its event records ``Success``
-            and the migration is given back (``token`` is the run's).
+            and the migration is given back (the run's token must own it).
+        :param reload: read the migration back and return it; False (a
+            caller with no use for it): one statement less, returns None.
         :param values: migration columns to set.
-        :returns: the migration as updated.
+        :returns: the migration as updated, or None when not ``reload``.
         :raises resize_sched.exception.StepNotDue: either row moved on;
             nothing was written.
         """
@@ -435,42 +597,47 @@ class MigrationApi(SessionSource):
         if server_values.get("status") not in (None, *models.SERVER_STATUSES):
             raise exception.Invalid(reason=f"unknown server status {server_values['status']!r}")
         expected = _statuses(expected_status)
+        server_uuid: str | None = None
         if ends is not None:
+            if token is not None and token != ends.token:
+                raise exception.Invalid(reason="a step run ends with its own token")
             token = ends.token
+            server_uuid = ends.server_uuid
             values["task_owner"] = None
         with self._writer() as session:
-            changed, migration = update_where(
+            changed, migration = cas_update(
                 session,
                 models.Migration,
                 uuid,
-                [
-                    models.Migration.status.in_(expected),
-                    match(models.Migration.task_owner, token),
-                    *(
-                        match(getattr(models.Migration, k), v)
-                        for k, v in migration_expected.items()
-                    ),
-                ],
                 values,
+                expected=[
+                    ("status", expected),
+                    ("task_owner", token),
+                    *migration_expected.items(),
+                ],
+                reload=reload,
             )
-            if migration is None:
-                raise exception.MigrationNotFound(migration_id=uuid)
             if changed == 0:
+                if migration is None:
+                    raise exception.MigrationNotFound(migration_id=uuid)
                 raise exception.StepNotDue(
                     migration_id=uuid,
                     step=step,
                     reason=f"it is {migration.status}"
                     + ("" if migration.task_owner == token else ", taken over"),
                 )
-            conditions = server_not_deleting() + [
-                match(getattr(models.Server, k), v) for k, v in server_expected.items()
-            ]
-            server_changed, server = update_where(
+            if migration is not None:
+                server_uuid = migration.server_uuid
+            # NOTE: not read back, and not known from the run: the server is
+            # found by the migration, in the same statement.
+            server_changed, server = cas_update(
                 session,
                 models.Server,
-                migration.server_uuid,
-                conditions,
+                server_uuid or uuid,
                 server_values or {"updated_at": models.utcnow()},
+                expected=server_expected.items(),
+                fixed=_server_not_deleting(),
+                key=None if server_uuid else _server_by_migration(),
                 reload=False,
             )
             if server_changed == 0:
@@ -480,7 +647,13 @@ class MigrationApi(SessionSource):
                     migration_id=uuid, step=step, reason=f"its server is {state}"
                 )
             if ends is not None:
-                steps.end_in(session, ends, migration.server_uuid)
+                if server_uuid is None and ends.event is not None:
+                    server_uuid = session.scalar(
+                        sa.select(models.Migration.server_uuid).where(
+                            models.Migration.uuid == uuid
+                        )
+                    )
+                steps.end_in(session, ends, server_uuid)
         if ends is not None:
             ends.ended = True
             ends.applied.clear()
@@ -517,6 +690,7 @@ class MigrationApi(SessionSource):
         releasing: bool = False,
         holdings: Mapping[str, Any] | None = None,
         applied: list[int] | None = None,
+        seen: models.Migration | None = None,
     ) -> models.JournalEntry:
         """Record a transition about to be written to Placement.
 
@@ -541,6 +715,10 @@ class MigrationApi(SessionSource):
         :param holdings: the migration's holdings once the write lands.
         :param applied: entries of the same step whose writes landed, marked
             ``applied`` in the same transaction (the list is emptied).
+        :param seen: the caller's copy of the migration row. When the row
+            has not changed since (its ``updated_at``, status and owner are
+            the same under the lock), the migration as updated is that copy
+            with the new holdings, and is not read back.
         :returns: the entry, ``intended``, numbered after the migration's last;
             with ``holdings``, its ``migration`` attribute is the migration
             as updated.
@@ -555,52 +733,20 @@ class MigrationApi(SessionSource):
         for attempt in range(1, _JOURNAL_SEQ_ATTEMPTS + 1):
             try:
                 with self._writer() as session:
-                    # NOTE: locking the migration row serialises appenders to
-                    # one journal (MySQL, PostgreSQL; SQLite has one writer
-                    # anyway). The read of the last seq that follows is plain:
-                    # it takes its snapshot after the lock is ours, so it sees
-                    # the previous appender's commit even under MySQL's
-                    # REPEATABLE READ; a locking read there would take a gap
-                    # lock on an empty journal, and two resizes' first entries
-                    # would deadlock each other.
-                    migration = session.execute(
-                        sa.select(
-                            models.Migration.id,
-                            models.Migration.task_owner,
-                            models.Migration.server_uuid,
-                            _server_of_migration_ok().label("server_live"),
-                        )
-                        .where(models.Migration.uuid == migration_uuid)
-                        .with_for_update()
-                    ).first()
-                    if migration is None:
-                        raise exception.MigrationNotFound(migration_id=migration_uuid)
-                    self._check_still_wanted(migration_uuid, migration, phase, owner, releasing)
-                    last = session.scalars(
-                        sa.select(models.JournalEntry.seq)
-                        .where(models.JournalEntry.migration_uuid == migration_uuid)
-                        .order_by(models.JournalEntry.seq.desc())
-                        .limit(1)
-                    ).first()
-                    entry = models.JournalEntry(
-                        migration_uuid=migration_uuid,
-                        seq=(last or 0) + 1,
+                    entry, updated = self._journal_append(
+                        session,
+                        migration_uuid,
                         phase=phase,
-                        before=dict(before),
-                        target=dict(target),
-                        state=models.JOURNAL_INTENDED,
+                        before=before,
+                        target=target,
+                        owner=owner,
+                        releasing=releasing,
+                        holdings=holdings,
+                        applied=applied,
+                        seen=seen,
+                        # NOTE: a retry reads the last seq on its own (below).
+                        seq_in_lock=attempt == 1,
                     )
-                    session.add(entry)
-                    steps.mark_applied_in(session, applied or [])
-                    updated = None
-                    if holdings is not None:
-                        _, updated = update_where(
-                            session,
-                            models.Migration,
-                            migration_uuid,
-                            [],
-                            {"holdings": dict(holdings)},
-                        )
                 if updated is not None:
                     entry.migration = updated  # type: ignore[attr-defined]
                 if applied:
@@ -612,6 +758,79 @@ class MigrationApi(SessionSource):
         raise exception.Conflict(
             reason=f"could not append to the journal of migration {migration_uuid}"
         )
+
+    def _journal_append(
+        self,
+        session: Any,
+        migration_uuid: str,
+        *,
+        phase: str,
+        before: Mapping[str, Any],
+        target: Mapping[str, Any],
+        owner: str | None,
+        releasing: bool,
+        holdings: Mapping[str, Any] | None,
+        applied: list[int] | None,
+        seen: models.Migration | None,
+        seq_in_lock: bool,
+    ) -> tuple[models.JournalEntry, models.Migration | None]:
+        """Within ``session``: one attempt at :meth:`journal_intend`.
+
+        :param seq_in_lock: read the last seq in the statement that locks
+            the migration (one statement less) instead of after it.
+        :returns: the entry and, with ``holdings``, the migration as updated.
+        :raises sqlalchemy.exc.IntegrityError: another writer took the seq.
+        """
+        # NOTE: locking the migration row serialises appenders to one journal
+        # (MySQL, PostgreSQL; SQLite has one writer anyway). The read of the
+        # last seq is plain, never a locking read: on MySQL a locking read
+        # takes a gap lock on an empty journal, and two resizes' first entries
+        # would deadlock each other (a subquery of a SELECT ... FOR UPDATE is
+        # not locked). Read in the locking statement, its snapshot may predate
+        # the lock (PostgreSQL takes it when the statement starts; so may
+        # InnoDB): a seq read stale is one another writer has taken, so the
+        # insert fails on the (migration_uuid, seq) key and is retried, never
+        # recorded wrong. A retry reads the seq in a statement of its own,
+        # after the lock: its snapshot is newer than the previous appender's
+        # commit, even under MySQL's REPEATABLE READ.
+        params = {"m_uuid": migration_uuid}
+        migration = session.execute(_journal_lock_query(seq_in_lock), params).first()
+        if migration is None:
+            raise exception.MigrationNotFound(migration_id=migration_uuid)
+        self._check_still_wanted(migration_uuid, migration, phase, owner, releasing)
+        last_seq, insert, record_holdings = _journal_statements()
+        last = migration.last_seq if seq_in_lock else session.scalar(last_seq, params)
+        now = models.utcnow()
+        values = {
+            "migration_uuid": migration_uuid,
+            "seq": (last or 0) + 1,
+            "phase": phase,
+            "before": dict(before),
+            "target": dict(target),
+            "state": models.JOURNAL_INTENDED,
+            "detail": None,
+            "created_at": now,
+        }
+        (entry_id,) = session.execute(insert, values).inserted_primary_key
+        entry = _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
+        steps.mark_applied_in(session, applied or [])
+        if holdings is None:
+            return entry, None
+        recorded = json.loads(json.dumps(dict(holdings)))
+        session.execute(
+            record_holdings, {**params, "new_holdings": recorded, "new_updated_at": now}
+        )
+        if _unchanged_since(seen, migration_uuid, migration):
+            # NOTE: the row is the caller's but for what was just written,
+            # so it needs no reading back.
+            assert seen is not None
+            return entry, _copy(seen, holdings=recorded, updated_at=now)
+        updated = session.scalars(
+            sa.select(models.Migration)
+            .where(models.Migration.uuid == migration_uuid)
+            .execution_options(populate_existing=True)
+        ).one()
+        return entry, updated
 
     @staticmethod
     def _check_still_wanted(

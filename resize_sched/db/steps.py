@@ -21,6 +21,7 @@ for a schedule; none of it needs a commit of its own:
 A schedule that claims at once is thus three commits: take, intent, advance.
 """
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,26 +49,53 @@ class StepRun:
     :param token: written to ``task_owner`` while the step owns it.
     :param name: the step's name, for messages.
     :param event: the event to record, or None.
+    :param load_request_spec: the step schedules: the transaction that takes
+        the migration also reads its server's request spec
+        (:attr:`request_spec`), so scheduling needs no read of its own.
     """
 
     migration_uuid: str
     token: str
     name: str
     event: StepEvent | None = None
+    load_request_spec: bool = False
     #: the event this run opened (None: none opened, or one already open reused)
     event_id: int | None = None
+    #: the migration's server, once the run has taken the migration
+    server_uuid: str | None = None
+    #: with ``load_request_spec``, once taken: the server's request spec, or
+    #: None when it has none (see :attr:`request_spec_loaded`)
+    request_spec: Any = None
+    #: :attr:`request_spec` was read (None there then means "no spec")
+    request_spec_loaded: bool = False
     #: journal entries whose write landed, still to be marked ``applied``
     applied: list[int] = field(default_factory=list)
     #: the step's end is recorded: nothing is left to write
     ended: bool = False
 
 
-def begin_in(session: Any, run: StepRun, server_uuid: str) -> None:
-    """Within ``session``: open the event of a step that has taken its migration."""
+def begin_in(
+    session: Any,
+    run: StepRun,
+    server_uuid: str,
+    found: tuple[int | None, int | None] | None = None,
+) -> None:
+    """Within ``session``: open the event of a step that has taken its migration.
+
+    :param found: the action and open event, when the migration's read
+        brought them (:func:`resize_sched.db.action_api.step_event_columns`);
+        None: looked for now.
+    """
     event = run.event
-    if event is not None:
+    if event is None:
+        return
+    if found is None:
         run.event_id = ActionApi.start_event_in(
             session, server_uuid, event.event, event.actions, event.host
+        )
+    else:
+        run.event_id = ActionApi.open_event_in(
+            session, server_uuid, event.event, event.actions, event.host, *found
         )
 
 
@@ -79,27 +107,35 @@ def mark_applied_in(session: Any, entry_ids: list[int]) -> None:
     """
     if not entry_ids:
         return
-    session.execute(
-        sa.update(models.JournalEntry)
+    session.execute(_mark_applied(), {"ids": list(entry_ids)})
+
+
+@functools.cache
+def _mark_applied() -> sa.Update:
+    # NOTE: built once (see resize_sched.db.session.cas_update).
+    journal: sa.Table = models.JournalEntry.__table__  # type: ignore[assignment]
+    return (
+        sa.update(journal)
         .where(
-            models.JournalEntry.id.in_(entry_ids),
-            models.JournalEntry.state == models.JOURNAL_INTENDED,
+            journal.c.id.in_(sa.bindparam("ids", expanding=True)),
+            journal.c.state == models.JOURNAL_INTENDED,
         )
         .values(state=models.JOURNAL_APPLIED)
-        .execution_options(synchronize_session=False)
     )
 
 
 def end_in(
     session: Any,
     run: StepRun,
-    server_uuid: str,
+    server_uuid: str | None,
     *,
     error: BaseException | None = None,
     not_due: bool = False,
 ) -> None:
     """Within ``session``: the journal marks and the event of a step that ends.
 
+    :param server_uuid: the migration's server (None: only when the run
+        records no event).
     :param error: the step failed with it: the event records ``Error``.
     :param not_due: the step turned out not to be due: the event it opened
         is dropped, so a replay leaves nothing behind.
@@ -108,6 +144,7 @@ def end_in(
     event = run.event
     if event is None:
         return
+    assert server_uuid is not None, "a step that records an event needs its server"
     if not_due:
         if run.event_id is not None:
             ActionApi.discard_event_in(session, run.event_id)

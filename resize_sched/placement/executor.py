@@ -12,7 +12,7 @@ through :meth:`TransitionExecutor.apply`:
    migration's ``holdings`` (allocations and consumer generations) are what
    the next transition starts from, so no read is needed before a write.
    The holdings are recorded with the intent; within a conductor step the
-   ``applied`` waits for the step's next write (``ledger``), so a write that
+   ``applied`` waits for the step's next write (``run``), so a write that
    lands costs no commit of its own (see :mod:`resize_sched.db.steps`).
 
 A consumer-generation conflict (someone else wrote one of the consumers)
@@ -30,6 +30,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import exception
+from resize_sched.db.steps import StepRun
 from resize_sched.placement.client import (
     INSTANCE,
     MIGRATION,
@@ -113,8 +114,8 @@ class TransitionExecutor:
         *,
         verify: bool = False,
         fresh: bool = False,
+        run: StepRun | None = None,
         owner: str | None = None,
-        ledger: list[int] | None = None,
     ) -> Any:
         """Move both consumers of ``migration`` to ``target`` in one write.
 
@@ -129,15 +130,17 @@ class TransitionExecutor:
             target is written again over it (confirm, revert).
         :param fresh: read both consumers first instead of trusting the
             known holdings (a release after a delete).
-        :param owner: the token of the step running this transition: each
-            write (a retry too) is journaled only while that step still owns
-            the migration. Whatever the owner, a write that holds anything
-            is refused once the server is being deleted, so nothing a delete
-            emptied is ever re-created.
-        :param ledger: the running step's entries still to be marked
-            ``applied`` (:attr:`resize_sched.db.steps.StepRun.applied`): the
-            next intent marks them, and this write's entry is added to them
-            instead of being marked now. None: marked at once.
+        :param run: the conductor step running this transition
+            (:class:`resize_sched.db.steps.StepRun`): each write (a retry
+            too) is journaled only while the step still owns the migration
+            (``run.token``), and its entry joins the step's entries still to
+            be marked ``applied`` (``run.applied``), which the next intent
+            marks, instead of being marked now. Whatever the step, a write
+            that holds anything is refused once the server is being deleted,
+            so nothing a delete emptied is ever re-created.
+        :param owner: outside a step (recovery, heal, release): the token
+            that must own the migration, None for any; the entry is marked
+            ``applied`` at once. Not with ``run``.
         :returns: the updated migration row.
         :raises StepNotDue: the step lost the migration (a delete, another
             step) before a write; nothing more was written.
@@ -149,6 +152,11 @@ class TransitionExecutor:
             holdings are forgotten so the next apply reads first.
         :raises PlacementError: any other refusal; nothing changed.
         """
+        ledger: list[int] | None = None
+        if run is not None:
+            if owner is not None and owner != run.token:
+                raise ValueError("a transition of a step is owned by the step's token")
+            owner, ledger = run.token, run.applied
         if fresh:
             current = self.read(migration)
         elif not migration.holdings:
@@ -190,6 +198,7 @@ class TransitionExecutor:
                 releasing=not goal.server and not goal.migration,
                 holdings=done.to_dict(),
                 applied=ledger,
+                seen=migration,
             )
             expected = True
             try:

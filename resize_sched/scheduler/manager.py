@@ -14,19 +14,23 @@ a claim strategy may ask it for something else than the new flavor (see
 * when the source may not be chosen, or when it is asked the same as every
   other host, one query over every host answers;
 * otherwise every other host is asked for the new flavor and the source alone
-  for what the strategy says: two requests. For a source whose compute
-  service reports it, the second is the source's usage, judged against the
-  inventory and disabled flag that service reported (a candidates query
-  limited to one tree costs Placement as much as one over the whole cloud);
-  for any other, or when traits or aggregates are asked for, it is a
-  candidates query with ``in_tree=<source>``;
+  for what the strategy says. A source whose compute service reports it is
+  judged against the inventory and disabled flag that service reported: from
+  its summary when the query over every host returned it anyway (it has room
+  for the whole new flavor), not at all when even holding nothing but this
+  resize it would weigh too little to be chosen or stand as an alternate, and
+  otherwise from its usage (one cheap request). For any other, or when
+  traits or aggregates are asked for, it is a candidates query with
+  ``in_tree=<source>`` (one limited to one tree costs Placement as much as
+  one over the whole cloud);
 * with ``[resize] prefer_same_host`` the source is asked first and, when it
   fits, is returned alone (``Selection.complete`` is false) without asking
   about any other host.
 
-The two requests of the second case do not depend on each other: the source's
-runs on a small thread pool of the scheduler while the calling thread asks
-about every other host, so a resize waits for one round trip, not two.
+In the second case the source's compute node is read (or its ``in_tree``
+query asked) on a small thread pool of the scheduler while the calling thread
+asks about every other host, so a resize waits for one round trip, two only
+when the source's usage must be read.
 
 Only hosts of this deployment that take new work are ever candidates, and
 Placement itself leaves the others out: every query asks for roots with the
@@ -36,10 +40,17 @@ deployment sharing the Placement, costs nothing and is never seen (see
 :mod:`resize_sched.scheduler.hosts` for disabling a host).
 
 What the scheduler knows of its hosts without asking Placement comes from the
-``compute_nodes`` table, which the compute services' reports keep current:
-the host name of each provider, and the inventory the verdict of a failure
-(could the request ever fit, empty?) is judged on. A provider the table does
-not know costs one request of its own, never a wrong answer.
+``compute_nodes`` and ``services`` tables, which the compute services'
+reports keep current: the host name of each provider, its inventory, and
+whether its service is disabled. A candidate the table does not name costs
+one request for its name. The verdict of a failure (could the request ever
+fit some allowed host, empty?) is judged, as Nova's host manager does, on
+the reported hosts alone, so it costs no Placement request: a provider whose
+service has not reported yet is no host there, which can only turn a
+``deferred`` into an ``infeasible`` for that short while, never make a
+resize succeed or fail. Placement is listed for the verdict only when the
+request asks for traits or aggregates, or when no compute node was ever
+reported.
 
 Among hosts of equal standing, racing conductors would all pick the same
 first one; ``[scheduler] host_subset_size`` makes each pick at random among
@@ -76,9 +87,6 @@ T = TypeVar("T")
 #: Threads of a scheduler's pool: each resize with a separate source query
 #: uses one for as long as that query takes.
 _POOL_SIZE = 4
-
-#: What :meth:`Scheduler._judge_source` answers when Placement must be asked.
-_ASK_PLACEMENT = object()
 
 #: The weight of a source that needs nothing more (a shrink under max_flavor):
 #: staying put costs nothing and moves no disk, so it always comes first.
@@ -118,6 +126,9 @@ class SchedulingRequest:
     :ivar ignore_hosts: host names never to choose.
     :ivar force_hosts: when given, only these host names may be chosen.
     :ivar ignore_providers: provider uuids never to choose (hosts already tried).
+    :ivar source_holds: what the resize already holds on the source (both
+        consumers; empty when unknown): the source's usage is at least that,
+        which bounds how well it can weigh without asking Placement.
     """
 
     destination_request: Resources
@@ -130,6 +141,17 @@ class SchedulingRequest:
     ignore_hosts: frozenset[str] = frozenset()
     force_hosts: frozenset[str] = frozenset()
     ignore_providers: frozenset[str] = frozenset()
+    source_holds: Resources = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _SourceAnswer:
+    """What the pool learned about a resize's source while every other host
+    was asked: its compute node as its service reported it (judged next,
+    beside the other hosts' candidates), or else Placement's own answer."""
+
+    node: host_api.ReportedNode | None = None
+    judged: tuple[float, Destination] | None = None
 
 
 class Scheduler:
@@ -204,14 +226,21 @@ class Scheduler:
         source_amounts = rs.normalize(request.source_request)
         one_query = source_allowed and source_amounts == wanted
         if source_allowed and not one_query and source_amounts:
-            # NOTE: two independent requests: the source's on the pool, every
-            # other host's here, so the resize waits for the slower only.
-            candidates, from_source = self._both(
-                lambda: self._query(wanted, request), lambda: self._ask_source(request)
+            # NOTE: two independent questions: every other host's here; on
+            # the pool the source's compute node (a database read) or, for a
+            # source no service reports, its own candidates query.
+            candidates, answer = self._both(
+                lambda: self._query(wanted, request),
+                lambda: self._about_source(request, source_amounts),
             )
             scored = self._score(candidates, request, keep_source=False)
-            if from_source is not None:
-                scored.append(from_source)
+            found = answer.judged
+            if answer.node is not None:
+                found = self._judge_beside(
+                    request, source_amounts, answer.node, candidates, scored
+                )
+            if found is not None:
+                scored.append(found)
         else:
             candidates = self._query(wanted, request)
             scored = self._score(candidates, request, keep_source=one_query)
@@ -319,55 +348,132 @@ class Scheduler:
                 return None
             dest = Destination(source, self._host_name(source), {}, same_host=True)
             return (_FREE_SOURCE_WEIGHT, dest)
-        judged = self._judge_source(request, amounts)
-        if judged is not _ASK_PLACEMENT:
-            return judged  # type: ignore[return-value]
-        candidates = self._query(amounts, request, in_tree=source)
-        scored = self._score(candidates, request, keep_source=True)
-        return scored[0] if scored else None
+        answer = self._about_source(request, amounts)
+        if answer.node is None:
+            return answer.judged
+        return self._judge_from_usage(request, amounts, answer.node)
 
-    def _judge_source(
+    def _about_source(self, request: SchedulingRequest, amounts: Resources) -> _SourceAnswer:
+        """The source's compute node when it can be judged from it, else
+        Placement's answer for the source alone (``in_tree``)."""
+        node = self._reported_source(request, amounts)
+        if node is not None:
+            return _SourceAnswer(node=node)
+        candidates = self._query(amounts, request, in_tree=request.source)
+        scored = self._score(candidates, request, keep_source=True)
+        return _SourceAnswer(judged=scored[0] if scored else None)
+
+    def _reported_source(
         self, request: SchedulingRequest, amounts: Resources
-    ) -> tuple[float, Destination] | None | object:
-        """Whether the source has ``amounts`` free, from its usage alone.
+    ) -> host_api.ReportedNode | None:
+        """The source's compute node, when the source can be judged from it.
 
         A candidates query limited to the source costs Placement as much as
         one over the whole cloud. When the source is a host whose compute
         service reports it (its inventory and whether it is disabled are in
-        ``compute_nodes`` and ``services``), its usage (``GET
-        /resource_providers/{uuid}/usages``, a fraction of the cost) is all
-        that is left to know. The claim that follows is judged by Placement
-        all the same: a usage that changed meanwhile only means a refused
-        claim, and the next alternate.
+        ``compute_nodes`` and ``services``), its usage is all that is left to
+        know, and often not even that (see :meth:`_judge_beside`).
 
-        :returns: the source weighed, None when it cannot take the request,
-            or ``_ASK_PLACEMENT`` when it must be asked the usual way (no
-            database, no report, traits or aggregates asked for, a class the
-            root provider does not have, e.g. on a child provider).
+        :returns: None when it must be asked the usual way: no database, no
+            report, traits or aggregates asked for (they live in Placement),
+            a class the root provider does not have (e.g. on a child provider).
         """
         source = request.source
         assert source is not None
         if self.db is None or request.required_traits or request.member_of:
-            return _ASK_PLACEMENT
+            return None
         node = host_api.compute_node_for_source(self.db, source)
-        if node is None or any(rc not in node[1] for rc in amounts):
-            return _ASK_PLACEMENT
-        host, inventory, disabled = node
-        self._names[source] = host
-        if disabled:
-            LOG.debug("Source %s is disabled", host)
+        if node is None or any(rc not in node.inventory for rc in amounts):
+            return None
+        self._names[source] = node.host
+        return node
+
+    def _judge_beside(
+        self,
+        request: SchedulingRequest,
+        amounts: Resources,
+        node: host_api.ReportedNode,
+        candidates: Candidates,
+        scored: list[tuple[float, Destination]],
+    ) -> tuple[float, Destination] | None:
+        """Judge the reported source beside every other host's candidates.
+
+        * A source among the candidates has room for the whole request, so
+          for ``amounts`` too: its summary weighs it, no request more.
+        * A source that, however little it holds, would weigh less than every
+          host that can be chosen or stand as an alternate (the best
+          ``max(max_attempts, host_subset_size)`` of the others) could never
+          be in the answer: it is not asked about.
+        * Any other is judged from its usage (one cheap request).
+        """
+        source = request.source
+        assert source is not None
+        if node.disabled:
+            LOG.debug("Source %s is disabled", node.host)
+            return None
+        summary = candidates.provider_summaries.get(source)
+        if summary is not None and any(
+            self._root_of(ar, candidates) == source for ar in candidates.allocation_requests
+        ):
+            memory = summary.get("resources", {}).get(rs.MEMORY_MB, {})
+            free_ram = memory.get("capacity", 0) - memory.get("used", 0)
+            return self._source_destination(node, amounts, free_ram)
+        best = self._weight_bound(node, request, amounts)
+        needed = max(self.conf.scheduler.max_attempts, self.conf.scheduler.host_subset_size)
+        rivals = sorted((w for w, _ in self._filter(scored, request)), reverse=True)
+        if len(rivals) >= needed and best < rivals[needed - 1]:
+            LOG.debug(
+                "Source %s not asked: at best it weighs %s, below the %d best other hosts",
+                node.host,
+                best,
+                needed,
+            )
+            return None
+        return self._judge_from_usage(request, amounts, node)
+
+    def _weight_bound(
+        self, node: host_api.ReportedNode, request: SchedulingRequest, amounts: Resources
+    ) -> float:
+        """The most the source can weigh: its free RAM is at least what the
+        request adds there (or it would not fit) and at most its capacity
+        less what the resize and our settled servers there hold."""
+        memory = node.inventory.get(rs.MEMORY_MB)
+        held = request.source_holds.get(rs.MEMORY_MB, 0) + node.settled.get(rs.MEMORY_MB, 0)
+        most = rs.capacity(memory) - held if memory else 0
+        least = amounts.get(rs.MEMORY_MB, 0)
+        multiplier = self.conf.scheduler.ram_weight_multiplier
+        return max(multiplier * least, multiplier * most)
+
+    def _judge_from_usage(
+        self, request: SchedulingRequest, amounts: Resources, node: host_api.ReportedNode
+    ) -> tuple[float, Destination] | None:
+        """Whether the reported source has ``amounts`` free, from its usage
+        (``GET /resource_providers/{uuid}/usages``, a fraction of a candidates
+        query's cost). The claim that follows is judged by Placement all the
+        same: a usage that changed meanwhile only means a refused claim, and
+        the next alternate."""
+        source = request.source
+        assert source is not None
+        if node.disabled:
+            LOG.debug("Source %s is disabled", node.host)
             return None
         try:
             used = self.client.get_usages(source)
         except exception.PlacementNotFound:
             return None  # gone: a claim there would be refused
-        if not _fits(inventory, amounts, used):
-            LOG.debug("Source %s lacks %s", host, rs.format_resources(amounts))
+        if not _fits(node.inventory, amounts, used):
+            LOG.debug("Source %s lacks %s", node.host, rs.format_resources(amounts))
             return None
-        memory = inventory.get(rs.MEMORY_MB)
+        memory = node.inventory.get(rs.MEMORY_MB)
         free_ram = rs.capacity(memory) - used.get(rs.MEMORY_MB, 0) if memory else 0
+        return self._source_destination(node, amounts, free_ram)
+
+    def _source_destination(
+        self, node: host_api.ReportedNode, amounts: Resources, free_ram: float
+    ) -> tuple[float, Destination]:
+        source = node.uuid
         weight = self.conf.scheduler.ram_weight_multiplier * free_ram
-        return (weight, Destination(source, host, rs.on(source, amounts), same_host=True))
+        return (weight, Destination(source, node.host, rs.on(source, amounts), same_host=True))
 
     def _source_usable(self, request: SchedulingRequest) -> bool:
         found = hosts.list_owned(
@@ -495,17 +601,40 @@ class Scheduler:
     def _could_ever_fit(self, request: SchedulingRequest) -> bool:
         """Whether any allowed host, empty, could hold the request.
 
-        Allowed hosts are those the candidates query could return: ours,
-        enabled, with the required traits, in the aggregates asked for. One
-        provider listing says which they are (whether a host is disabled
-        lives in Placement alone, so even a request with no trait or
-        aggregate of its own needs it); each one's inventory is the one its
-        compute service last reported (``compute_nodes``). A provider with
-        no report yet costs one inventory request, read last, so that a
-        missing report never makes a wrong "infeasible". Without a database,
-        every provider's inventory is read from Placement.
+        Allowed hosts are those the candidates query could return (ours,
+        enabled, with the required traits, in the aggregates asked for) and
+        that the request's host filters keep.
+
+        Usually no Placement request is needed: the verdict is judged on the
+        hosts the compute services reported, as Nova's host manager judges
+        hosts from its ``compute_nodes`` and ``services`` tables. Each
+        reported node is a host; the service row's flag says whether it is
+        disabled, and the inventory its service last reported says whether
+        it could hold the request empty. A provider registered in Placement
+        but not yet reported by its service is no host here (the service
+        reports when it starts), so in that short window a resize may be
+        labelled ``infeasible`` where ``deferred`` was right. Only the label
+        differs: the resize fails either way, since the candidates query
+        found no room. A host disabled only through Placement's
+        ``COMPUTE_STATUS_DISABLED`` trait (a hand edit: ``os-services`` and
+        ``resize-sched-manage host disable`` set the trait and the service
+        row together) still counts here: the row is what is read, and a
+        report copies the trait into the row only when it first records the
+        node (see :mod:`resize_sched.conductor.reports`).
+
+        Placement is asked instead when there is no database, when the
+        request names required traits or aggregates (they live in Placement
+        alone), or when no compute node has been reported at all (services
+        that never report): one listing of the allowed providers, each judged
+        on its reported inventory, or on the one read from Placement (one
+        request each, read last) when it has no report.
         """
         wanted = rs.normalize(request.destination_request)
+        nodes = None
+        if self.db is not None and not request.required_traits and not request.member_of:
+            nodes = host_api.reported_compute_nodes(self.db)
+            if nodes:
+                return self._could_ever_fit_reported(request, wanted, nodes)
         providers = hosts.list_owned(
             self.client,
             self.owner_trait,
@@ -515,20 +644,15 @@ class Scheduler:
         allowed = []
         for rp in providers:
             self._names[rp["uuid"]] = rp["name"]
-            name = rp["name"]
-            if (
-                (rp["uuid"] == request.source and not request.allow_same_host)
-                or name in request.ignore_hosts
-                or (request.force_hosts and name not in request.force_hosts)
-            ):
-                continue
-            allowed.append(rp["uuid"])
+            if _host_allowed(request, rp["uuid"], rp["name"]):
+                allowed.append(rp["uuid"])
         if not allowed:
             return False
-        reported = {}
-        if self.db is not None:
+        reported: dict[str, tuple[str, dict[str, Any]]] = {}
+        if self.db is not None and nodes is None:
             # NOTE: every node at once: one query whatever the cloud's size,
-            # and the table holds this deployment's hosts only.
+            # and the table holds this deployment's hosts only (when it was
+            # read above, it was empty).
             reported = host_api.compute_node_inventories(self.db)
         unreported = []
         for rp in allowed:
@@ -545,6 +669,31 @@ class Scheduler:
             if _fits_empty(inventories, wanted):
                 return True
         return False
+
+    def _could_ever_fit_reported(
+        self,
+        request: SchedulingRequest,
+        wanted: Resources,
+        nodes: list[host_api.ReportedNode],
+    ) -> bool:
+        """:meth:`_could_ever_fit` judged on the reported compute ``nodes`` alone."""
+        for node in nodes:
+            self._names[node.uuid] = node.host
+        return any(
+            not node.disabled
+            and _host_allowed(request, node.uuid, node.host)
+            and _fits_empty(node.inventory, wanted)
+            for node in nodes
+        )
+
+
+def _host_allowed(request: SchedulingRequest, provider: str, name: str) -> bool:
+    """Whether the request's host filters let ``provider`` (host ``name``) be chosen."""
+    return not (
+        (provider == request.source and not request.allow_same_host)
+        or name in request.ignore_hosts
+        or (request.force_hosts and name not in request.force_hosts)
+    )
 
 
 def _fits_empty(inventories: dict[str, dict], amounts: Resources) -> bool:

@@ -2,9 +2,9 @@
 
 Only counts and outcomes are asserted, never timings: every strategy is in
 the JSON with the bare floor beside it, every resize, confirm and revert
-made Placement requests, the resize that fits nowhere got its verdict, the
-cloud had a compute node per host, and Placement's usage matched the servers
-at the end.
+made Placement requests, every schedule opened transactions of our own
+database, the resize that fits nowhere got its verdict, the cloud had a
+compute node per host, and Placement's usage matched the servers at the end.
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ def test_tiny_run_reports_every_strategy_beside_the_floor(
         requests = run["requests"]
         assert requests["schedule_to_claim_mean"] > 0, name
         assert requests["confirm_mean"] > 0 and requests["revert_mean"] > 0, name
+        # Every schedule+claim opens transactions of our own database.
+        assert run["db_transactions"]["schedule_to_claim_mean"] > 0, name
+        assert run["db_ms"]["n"] == run["own_outside_db_ms"]["n"] == 3, name
         assert run["failure"]["kinds"] == {"infeasible": 1}, name
         assert run["failure"]["requests"]["n"] == 1, name
         assert run["consistency"]["violations"] == 0, (name, run["consistency"])
@@ -70,4 +73,5 @@ def test_tiny_run_reports_every_strategy_beside_the_floor(
         assert run["consistency"]["hosts_checked"] == 5, name
     printed = capsys.readouterr().out
     assert "schedule+claim p50 / floor p50" in printed
+    assert "in our database p50 (ms)" in printed
     assert "Full stack" not in printed

@@ -22,8 +22,10 @@ A step that loses to a delete after writing to Placement gives back, through
 the executor, what it wrote.
 """
 
+import threading
 import uuid as uuidlib
 from collections.abc import Callable
+from concurrent import futures
 from typing import Any
 
 from oslo_log import log as logging
@@ -48,6 +50,11 @@ STEP_EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+#: The steps that may ask the scheduler: they read the server's request spec
+#: in the transaction that takes the migration.
+SCHEDULING_STEPS = frozenset({"schedule", "reschedule"})
+
+
 def facts_of(migration: Any) -> ResizeFacts:
     """The strategy's view of a migration row."""
     return ResizeFacts(
@@ -55,6 +62,43 @@ def facts_of(migration: Any) -> ResizeFacts:
         old=migration.old_resources,
         new=migration.new_resources,
     )
+
+
+def _held_on(migration: Any, provider: str) -> dict[str, int]:
+    """What both consumers of ``migration`` are known to hold on ``provider``
+    (empty when the holdings are not known)."""
+    held = Holdings.from_dict(migration.holdings or {})
+    return rs.total(
+        {c: a[provider] for c, a in (("s", held.server), ("m", held.migration)) if provider in a}
+    )
+
+
+def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> bool:
+    """Whether going from the known ``holdings`` to ``target`` is a write that
+    leaves every provider's usage as it is (it only hands amounts from one
+    consumer to the other). False when nothing would be written, or the
+    holdings are not known."""
+    if not holdings:
+        return False
+    held = Holdings.from_dict(holdings)
+    if held == target:
+        return False
+    return rs.add_allocations(held.server, held.migration) == rs.add_allocations(
+        target.server, target.migration
+    )
+
+
+_SIDE_POOL: futures.ThreadPoolExecutor | None = None
+_SIDE_POOL_LOCK = threading.Lock()
+
+
+def _side_pool() -> futures.ThreadPoolExecutor:
+    """The threads a step's Placement write runs on beside the scheduler's queries."""
+    global _SIDE_POOL
+    with _SIDE_POOL_LOCK:
+        if _SIDE_POOL is None:
+            _SIDE_POOL = futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="prepare")
+        return _SIDE_POOL
 
 
 def _dest_to_dict(dest: Destination) -> dict[str, Any]:
@@ -114,7 +158,13 @@ class ResizeTask:
         if name in STEP_EVENTS:
             event_name, belongs_to = STEP_EVENTS[name]
             event = StepEvent(event_name, belongs_to, self.deps.conf.host)
-        run = StepRun(migration_uuid, str(uuidlib.uuid4()), name, event)
+        run = StepRun(
+            migration_uuid,
+            str(uuidlib.uuid4()),
+            name,
+            event,
+            load_request_spec=name in SCHEDULING_STEPS,
+        )
         try:
             migration = self.db.step_begin(run, expect)
         except exception.StepNotDue as exc:
@@ -167,16 +217,45 @@ class ResizeTask:
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
         try:
-            migration = self.deps.executor.apply(
-                migration, "prepare", strategy.prepare(facts), owner=run.token, ledger=run.applied
-            )
-            selection = self.deps.scheduler.select_destinations(
-                self._scheduling_request(migration, strategy, facts)
-            )
+            migration, selection = self._prepare_and_select(migration, run, strategy, facts)
             return self._claim_first(migration, run, strategy, facts, selection, frozenset())
         except exception.NoValidHost as exc:
             self._fail(migration.uuid, run, kind=exc.kind, reason=exc.reason)
             raise
+
+    def _prepare_and_select(
+        self, migration: Any, run: StepRun, strategy: ClaimStrategy, facts: ResizeFacts
+    ) -> tuple[Any, Selection]:
+        """Write what the strategy holds before scheduling, and schedule.
+
+        A prepare that only hands amounts from one consumer to the other on
+        the same providers (``legacy``: ``old`` from the server to the
+        migration) changes no provider's usage, so the scheduler's answer
+        cannot depend on it: the write runs on a small pool while the
+        scheduler asks, and the resize waits for one round trip, not two. A
+        prepare that changes usage (``drop_and_reclaim``'s drop) lands first.
+        Either way the prepare's own failure is the one raised, as if it had
+        run alone first.
+
+        :returns: the migration as prepared, and the scheduler's selection.
+        """
+        target = strategy.prepare(facts)
+
+        def prepare() -> Any:
+            return self.deps.executor.apply(migration, "prepare", target, run=run)
+
+        if not _moves_usage_nowhere(migration.holdings, target):
+            migration = prepare()
+            request = self._scheduling_request(migration, strategy, facts, run=run)
+            return migration, self.deps.scheduler.select_destinations(request)
+        request = self._scheduling_request(migration, strategy, facts, run=run)
+        future = _side_pool().submit(prepare)
+        try:
+            selection = self.deps.scheduler.select_destinations(request)
+        except BaseException:
+            future.result()  # the prepare's failure first, as it would have come
+            raise
+        return future.result(), selection
 
     def reschedule(
         self, migration_uuid: str, reason: str, host: str | None = None
@@ -244,15 +323,18 @@ class ResizeTask:
         strategy: ClaimStrategy,
         facts: ResizeFacts,
         tried: frozenset[str] = frozenset(),
+        *,
+        run: StepRun | None = None,
     ) -> SchedulingRequest:
         conf = self.deps.conf
         request = rs.flavor_request(migration.new_flavor)
-        spec = self._request_spec(migration.server_uuid)
+        spec = self._request_spec(migration.server_uuid, run)
         return SchedulingRequest(
             destination_request=strategy.destination_request(facts),
             required_traits=request.required_traits,
             source=facts.source,
             source_request=strategy.source_request(facts),
+            source_holds=_held_on(migration, facts.source),
             allow_same_host=conf.resize.allow_same_host,
             prefer_same_host=conf.resize.prefer_same_host,
             ignore_hosts=frozenset(spec.ignore_hosts if spec else ()),
@@ -260,7 +342,11 @@ class ResizeTask:
             ignore_providers=tried,
         )
 
-    def _request_spec(self, server_uuid: str) -> Any:
+    def _request_spec(self, server_uuid: str, run: StepRun | None = None) -> Any:
+        """The server's request spec, or None: the one the step read when it
+        took the migration (``run``), else read now."""
+        if run is not None and run.request_spec_loaded and run.server_uuid == server_uuid:
+            return run.request_spec
         try:
             return self.db.request_spec_get(server_uuid)
         except exception.RequestSpecNotFound:
@@ -285,9 +371,7 @@ class ResizeTask:
                     continue
                 target = strategy.claim(facts, dest.provider, dest.allocation_request)
                 try:
-                    migration = self.deps.executor.apply(
-                        migration, "claim", target, owner=run.token, ledger=run.applied
-                    )
+                    migration = self.deps.executor.apply(migration, "claim", target, run=run)
                 except exception.PlacementConflict as exc:
                     # NOTE: a capacity refusal, or generation conflicts past
                     # the executor's retries: either way this host is out.
@@ -301,8 +385,8 @@ class ResizeTask:
                     continue
                 self.db.migration_advance(
                     migration.uuid,
-                    token=run.token,
                     ends=run,
+                    reload=False,
                     expected_status="pre-migrating",
                     step="claim",
                     dest_host=dest.host,
@@ -320,14 +404,14 @@ class ResizeTask:
             # NOTE: prefer_same_host answered from the source alone; it could
             # not be claimed (or failed to prepare), so now ask every other host.
             complete = True
-            request = self._scheduling_request(migration, strategy, facts, tried)
+            request = self._scheduling_request(migration, strategy, facts, tried, run=run)
             queue = list(self.deps.scheduler.select_destinations(request).destinations)
         # NOTE: a claim can be refused for good, not only for want of room
         # now: max_flavor's source query asks only for the increase, but the
         # claim holds the larger flavor whole, which a max_unit may forbid.
         # Judge it as a failed query is judged (failure path only).
         verdict = self.deps.scheduler.no_valid_host(
-            self._scheduling_request(migration, strategy, facts), found=len(tried)
+            self._scheduling_request(migration, strategy, facts, run=run), found=len(tried)
         )
         if verdict.kind == exception.NoValidHost.INFEASIBLE:
             raise verdict
@@ -450,7 +534,7 @@ class ResizeTask:
         for attempt in (1, 2):
             try:
                 migration = self.deps.executor.apply(
-                    migration, decision, target, verify=True, owner=run.token, ledger=run.applied
+                    migration, decision, target, verify=True, run=run
                 )
                 break
             except exception.PlacementUnavailable as exc:
@@ -488,7 +572,6 @@ class ResizeTask:
             }
         return self.db.migration_advance(
             migration.uuid,
-            token=run.token,
             ends=run,
             expected_status=status,
             step=decision,
@@ -578,7 +661,7 @@ class ResizeTask:
         }
         try:
             migration = self.deps.executor.apply(
-                migration, "restore", strategy.restore(facts), owner=run.token, ledger=run.applied
+                migration, "restore", strategy.restore(facts), run=run
             )
         except exception.ClaimRefused as exc:
             server_values.update(needs_heal=True, fault_message=str(exc), fault_code=409)

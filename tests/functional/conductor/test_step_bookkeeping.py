@@ -1,8 +1,9 @@
 """A conductor step's bookkeeping rides on its own transactions (db/steps.py).
 
 The real Placement and database: a schedule that claims at once commits
-three times (take, intent, advance), and whatever way a step ends, its
-journal entries are settled, its event recorded and its migration given back.
+three times (take, intent, advance) and runs 12 statements, and whatever
+way a step ends, its journal entries are settled, its event recorded and its
+migration given back.
 """
 
 from typing import Any
@@ -105,3 +106,38 @@ def test_a_second_delivery_changes_nothing(make_cloud: Any) -> None:
     assert len(cloud.db.journal_list(migration.uuid)) == len(before)
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
     assert cloud.db.migration_get(migration.uuid).task_owner is None
+
+
+def test_a_schedule_that_claims_at_once_runs_few_statements(make_cloud: Any) -> None:
+    # Each statement is a round trip: count them, so that one more fails here.
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+    with cloud.statements() as statements:
+        dest = cloud.resizes.schedule(migration.uuid)
+    assert dest is not None
+    verbs = [s.split(" ", 2)[:2] for s in statements]
+    assert verbs == [
+        # take: the compare-and-swap, the migration read back with its
+        # request spec, action and open event, the event, the action's
+        # updated_at
+        ["UPDATE", "migrations"],
+        ["SELECT", "migrations.id,"],
+        ["INSERT", "INTO"],
+        ["UPDATE", "instance_actions"],
+        # intent: the migration locked (with its journal's last seq), the
+        # entry, the holdings (not read back)
+        ["SELECT", "migrations.id,"],
+        ["INSERT", "INTO"],
+        ["UPDATE", "migrations"],
+        # advance: the migration (not read back), its server, the entry's
+        # mark, the event, the action's updated_at
+        ["UPDATE", "migrations"],
+        ["UPDATE", "servers"],
+        ["UPDATE", "migration_journal"],
+        ["UPDATE", "instance_action_events"],
+        ["UPDATE", "instance_actions"],
+    ], "\n".join(statements)
+    assert len(statements) == 12
+    assert "request_specs" in statements[1] and "instance_action_events" in statements[1]
+    assert "migration_journal" in statements[4]
+    assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
+    cloud.check()

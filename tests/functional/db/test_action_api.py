@@ -74,3 +74,28 @@ def test_an_event_without_its_action_is_not_recorded(db: Database) -> None:
     with db.action_event(server, "conductor_migrate_server", RESIZE):
         pass
     assert db.action_list(server) == []
+
+
+def test_an_event_opens_in_the_request_s_action_else_the_newest_and_touches_it(
+    db: Database,
+) -> None:
+    server = str(uuid.uuid4())
+    first = db.action_start(server, "req-1", "resize", user_id="u", project_id="p")
+    second = db.action_start(server, "req-2", "resize", user_id="u", project_id="p")
+    db.action_start(server, "req-3", "confirmResize", user_id="u", project_id="p")
+    assert db.action_event_start(server, "ev", RESIZE, host="h1", request_id="req-1")
+    assert _rows(db, server, "req-1") == [("ev", None, "h1")]
+    touched = db.action_get_by_request_id(server, "req-1")
+    assert touched is not None and touched.updated_at is not None
+    assert first.updated_at is None
+    # Without a request id: the newest resize; an open event with no host
+    # is reused by any host.
+    assert db.action_event_start(server, "ev", RESIZE) is not None
+    assert _rows(db, server, "req-2") == [("ev", None, None)]
+    assert db.action_event_start(server, "ev", RESIZE, host="h2") is None
+    assert db.action_event_start(server, "ev", RESIZE, request_id="req-9") is None
+    assert _rows(db, server, "req-2") == [("ev", None, None)]
+    # An open event on another host is not this one.
+    assert db.action_event_start(server, "ev", RESIZE, host="h2", request_id="req-1")
+    assert _rows(db, server, "req-1") == [("ev", None, "h1"), ("ev", None, "h2")]
+    assert second.id != first.id

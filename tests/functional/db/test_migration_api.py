@@ -1,10 +1,16 @@
 """Migrations and their journal: records, compare-and-swap status, in-flight lists."""
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
+import sqlalchemy as sa
 
 from resize_sched import exception
-from resize_sched.db import models
+from resize_sched.db import action_api, models
 from resize_sched.db.api import Database
+from resize_sched.db.steps import StepEvent, StepRun
 
 SOURCE_RP = "11111111-1111-1111-1111-111111111111"
 DEST_RP = "22222222-2222-2222-2222-222222222222"
@@ -212,3 +218,195 @@ def test_journal_seq_is_per_migration(db: Database, server: models.Server) -> No
     db.journal_intend(a.uuid, phase="p", before={}, target={})
     db.journal_intend(a.uuid, phase="p", before={}, target={})
     assert db.journal_intend(b.uuid, phase="p", before={}, target={}).seq == 1
+
+
+@contextlib.contextmanager
+def _statements(db: Database) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def executed(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if not statement.lstrip().upper().startswith("BEGIN"):
+            seen.append(" ".join(statement.split()))
+
+    sa.event.listen(db.engine, "before_cursor_execute", executed)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(db.engine, "before_cursor_execute", executed)
+
+
+def _columns(row: models.Migration) -> dict[str, Any]:
+    return {a.key: getattr(row, a.key) for a in sa.inspect(models.Migration).column_attrs}
+
+
+def test_journal_intend_gives_the_row_it_was_shown_back_updated(
+    db: Database, server: models.Server
+) -> None:
+    migration = db.migration_update(_migration(db, server).uuid, status="migrating")
+    holdings = {
+        "server": {SOURCE_RP: {"VCPU": 2}},
+        "migration": {},
+        "generations": {"server": 4, "migration": None},
+    }
+    with _statements(db) as statements:
+        entry = db.journal_intend(
+            migration.uuid,
+            phase="claim",
+            before={},
+            target={},
+            holdings=holdings,
+            seen=migration,
+        )
+    # The row is unchanged since it was read: not read back, and yet exactly
+    # what a read gives, updated_at included.
+    assert len(statements) == 3, statements
+    updated = entry.migration  # type: ignore[attr-defined]
+    assert _columns(updated) == _columns(db.migration_get(migration.uuid))
+    assert updated.holdings == holdings and updated.updated_at != migration.updated_at
+    assert sa.inspect(updated).detached
+    assert (entry.seq, entry.phase, entry.state) == (1, "claim", "intended")
+    assert entry.created_at.tzinfo is not None and entry.id is not None
+
+    # A copy shown in turn is as good as a read; one that changed meanwhile
+    # is read back.
+    again = db.journal_intend(
+        migration.uuid, phase="claim", before={}, target={}, holdings={}, seen=updated
+    ).migration  # type: ignore[attr-defined]
+    assert _columns(again) == _columns(db.migration_get(migration.uuid))
+    db.migration_update(migration.uuid, dest_host="host2")
+    stale = db.journal_intend(
+        migration.uuid, phase="claim", before={}, target={}, holdings=holdings, seen=again
+    ).migration  # type: ignore[attr-defined]
+    assert stale.dest_host == "host2"
+    assert _columns(stale) == _columns(db.migration_get(migration.uuid))
+    assert [e.seq for e in db.journal_list(migration.uuid)] == [1, 2, 3]
+
+
+def test_step_begin_reads_the_request_spec_with_the_migration(
+    db: Database, server: models.Server
+) -> None:
+    migration = _migration(db, server)
+    run = StepRun(migration.uuid, "token-1", "schedule", load_request_spec=True)
+    taken = db.step_begin(run, "pre-migrating")
+    assert taken.task_owner == "token-1" and run.server_uuid == server.uuid
+    assert run.request_spec_loaded and run.request_spec is None  # it has none
+    db.step_end(run)
+
+    db.request_spec_create(server.uuid, resources={"VCPU": 2}, required_traits=[])
+    run = StepRun(migration.uuid, "token-2", "schedule", load_request_spec=True)
+    db.step_begin(run, "pre-migrating")
+    assert run.request_spec.server_uuid == server.uuid
+    assert run.request_spec.resources == {"VCPU": 2}
+    db.step_end(run)
+
+    run = StepRun(migration.uuid, "token-3", "confirm")
+    db.step_begin(run, "pre-migrating")
+    assert not run.request_spec_loaded and run.request_spec is None
+    # A run with no event gives the migration back without reading its server.
+    with _statements(db) as statements:
+        db.step_end(run)
+    assert [s.split(" ", 2)[:2] for s in statements] == [["UPDATE", "migrations"]]
+    assert db.migration_get(migration.uuid).task_owner is None
+
+
+def test_an_advance_that_ends_a_run_may_skip_reading_back(
+    db: Database, server: models.Server
+) -> None:
+    migration = _migration(db, server)
+    db.action_start(server.uuid, "req-1", action_api.RESIZE, user_id="u", project_id="p")
+    event = StepEvent("conductor_migrate_server", (action_api.RESIZE,), "c1")
+    run = StepRun(migration.uuid, "token-1", "schedule", event)
+    db.step_begin(run, "pre-migrating")
+    with pytest.raises(exception.Invalid, match="its own token"):
+        db.migration_advance(
+            migration.uuid, token="other", ends=run, expected_status="pre-migrating", step="x"
+        )
+    assert (
+        db.migration_advance(
+            migration.uuid,
+            ends=run,
+            reload=False,
+            expected_status="pre-migrating",
+            step="claim",
+            status="migrating",
+        )
+        is None
+    )
+    row = db.migration_get(migration.uuid)
+    assert (row.status, row.task_owner) == ("migrating", None) and run.ended
+    action = db.action_get_by_request_id(server.uuid, "req-1")
+    assert action is not None
+    assert [(e.event, e.result) for e in db.action_events(action.id)] == [
+        ("conductor_migrate_server", "Success")
+    ]
+    # Not read back and no run to know the server by: it is found by the migration.
+    assert (
+        db.migration_advance(
+            migration.uuid,
+            reload=False,
+            expected_status="migrating",
+            step="prepared",
+            status="post-migrating",
+            server_values={"task_state": "resize_migrating"},
+        )
+        is None
+    )
+    assert db.server_get(server.uuid).task_state == "resize_migrating"
+    db.server_update(server.uuid, task_state="deleting")
+    with pytest.raises(exception.StepNotDue, match="its server is deleting"):
+        db.migration_advance(
+            migration.uuid,
+            reload=False,
+            expected_status="post-migrating",
+            step="finish",
+            status="finished",
+        )
+    assert db.migration_get(migration.uuid).status == "post-migrating"
+
+
+def test_step_begin_opens_the_event_in_its_own_server_s_newest_action(
+    db: Database, server: models.Server
+) -> None:
+    other = db.server_create(name="vm2", project_id="p1", user_id="u1", flavor=server.flavor)
+    mine, theirs = _migration(db, server), _migration(db, other)
+    event = StepEvent("conductor_migrate_server", (action_api.RESIZE,), "c1")
+
+    def begin(migration: models.Migration) -> StepRun:
+        run = StepRun(migration.uuid, f"t{migration.id}", "schedule", event)
+        db.step_begin(run, "pre-migrating")
+        return run
+
+    def events(server_uuid: str, request_id: str) -> list[tuple[str, str | None]]:
+        action = db.action_get_by_request_id(server_uuid, request_id)
+        assert action is not None
+        return [(e.event, e.host) for e in db.action_events(action.id)]
+
+    # No action of its own server (only the other's): no event.
+    db.action_start(other.uuid, "req-other", action_api.RESIZE, user_id="u", project_id="p")
+    run = begin(mine)
+    assert run.event_id is None
+    db.step_end(run, not_due=True)
+    assert events(other.uuid, "req-other") == []
+
+    db.action_start(server.uuid, "req-old", action_api.RESIZE, user_id="u", project_id="p")
+    db.action_start(server.uuid, "req-new", action_api.RESIZE, user_id="u", project_id="p")
+    db.action_start(other.uuid, "req-other-2", action_api.RESIZE, user_id="u", project_id="p")
+    # The other server's (newer) action has the event open: not this one's.
+    db.action_event_start(other.uuid, "conductor_migrate_server", (action_api.RESIZE,))
+    run = begin(mine)
+    assert run.event_id is not None
+    assert events(server.uuid, "req-new") == [("conductor_migrate_server", "c1")]
+    assert events(server.uuid, "req-old") == []
+    assert events(other.uuid, "req-other-2") == [("conductor_migrate_server", None)]
+    newest = db.action_get_by_request_id(server.uuid, "req-new")
+    assert newest is not None and newest.updated_at is not None
+    db.step_end(run, error=RuntimeError("boom"))
+
+    # An event of that name still open (on no host) is reused, not doubled.
+    run = begin(theirs)
+    assert run.event_id is None
+    assert events(other.uuid, "req-other-2") == [("conductor_migrate_server", None)]
+    db.step_end(run)
+    action = db.action_get_by_request_id(other.uuid, "req-other-2")
+    assert action is not None
+    assert [(e.result, e.host) for e in db.action_events(action.id)] == [("Success", "c1")]

@@ -182,7 +182,7 @@ def test_a_host_without_a_compute_node_is_named_by_one_provider_read(world: Worl
 
 
 def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: World) -> None:
-    world.add_host("host1", memory_mb=16384)
+    world.add_host("host1", vcpus=2, memory_mb=16384)
     world.add_host("host2")
     world.hold("host1", OLD)
     scheduler, client, spy = world.scheduler()
@@ -192,9 +192,11 @@ def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: W
 
     selection = scheduler.select_destinations(resize_request(world))
 
+    # host1 lacks the VCPUs for the whole new flavor beside the old one, so
+    # the query over every host leaves it out, and it could weigh the most:
+    # its usage is read. The source's inventory is known from its service's
+    # report, so its usage is enough.
     assert client.request_count == 2
-    # The two requests run at once, so in either order. The source's
-    # inventory is known from its service's report: its usage is enough.
     assert sorted(p for _, p, _ in spy.calls) == [
         "/allocation_candidates",
         f"/resource_providers/{world.hosts['host1']}/usages",
@@ -210,6 +212,105 @@ def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: W
     assert source.allocation_request == {world.hosts["host1"]: rs.increase(OLD, NEW)}
     assert not other.same_host
     assert other.allocation_request == {world.hosts["host2"]: NEW}
+
+
+def test_a_source_among_the_candidates_needs_no_request_of_its_own(world: World) -> None:
+    """Room for the whole new flavor beside the old is room for the increase."""
+    world.add_host("host1", memory_mb=16384)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, client, spy = world.scheduler()
+    scheduler.select_destinations(resize_request(world))  # warm the name cache
+    spy.calls.clear()
+    client.reset_request_count()
+
+    selection = scheduler.select_destinations(resize_request(world))
+
+    assert [p for _, p, _ in spy.calls] == ["/allocation_candidates"]
+    assert client.request_count == 1
+    assert world.names(selection) == ["host1", "host2"]
+    source = selection.destinations[0]
+    assert source.same_host
+    # Claimed on top of what it holds: the increase, not the whole flavor.
+    assert source.allocation_request == {world.hosts["host1"]: rs.increase(OLD, NEW)}
+
+
+def _full_source_world(world: World, others: int) -> dict[str, Any]:
+    """host1 full but for the increase; ``others`` empty hosts with more RAM."""
+    world.add_host("host1", vcpus=2, memory_mb=4096)
+    world.hold("host1", OLD)
+    world.hold("host1", {"VCPU": 0, "MEMORY_MB": 2048, "DISK_GB": 10})  # a neighbour
+    for n in range(others):
+        world.add_host(f"other{n}", memory_mb=16384)
+    return {"source_holds": OLD}
+
+
+@pytest.mark.parametrize("others", [2, 3])
+def test_a_source_that_could_not_make_the_answer_is_not_asked(world: World, others: int) -> None:
+    """Even holding only this resize, host1 (4096 MB) would weigh less than
+    the three best others (16384 MB free): with max_attempts 3 it can be
+    neither chosen nor an alternate, so its usage is not read. With only two
+    others it could be the third: it is asked, and comes last."""
+    extra = _full_source_world(world, others)
+    scheduler, client, spy = world.scheduler(max_attempts=3)
+    selection = scheduler.select_destinations(resize_request(world, **extra))
+    usages = [p for _, p, _ in spy.calls if p.endswith("/usages")]
+    if others == 3:
+        assert usages == []
+        assert "host1" not in world.names(selection)
+        assert len(selection.destinations) == 3
+    else:
+        assert usages == [f"/resource_providers/{world.hosts['host1']}/usages"]
+        assert world.names(selection)[-1] == "host1"
+
+
+def _settled_server(world: World, host: str, memory_mb: int, status: str = "ACTIVE") -> str:
+    """Our server on ``host``, holding its flavor there."""
+    flavor = {"vcpus": 0, "memory_mb": memory_mb, "root_gb": 0, "ephemeral_gb": 0, "swap": 0}
+    server = world.db.server_create(
+        name="s",
+        project_id="p",
+        user_id="u",
+        flavor=flavor,
+        status=status,
+        vm_state="active",
+        task_state=None,
+        host=host,
+        node=host,
+        rp_uuid=world.hosts[host],
+    )
+    world.hold(host, {"MEMORY_MB": memory_mb})
+    return server.uuid
+
+
+@pytest.mark.parametrize("status", ["ACTIVE", "BUILD"])
+def test_our_settled_servers_on_the_source_tighten_the_bound(world: World, status: str) -> None:
+    """Only what this resize holds is known to be held (no ``source_holds``
+    here): our ACTIVE servers there count too, a server still building not."""
+    world.add_host("host1", vcpus=2, memory_mb=4096)
+    world.hold("host1", OLD)
+    for n in range(3):
+        world.add_host(f"other{n}", memory_mb=4096)
+    # 3072 MB of host1's 4096 held by a neighbour of ours: at most 1024 free.
+    _settled_server(world, "host1", 2048, status=status)
+    scheduler, _, spy = world.scheduler(max_attempts=3)
+    selection = scheduler.select_destinations(resize_request(world))
+    asked = any(p.endswith("/usages") for _, p, _ in spy.calls)
+    assert asked == (status != "ACTIVE")
+    assert "host1" not in world.names(selection)
+
+
+def test_the_bound_counts_the_subset_and_the_weigher_sign(world: World) -> None:
+    extra = _full_source_world(world, 3)
+    # host_subset_size 4 may put the fourth best first: the source must be asked.
+    scheduler, _, spy = world.scheduler(max_attempts=3, host_subset_size=4)
+    scheduler.select_destinations(resize_request(world, **extra))
+    assert any(p.endswith("/usages") for _, p, _ in spy.calls)
+    # Stacking (a negative multiplier) favours the fullest host: the source first.
+    scheduler, _, spy = world.scheduler(max_attempts=3, ram_weight_multiplier=-1.0)
+    selection = scheduler.select_destinations(resize_request(world, **extra))
+    assert any(p.endswith("/usages") for _, p, _ in spy.calls)
+    assert world.names(selection)[0] == "host1"
 
 
 def test_source_not_allowed_is_one_query_and_never_returned(world: World) -> None:
@@ -676,7 +777,7 @@ def _verdict_requests(world: World, request: SchedulingRequest, kind: str) -> li
 def test_infeasible_and_deferred_cost_the_same_requests_at_any_size(
     world: World, sizes: tuple[int, int]
 ) -> None:
-    """The verdict reads reported inventories, not one provider after another."""
+    """The verdict is judged on the reported compute nodes: no request of its own."""
     too_big = SchedulingRequest(destination_request={"VCPU": 9})
     no_room = SchedulingRequest(destination_request={"VCPU": 8})
     counts = []
@@ -687,29 +788,29 @@ def test_infeasible_and_deferred_cost_the_same_requests_at_any_size(
         infeasible = _verdict_requests(world, too_big, "infeasible")
         deferred = _verdict_requests(world, no_room, "deferred")
         counts.append((infeasible, deferred))
-    # The candidates query, then one listing of the allowed providers.
-    expected = ["/allocation_candidates", "/resource_providers"]
+    # The candidates query alone, as for a success.
+    expected = ["/allocation_candidates"]
     assert counts == [(expected, expected), (expected, expected)]
 
 
-def test_a_provider_without_a_report_is_read_from_placement(world: World) -> None:
-    world.add_host("host1", vcpus=4)
+def test_an_unreported_provider_counts_only_when_no_node_is_reported(world: World) -> None:
     world.add_host("host2", vcpus=16, report=False)
     world.hold("host2", {"VCPU": 12})
     request = SchedulingRequest(destination_request={"VCPU": 8})
-    # host1's report says it can never hold 8; host2 has no report: its
-    # inventory is read, and it could hold 8 once emptied.
+    # No compute node reported at all (services that never report): the
+    # owned providers are listed, and host2's inventory is read; it could
+    # hold 8 once emptied.
     assert _verdict_requests(world, request, "deferred") == [
         "/allocation_candidates",
         "/resource_providers",
         f"/resource_providers/{world.hosts['host2']}/inventories",
     ]
-    # Reported, it costs nothing more.
+    # Once some node is reported, the verdict is the reported nodes': host1
+    # can never hold 8, and host2 is no host until its service reports.
+    world.add_host("host1", vcpus=4)
+    assert _verdict_requests(world, request, "infeasible") == ["/allocation_candidates"]
     world.report("host2")
-    assert _verdict_requests(world, request, "deferred") == [
-        "/allocation_candidates",
-        "/resource_providers",
-    ]
+    assert _verdict_requests(world, request, "deferred") == ["/allocation_candidates"]
 
 
 def test_a_new_report_changes_the_verdict(world: World) -> None:
@@ -744,6 +845,59 @@ def test_the_verdict_still_leaves_out_disabled_and_untraited_hosts(world: World)
         destination_request={"VCPU": 8}, required_traits=frozenset({"CUSTOM_X"})
     )
     expect_no_valid_host(lambda: scheduler.select_destinations(traited), "infeasible")
+
+
+@pytest.mark.parametrize(
+    "how", ["disabled service", "ignore_hosts", "force_hosts", "source not allowed"]
+)
+def test_the_database_verdict_leaves_out_hosts_the_request_cannot_use(
+    world: World, how: str
+) -> None:
+    world.add_host("host1", vcpus=4)
+    world.add_host("host2", vcpus=16)
+    world.hold("host2", {"VCPU": 12})
+    wanted = {"VCPU": 8}
+    # host2 could hold 8 once emptied; host1 never could.
+    request = SchedulingRequest(destination_request=wanted)
+    assert _verdict_requests(world, request, "deferred") == ["/allocation_candidates"]
+    options: dict[str, Any] = {}
+    if how == "disabled service":
+        # The service row alone (the provider keeps no disabled trait).
+        service = world.db.service_get_by_host("host2")
+        world.db.service_set_disabled(service.uuid, True, "test")
+    elif how == "ignore_hosts":
+        options = {"ignore_hosts": frozenset({"host2"})}
+    elif how == "force_hosts":
+        options = {"force_hosts": frozenset({"host1"})}
+    else:
+        options = {"source": world.hosts["host2"], "allow_same_host": False}
+    request = SchedulingRequest(destination_request=wanted, **options)
+    assert _verdict_requests(world, request, "infeasible") == ["/allocation_candidates"]
+
+
+@pytest.mark.parametrize("asked", ["required_traits", "member_of"])
+def test_traits_or_aggregates_asked_for_list_the_providers(world: World, asked: str) -> None:
+    """Traits and aggregates live in Placement alone: the verdict lists who has them."""
+    world.add_host("host1", vcpus=4)
+    world.add_host("host2", vcpus=16)
+    world.hold("host2", {"VCPU": 12})
+    world.traits("host2", ["CUSTOM_X"])
+    if asked == "required_traits":
+        # host2 has the trait and could hold 8 once emptied.
+        request = SchedulingRequest(
+            destination_request={"VCPU": 8}, required_traits=frozenset({"CUSTOM_X"})
+        )
+        kind = "deferred"
+    else:
+        # No host is in the aggregate: host2's room does not count.
+        request = SchedulingRequest(
+            destination_request={"VCPU": 8}, member_of=(str(uuid.uuid4()),)
+        )
+        kind = "infeasible"
+    assert _verdict_requests(world, request, kind) == [
+        "/allocation_candidates",
+        "/resource_providers",
+    ]
 
 
 # -- host_subset_size -------------------------------------------------------------------------
