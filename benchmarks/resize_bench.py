@@ -426,12 +426,18 @@ class Bench:
             yield self
 
     def _take_servers(self, count: int) -> list[str]:
-        """The next ``count`` servers, round the list, so each run resizes fresh ones."""
-        assert self.cloud is not None
-        servers = self.cloud.servers
+        """The next ``count`` servers, round the list, so each run resizes fresh ones.
+
+        A server an earlier run left flagged ``needs_heal`` (a refused
+        restore, counted there) is passed over: its resize would be refused.
+        """
+        assert self.cloud is not None and self.db is not None
+        flagged = {s.uuid for s in self.db.server_list(needs_heal=True)}
+        servers = [s for s in self.cloud.servers if s not in flagged]
         count = min(count, len(servers))
-        taken = [servers[(self._next_server + i) % len(servers)] for i in range(count)]
-        self._next_server = (self._next_server + count) % len(servers)
+        start = self._next_server % len(servers)
+        taken = [servers[(start + i) % len(servers)] for i in range(count)]
+        self._next_server = (start + count) % len(servers)
         return taken
 
     def _deps(self, strategy: str, prefer_same_host: bool, subset: int | None) -> TaskDeps:
@@ -693,10 +699,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--concurrency-subsets",
         type=_ints,
-        default=[1, 4],
+        default=[1, 4, 8],
         metavar="N,N,...",
         help="[scheduler] host_subset_size values the concurrency runs compare "
-        "(default 1,4: always the best host, or one of the best four at random)",
+        "(default 1,4,8: always the best host, or one of the best four or eight "
+        "at random)",
     )
     parser.add_argument(
         "--concurrency-resizes",

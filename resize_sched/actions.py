@@ -99,7 +99,8 @@ def begin_resize(
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: the new flavor is the server's current one.
     :raises ServerNotFound: unknown server, or another project's.
-    :raises ServerStateConflict: the server is not ACTIVE with no task.
+    :raises ServerStateConflict: the server is not ACTIVE with no task, or
+        is flagged ``needs_heal``.
     """
     flavor = db.flavor_get(flavorid)
     server = db.server_get(server_uuid, project_id=project_id)
@@ -113,6 +114,15 @@ def begin_resize(
             actual=server.status,
             operation="resize",
             expected="ACTIVE",
+        )
+    if server.needs_heal:
+        # NOTE: a resize starts from what the server holds in Placement; a
+        # failed restore left that missing, and heal puts it back.
+        raise exception.ServerStateConflict(
+            server_id=server_uuid,
+            actual="ACTIVE with allocations to heal (resize-sched-manage placement heal)",
+            operation="resize",
+            expected="ACTIVE with its allocations",
         )
     old_flavor = dict(server.flavor)
     new_flavor = flavor.to_snapshot()

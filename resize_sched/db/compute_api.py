@@ -463,10 +463,13 @@ class ComputeApi(SessionSource):
         """Move an idle ACTIVE server to (RESIZE, resize_prep), atomically.
 
         Of two resizes of one server, exactly one starts; the other gets
-        ServerStateConflict naming the state it found.
+        ServerStateConflict naming the state it found. A server flagged
+        ``needs_heal`` (what it should hold in Placement is missing) does not
+        start: a resize begins from what the server holds.
 
         :raises resize_sched.exception.ServerNotFound: no such server.
-        :raises resize_sched.exception.ServerStateConflict: not (ACTIVE, active, no task).
+        :raises resize_sched.exception.ServerStateConflict: not (ACTIVE,
+            active, no task, nothing to heal).
         """
         return self.server_update(
             uuid,
@@ -474,6 +477,7 @@ class ComputeApi(SessionSource):
                 "status": models.STATUS_ACTIVE,
                 "vm_state": models.VM_ACTIVE,
                 "task_state": None,
+                "needs_heal": False,
             },
             operation="resize",
             status=models.STATUS_RESIZE,

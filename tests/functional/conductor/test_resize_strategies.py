@@ -409,6 +409,22 @@ def test_resize_of_busy_server_is_refused_and_changes_nothing(make_cloud):
     assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
 
 
+def test_resize_of_a_server_to_heal_is_refused_until_healed(make_cloud):
+    """A failed restore left the server's allocation missing: a resize would
+    start from holdings it does not have. Heal first."""
+    cloud = make_cloud("max_flavor")
+    cloud.add_host("host1", vcpus=8, memory_mb=16384, disk_gb=100)
+    f_old, f_new = _flavors(cloud)
+    server = cloud.boot("vm", f_old)
+    cloud.db.server_update(server.uuid, needs_heal=True)
+    with pytest.raises(exception.ServerStateConflict, match="heal"):
+        cloud.resizes.begin(server.uuid, f_new.flavorid)
+    assert cloud.db.server_get(server.uuid).status == "ACTIVE"
+    assert cloud.db.migration_list(server_uuid=server.uuid) == []
+    cloud.db.server_update(server.uuid, needs_heal=False)
+    assert cloud.resizes.begin(server.uuid, f_new.flavorid).status == "pre-migrating"
+
+
 def test_resize_to_current_flavor_is_invalid(make_cloud):
     cloud = make_cloud("max_flavor")
     cloud.add_host("host1", vcpus=8, memory_mb=16384, disk_gb=100)

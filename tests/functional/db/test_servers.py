@@ -128,10 +128,20 @@ def test_start_resize(db: Database, flavor: models.Flavor) -> None:
         db.server_start_resize(server.uuid)
     message = str(info.value)
     assert message == (
-        f"Server {server.uuid} is status=RESIZE, vm_state=active, task_state=resize_prep; "
-        "resize needs it to be status=ACTIVE, vm_state=active, task_state=None."
+        f"Server {server.uuid} is status=RESIZE, vm_state=active, task_state=resize_prep, "
+        "needs_heal=False; resize needs it to be status=ACTIVE, vm_state=active, "
+        "task_state=None, needs_heal=False."
     )
     assert info.value.code == "resize_sched.conflict.server_state"
+
+
+def test_start_resize_refuses_a_server_to_heal(db: Database, flavor: models.Flavor) -> None:
+    """The compare-and-swap itself refuses it: a flag set after a check cannot slip by."""
+    server = _active(db, flavor)
+    db.server_update(server.uuid, needs_heal=True)
+    with pytest.raises(exception.ServerStateConflict, match="needs_heal=True"):
+        db.server_start_resize(server.uuid)
+    assert db.server_get(server.uuid).status == "ACTIVE"
 
 
 def test_start_resize_refuses_building_server(db: Database, flavor: models.Flavor) -> None:

@@ -181,16 +181,21 @@ def test_a_host_without_a_compute_node_is_named_by_one_provider_read(world: Worl
     assert [p for _, p, _ in spy.calls] == ["/allocation_candidates"]
 
 
-def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: World) -> None:
-    world.add_host("host1", vcpus=2, memory_mb=16384)
+def _second_resize(world: World, source_vcpus: int) -> tuple[Selection, PlacementClient, Spy]:
+    """host1 (16 GB, holding OLD) and host2; a resize asked twice, the second
+    spied on (the first warms the name cache)."""
+    world.add_host("host1", vcpus=source_vcpus, memory_mb=16384)
     world.add_host("host2")
     world.hold("host1", OLD)
     scheduler, client, spy = world.scheduler()
-    scheduler.select_destinations(resize_request(world))  # warm the name cache
+    scheduler.select_destinations(resize_request(world))
     spy.calls.clear()
     client.reset_request_count()
+    return scheduler.select_destinations(resize_request(world)), client, spy
 
-    selection = scheduler.select_destinations(resize_request(world))
+
+def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: World) -> None:
+    selection, client, spy = _second_resize(world, source_vcpus=2)
 
     # host1 lacks the VCPUs for the whole new flavor beside the old one, so
     # the query over every host leaves it out, and it could weigh the most:
@@ -216,15 +221,7 @@ def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: W
 
 def test_a_source_among_the_candidates_needs_no_request_of_its_own(world: World) -> None:
     """Room for the whole new flavor beside the old is room for the increase."""
-    world.add_host("host1", memory_mb=16384)
-    world.add_host("host2")
-    world.hold("host1", OLD)
-    scheduler, client, spy = world.scheduler()
-    scheduler.select_destinations(resize_request(world))  # warm the name cache
-    spy.calls.clear()
-    client.reset_request_count()
-
-    selection = scheduler.select_destinations(resize_request(world))
+    selection, client, spy = _second_resize(world, source_vcpus=8)
 
     assert [p for _, p, _ in spy.calls] == ["/allocation_candidates"]
     assert client.request_count == 1
