@@ -504,7 +504,6 @@ class MigrationApi(SessionSource):
         migration = row[0]
         if run.load_request_spec:
             run.request_spec = row[1]
-            run.request_spec_loaded = True
         run.server_uuid = migration.server_uuid
         return migration, (None if event is None else (row[-2], row[-1]))
 

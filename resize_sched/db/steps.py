@@ -66,12 +66,16 @@ class StepRun:
     #: with ``load_request_spec``, once taken: the server's request spec, or
     #: None when it has none (see :attr:`request_spec_loaded`)
     request_spec: Any = None
-    #: :attr:`request_spec` was read (None there then means "no spec")
-    request_spec_loaded: bool = False
     #: journal entries whose write landed, still to be marked ``applied``
     applied: list[int] = field(default_factory=list)
     #: the step's end is recorded: nothing is left to write
     ended: bool = False
+
+    @property
+    def request_spec_loaded(self) -> bool:
+        """:attr:`request_spec` was read with the take (None there then
+        means "no spec")."""
+        return self.load_request_spec and self.server_uuid is not None
 
 
 def begin_in(

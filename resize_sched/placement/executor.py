@@ -115,7 +115,6 @@ class TransitionExecutor:
         verify: bool = False,
         fresh: bool = False,
         run: StepRun | None = None,
-        owner: str | None = None,
     ) -> Any:
         """Move both consumers of ``migration`` to ``target`` in one write.
 
@@ -137,10 +136,9 @@ class TransitionExecutor:
             be marked ``applied`` (``run.applied``), which the next intent
             marks, instead of being marked now. Whatever the step, a write
             that holds anything is refused once the server is being deleted,
-            so nothing a delete emptied is ever re-created.
-        :param owner: outside a step (recovery, heal, release): the token
-            that must own the migration, None for any; the entry is marked
-            ``applied`` at once. Not with ``run``.
+            so nothing a delete emptied is ever re-created. None (recovery,
+            heal, release): whoever owns the migration, and the entry is
+            marked ``applied`` at once.
         :returns: the updated migration row.
         :raises StepNotDue: the step lost the migration (a delete, another
             step) before a write; nothing more was written.
@@ -152,11 +150,7 @@ class TransitionExecutor:
             holdings are forgotten so the next apply reads first.
         :raises PlacementError: any other refusal; nothing changed.
         """
-        ledger: list[int] | None = None
-        if run is not None:
-            if owner is not None and owner != run.token:
-                raise ValueError("a transition of a step is owned by the step's token")
-            owner, ledger = run.token, run.applied
+        owner, ledger = (run.token, run.applied) if run is not None else (None, None)
         if fresh:
             current = self.read(migration)
         elif not migration.holdings:

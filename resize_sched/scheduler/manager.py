@@ -147,8 +147,9 @@ class SchedulingRequest:
 @dataclass(frozen=True)
 class _SourceAnswer:
     """What the pool learned about a resize's source while every other host
-    was asked: its compute node as its service reported it (judged next,
-    beside the other hosts' candidates), or else Placement's own answer."""
+    was asked: its compute node as its service reported it, enabled (judged
+    next, beside the other hosts' candidates), or else the answer already
+    known (``judged``: Placement's, or None for a disabled source)."""
 
     node: host_api.ReportedNode | None = None
     judged: tuple[float, Destination] | None = None
@@ -357,6 +358,9 @@ class Scheduler:
         """The source's compute node when it can be judged from it, else
         Placement's answer for the source alone (``in_tree``)."""
         node = self._reported_source(request, amounts)
+        if node is not None and node.disabled:
+            LOG.debug("Source %s is disabled", node.host)
+            return _SourceAnswer()  # judged: it takes no new work
         if node is not None:
             return _SourceAnswer(node=node)
         candidates = self._query(amounts, request, in_tree=request.source)
@@ -408,9 +412,6 @@ class Scheduler:
         """
         source = request.source
         assert source is not None
-        if node.disabled:
-            LOG.debug("Source %s is disabled", node.host)
-            return None
         summary = candidates.provider_summaries.get(source)
         if summary is not None and any(
             self._root_of(ar, candidates) == source for ar in candidates.allocation_requests
@@ -454,9 +455,6 @@ class Scheduler:
         the next alternate."""
         source = request.source
         assert source is not None
-        if node.disabled:
-            LOG.debug("Source %s is disabled", node.host)
-            return None
         try:
             used = self.client.get_usages(source)
         except exception.PlacementNotFound:

@@ -68,9 +68,7 @@ def _held_on(migration: Any, provider: str) -> dict[str, int]:
     """What both consumers of ``migration`` are known to hold on ``provider``
     (empty when the holdings are not known)."""
     held = Holdings.from_dict(migration.holdings or {})
-    return rs.total(
-        {c: a[provider] for c, a in (("s", held.server), ("m", held.migration)) if provider in a}
-    )
+    return rs.add(held.server.get(provider, {}), held.migration.get(provider, {}))
 
 
 def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> bool:
