@@ -16,7 +16,6 @@ from collections.abc import Iterator
 import pytest
 
 from tests.functional.fixtures.deployment import (
-    queues,
     rabbit_deployment,
     restart_broker,
     wait_for,
@@ -173,14 +172,6 @@ def test_step_lost_with_the_broker_is_taken_on_by_the_sweep(deployment, flavors)
             and m.dest_host == "host3"
         ),
         "the reschedule to host3",
-    )
-    # NOTE: the step must be in host3's queue when the broker restarts, or a
-    # cast retried after the restart could reach host3's queue once host3 is
-    # back, and there would be nothing for the sweep to take on. (On a slow
-    # run the sweep may already have sent it again: one copy or more.)
-    wait_for(
-        lambda: int(queues(deployment["vhost"]).get("compute.host3", {}).get("messages", 0)) >= 1,
-        "prep_resize queued for host3",
     )
     restart_broker()
     daemons.start("host3", "resize_sched.cmd.compute", daemons.workdir / "host3.conf")
