@@ -164,6 +164,7 @@ def test_step_lost_with_the_broker_is_taken_on_by_the_sweep(deployment, flavors)
         conn, conn.compute.create_server(name="lost", flavor_id=f_old.id), "ACTIVE"
     )
     assert daemons.stop_one("host3") == 0
+    swept = daemons.log("conductor").count("stuck resize")
     conn.compute.resize_server(server, f_new.id)
     # host2 refuses prep_resize; the reschedule claims host3 and casts to it.
     wait_for(
@@ -174,11 +175,18 @@ def test_step_lost_with_the_broker_is_taken_on_by_the_sweep(deployment, flavors)
         "the reschedule to host3",
     )
     restart_broker()
+    # NOTE: host3 comes back only once the sweep has taken the resize on.
+    # Started earlier, it could declare its queue before the conductor's
+    # cast, retried across the restart, is published, and then nothing is
+    # lost for the sweep to take on.
+    wait_for(
+        lambda: daemons.log("conductor").count("stuck resize") > swept,
+        "the sweep taking it on",
+    )
     daemons.start("host3", "resize_sched.cmd.compute", daemons.workdir / "host3.conf")
     server = wait_status(conn, server, "VERIFY_RESIZE")
     assert server.compute_host == "host3"
     assert client.get_allocations(server.id).allocations == {hosts["host3"]: NEW}
-    assert "stuck resize" in daemons.log("conductor")
     conn.compute.confirm_server_resize(server)
     wait_status(conn, server, "ACTIVE")
     deployment["check"]()
