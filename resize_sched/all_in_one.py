@@ -15,9 +15,16 @@ at every start, and a service catalog) and a Glance subset under ``/image``
 creates' ``imageRef`` is checked. ``clouds.yaml`` in the state path lets the
 unchanged ``openstack`` and ``nova`` CLIs log in (:meth:`AllInOne.export_lines`).
 
-Needs the ``placement`` extra (``pip install resize_sched[placement]``).
+It also writes ``resize_sched.conf`` into the state path, pointing
+``[database]`` and ``[placement]`` at the embedded parts, so that
+``resize-sched-status`` and ``resize-sched-manage`` can be run against it
+(:meth:`AllInOne.tool_config_args`).
+
+Needs the ``all-in-one`` extra (``pip install 'resize_sched[all-in-one]'``);
+:func:`missing_modules` says what is absent before anything starts.
 """
 
+import importlib
 import os
 import secrets
 import shutil
@@ -44,6 +51,50 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 #: Where the stand-ins are mounted on the API's server.
 IDENTITY_PREFIX = "/identity"
 IMAGE_PREFIX = "/image"
+
+#: The extra that installs what the all-in-one needs beyond the base install.
+EXTRA = "all-in-one"
+
+#: The modules the all-in-one imports beyond the base install, each with the
+#: distribution that provides it (all in the ``all-in-one`` extra).
+REQUIRED_MODULES = {
+    "placement": "openstack-placement",
+    "oslo_db": "oslo.db",
+    "waitress": "waitress",
+}
+
+#: File names in the state path.
+TOOL_CONFIG = "resize_sched.conf"
+LOG_FILE = "all-in-one.log"
+
+
+def missing_modules() -> dict[str, str]:
+    """The modules of :data:`REQUIRED_MODULES` that cannot be imported.
+
+    :returns: module name to the distribution that provides it; empty when
+        everything is installed.
+    """
+    missing = {}
+    for module, dist in REQUIRED_MODULES.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing[module] = dist
+    return missing
+
+
+def install_hint(missing: dict[str, str]) -> str:
+    """The message telling an operator what to install.
+
+    :param missing: as returned by :func:`missing_modules`.
+    """
+    dists = ", ".join(sorted(set(missing.values())))
+    modules = ", ".join(sorted(missing))
+    return (
+        f"the all-in-one needs {dists} (module(s) {modules} not found): install the "
+        f"'{EXTRA}' extra, e.g. pip install 'resize_sched[{EXTRA}]' (or, from a "
+        f"checkout, pip install -e '.[{EXTRA}]')"
+    )
 
 
 def _write_private(path: str, lines: list[str]) -> None:
@@ -127,6 +178,8 @@ class AllInOne:
         self.identity_endpoint = ""
         self.image_endpoint = ""
         self.clouds_yaml = ""
+        #: The config file for resize-sched-status and -manage (see tool_config_args).
+        self.tool_config = ""
         #: Cloud name to its openrc file, for ``nova`` (which reads no clouds.yaml).
         self.openrc: dict[str, str] = {}
         #: The stand-in Keystone's users; passwords new at every start.
@@ -180,6 +233,7 @@ class AllInOne:
         self._start_api()
         self.clouds_yaml = self._write_clouds_yaml()
         self.openrc = self._write_openrc()
+        self.tool_config = self._write_tool_config()
         LOG.info(
             "All-in-one ready: Compute API %s, Placement %s, Identity (stand-in) %s, "
             "Image (stand-in) %s, hosts %s, state in %s, claim strategy %s",
@@ -249,6 +303,44 @@ class AllInOne:
             )
             written[cloud] = path
         return written
+
+    def _write_tool_config(self) -> str:
+        """Write the config file the operator tools need to reach this all-in-one.
+
+        It holds what the all-in-one sets for itself (the database, Placement);
+        the operator's own config files, if any, are given before it
+        (:meth:`tool_config_args`), so everything else keeps their values.
+
+        :returns: its path.
+        """
+        path = os.path.join(self.state_path, TOOL_CONFIG)
+        conf = self.conf
+        lines = [
+            "# Written by resize-sched-all-in-one; rewritten at every start.",
+            "# For resize-sched-status and resize-sched-manage, e.g.:",
+            f"#   resize-sched-status {' '.join(self.tool_config_args(path))} upgrade check",
+            "[database]",
+            f"connection = {conf.database.connection}",
+            "",
+            "[placement]",
+            "auth_type = admin_token",
+            f"endpoint = {self.placement.endpoint}",
+            "token = admin",
+            f"deployment_name = {conf.placement.deployment_name}",
+        ]
+        _write_private(path, lines)
+        return path
+
+    def tool_config_args(self, path: str | None = None) -> list[str]:
+        """The ``--config-file`` arguments that point an operator tool at this all-in-one.
+
+        :param path: the written config file; :attr:`tool_config` when None.
+        :returns: the operator's own config files, then ours (later files win).
+        """
+        args: list[str] = []
+        for given in self.conf.config_file or ():
+            args += ["--config-file", os.path.abspath(given)]
+        return args + ["--config-file", path or self.tool_config]
 
     def export_lines(self) -> list[str]:
         """The shell lines that point ``openstack`` and ``nova`` at this all-in-one."""

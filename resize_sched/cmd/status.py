@@ -8,7 +8,10 @@ file as the services and changes nothing. The checks, in the order they run:
 Database schema
     The database's Alembic revision is the newest this code ships. Behind
     (or never created, or unreadable) is a failure; ``resize-sched-manage db
-    sync`` fixes it.
+    sync`` fixes it. A SQLite database file that does not exist is reported
+    as missing, never created (nor its directory): run without
+    ``--config-file``, the command would otherwise leave an empty database
+    under the default ``state_path``.
 Placement API
     Placement answers at ``[placement]`` and supports :data:`REQUIRED_VERSION`
     (every scheduler query uses ``root_required``). Unreachable or too old
@@ -39,6 +42,7 @@ printed); a usage error exits 2 as well, as argparse does.
 """
 
 import datetime
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -194,9 +198,40 @@ class Checks(upgradecheck.UpgradeCommands):
 
     # -- the checks -------------------------------------------------------------
 
+    def _missing_sqlite_file(self) -> str | None:
+        """The path of a SQLite database file that does not exist, if ours is one.
+
+        Opening it would create it (and its directory), and this command
+        changes nothing.
+        """
+        try:
+            url = sa.engine.make_url(self.conf.database.connection)
+        except sa.exc.ArgumentError:
+            return None
+        if url.get_backend_name() != "sqlite" or url.query.get("mode") == "memory":
+            return None
+        if url.database in (None, "", ":memory:"):
+            return None
+        path = os.path.expanduser(url.database)
+        return None if os.path.exists(path) else path
+
     def _check_schema(self) -> Result:
         """The database's schema revision is the newest this code ships."""
         head = migration.head_revision()
+        missing = self._missing_sqlite_file()
+        if missing is not None:
+            given = (
+                ""
+                if self.conf.config_file or self.conf.config_dir
+                else " No config file was found or given: pass the deployment's with "
+                "--config-file."
+            )
+            return Result(
+                Code.FAILURE,
+                f"Database file {missing} does not exist (left uncreated: this command "
+                f"changes nothing); this code needs revision {head}. Check [database] "
+                f"connection, or run '{SYNC_COMMAND}' to create it.{given}",
+            )
         try:
             current = self._database().version()
         except (sa.exc.SQLAlchemyError, exception.ResizeSchedException) as exc:

@@ -201,12 +201,39 @@ def test_schema_behind_fails_naming_both_revisions(deployment: Deployment, tmp_p
 
 def test_empty_database_fails(deployment: Deployment, tmp_path: Path) -> None:
     empty = Database(sqlite_url(tmp_path / "empty-db"))
+    with empty.engine.connect():  # the file exists, without a schema
+        pass
     deployment.db.dispose()
     deployment.db = empty
     deployment.write_config()
     code, results = deployment.check()
     assert code == FAILURE
     assert "has no schema" in results["Database schema"][1]
+
+
+def test_missing_sqlite_database_is_reported_not_created(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    """Without --config-file the default [database] connection is a SQLite file
+    under state_path; the check, which changes nothing, must not create it (nor
+    its directory). The config comes from --config-dir, so no file is given."""
+    state = tmp_path / "state"
+    conf_dir = tmp_path / "conf.d"
+    conf_dir.mkdir()
+    (conf_dir / "state.conf").write_text(
+        f"[DEFAULT]\nstate_path = {state}\n\n"
+        "[placement]\nauth_type = admin_token\n"
+        f"endpoint = {deployment.placement.endpoint}\ntoken = admin\n"
+    )
+    code, out, _err = deployment.run("--config-dir", str(conf_dir), "upgrade", "check", "--json")
+    results = {c["check"]: (c["result"], c["details"]) for c in json.loads(out)["checks"]}
+    assert code == FAILURE
+    result, details = results["Database schema"]
+    assert result == FAILURE
+    assert f"Database file {state / 'resize_sched.sqlite'} does not exist" in details
+    assert migration.head_revision() in details
+    assert results["Placement API"][0] == SUCCESS
+    assert not state.exists()
 
 
 def test_placement_down_fails_with_its_url(deployment: Deployment) -> None:

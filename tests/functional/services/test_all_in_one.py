@@ -3,6 +3,9 @@ conductor -> Placement, and conductor <-> compute hosts, on the in-memory
 transport. Placement's actual state is checked after every step.
 """
 
+import json
+import pathlib
+import queue
 import time
 
 import pytest
@@ -186,3 +189,118 @@ def test_restart_on_the_same_state_path_recovers_a_resize_in_flight(tmp_path):
         assert d.usage("host1") == {}
     finally:
         d.aio.stop()
+
+
+# -- what a newcomer meets: the console script itself ------------------------------------
+
+
+def test_a_missing_module_names_the_extra_that_installs_it(tmp_path, monkeypatch, capsys):
+    """Without oslo.db the command says which extra to install, not a traceback;
+    and that extra exists in pyproject.toml and installs every module needed."""
+    import sys
+    import tomllib
+
+    from resize_sched import all_in_one
+    from resize_sched.cmd import all_in_one as cmd
+
+    monkeypatch.setitem(sys.modules, "oslo_db", None)  # import oslo_db now fails
+    state = tmp_path / "state"
+    config = tmp_path / "aio.conf"
+    config.write_text(f"[all_in_one]\nstate_path = {state}\n")
+    assert cmd.main(["--config-file", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert "oslo.db (module(s) oslo_db not found)" in err
+    assert "pip install 'resize_sched[all-in-one]'" in err
+    assert not state.exists()  # nothing started
+
+    root = pathlib.Path(__file__).resolve().parents[3]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    extra = project["optional-dependencies"][all_in_one.EXTRA]
+    declared = {req.split(">")[0].split("=")[0].strip().lower() for req in extra}
+    assert {d.lower() for d in all_in_one.REQUIRED_MODULES.values()} <= declared
+
+
+def _read_until(lines: "queue.Queue[str | None]", marker: str, deadline: float) -> list[str]:
+    """The lines read from the process until one starting with ``marker``."""
+    seen: list[str] = []
+    while True:
+        line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        assert line is not None, "the all-in-one exited:\n" + "".join(seen)
+        seen.append(line)
+        if line.startswith(marker):
+            return seen
+
+
+def test_the_command_writes_a_config_for_the_tools_and_logs_to_a_file(tmp_path, capsys):
+    """``resize-sched-all-in-one`` as an operator runs it: the banner names the
+    log file and the --config-file arguments, which resize-sched-status and
+    resize-sched-manage then use as printed; requests are logged to the file,
+    never to stdout; SIGTERM stops it cleanly."""
+    import logging
+    import os
+    import shlex
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    import requests
+
+    from resize_sched.cmd import manage, status
+
+    state = tmp_path / "state"
+    config = tmp_path / "aio.conf"
+    config.write_text(
+        "[api]\nbind_port = 0\n[all_in_one]\nplacement_port = 0\n"
+        f"hosts = host1:4:4096:40\nstate_path = {state}\n"
+    )
+    root = pathlib.Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=str(root), PYTHONWARNINGS="ignore")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "resize_sched.cmd.all_in_one", "--config-file", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def reader() -> None:
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=reader, daemon=True).start()
+    try:
+        banner = _read_until(lines, "Log:", time.monotonic() + 120)
+        text = "".join(banner)
+        log_file = state / "all-in-one.log"
+        assert f"Log:         {log_file}\n" in text
+        tool_config = state / "resize_sched.conf"
+        args = ["--config-file", str(config), "--config-file", str(tool_config)]
+        assert f"resize-sched-status {shlex.join(args)} upgrade check" in text
+        assert f"resize-sched-manage {shlex.join(args)} placement audit" in text
+        api = next(line.split()[2] for line in banner if line.startswith("Compute API:"))
+        got = requests.get(f"{api}/flavors", headers={"X-Auth-Token": "admin:admin"}, timeout=30)
+        assert got.status_code == 200
+
+        handlers, level = logging.root.handlers[:], logging.root.level
+        try:
+            capsys.readouterr()
+            assert status.main([*args, "upgrade", "check", "--json"]) == 0
+            checks = json.loads(capsys.readouterr().out)["checks"]
+            assert [c["result"] for c in checks] == [0] * 5
+            assert manage.main([*args, "placement", "audit"]) == 0
+            assert "no orphaned allocations" in capsys.readouterr().out
+        finally:
+            logging.root.handlers[:], logging.root.level = handlers, level
+        assert "GET '/v2.1/flavors' status: 200" in log_file.read_text()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    rest = []
+    while (line := lines.get(timeout=10)) is not None:
+        rest.append(line)
+    assert code == 0
+    assert rest == []  # nothing but the banner on stdout
+    assert " INFO " not in text
