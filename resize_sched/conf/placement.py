@@ -55,8 +55,9 @@ OPTS = [
         "build's claim) is re-read and re-sent after Placement answers 409 "
         "placement.concurrent_update: someone else wrote the same consumer, or a "
         "concurrent claim changed the provider, in between. With Placement's own "
-        "allocation_conflict_retry_count = 1 (recommended, see the README) these "
-        "retries are what absorbs contention. Capacity refusals are never retried.",
+        "allocation_conflict_retry_count = 1 (recommended: see "
+        "doc/placement-overcommit.rst) these retries are what absorbs contention. "
+        "Capacity refusals are never retried.",
     ),
 ]
 
