@@ -95,7 +95,8 @@ class CommandHelp(Directive):
 
 def _page_exists(app: Sphinx, name: str) -> bool:
     return any(
-        os.path.isfile(os.path.join(app.srcdir, name + suffix)) for suffix in app.config.source_suffix
+        os.path.isfile(os.path.join(app.srcdir, name + suffix))
+        for suffix in app.config.source_suffix
     )
 
 
@@ -140,7 +141,9 @@ def _optdoc_role(app: Sphinx) -> Any:
         match = _EXPLICIT.match(text)
         target = match["target"] if match else text
         if _page_exists(app, target.lstrip("/")):
-            return doc_role("std:doc", rawtext, text, lineno, inliner, options or {}, content or [])
+            return doc_role(
+                "std:doc", rawtext, text, lineno, inliner, options or {}, content or []
+            )
         title = match["title"] if match else target
         label = f"{title} (doc/{target.lstrip('/')}.rst, not part of this build)"
         return [nodes.emphasis(rawtext, label)], []
