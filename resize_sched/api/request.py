@@ -17,6 +17,7 @@ from oslo_middleware import request_id
 from resize_sched.api import faults, schemas
 from resize_sched.api.microversion import MIN_VERSION, APIVersion
 from resize_sched.context import RequestContext
+from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 
 #: WSGI environ keys set by the outer layers.
 CONTEXT_KEY = "resize_sched.context"
@@ -71,9 +72,14 @@ class ApiRequest(webob.Request):
         if not self.context.is_admin:
             raise faults.Forbidden("Policy doesn't allow this operation; it is admin only.")
 
-    def project_scope(self) -> str | None:
-        """The project whose servers the caller may see: None for an admin."""
-        return None if self.context.is_admin else self.context.project_id
+    def project_scope(self) -> ProjectScope:
+        """The project whose servers the caller may see.
+
+        :returns: :data:`~resize_sched.db.compute_api.ALL_PROJECTS` for an
+            administrator, else the caller's project (a caller without one
+            never gets here; the database refuses a None if it did).
+        """
+        return ALL_PROJECTS if self.context.is_admin else self.context.project_id  # type: ignore[return-value]
 
     def validated_body(self, schema: dict[str, Any]) -> Any:
         """The JSON body, checked against ``schema``.

@@ -118,9 +118,19 @@ def test_defaults(enforcer: Policy, rule: str) -> None:
 
 
 def test_is_admin_is_the_context_is_admin_rule(enforcer: Policy) -> None:
-    assert enforcer.is_admin("root", "p", ["admin"]) is True
-    assert enforcer.is_admin("alice", "p", ["member", "reader", "manager"]) is False
-    assert enforcer.is_admin("alice", None, []) is False
+    assert (
+        enforcer.is_admin(RequestContext(user_id="root", project_id="p", roles=("admin",))) is True
+    )
+    assert (
+        enforcer.is_admin(
+            RequestContext(user_id="alice", project_id="p", roles=("member", "reader", "manager"))
+        )
+        is False
+    )
+    assert (
+        enforcer.is_admin(RequestContext(user_id="alice", project_id=None, roles=("admin",)))
+        is False
+    )
 
 
 def test_the_callers_own_project_is_the_default_target(enforcer: Policy) -> None:
