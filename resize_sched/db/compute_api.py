@@ -24,7 +24,7 @@ from resize_sched.db.session import (
 LOG = logging.getLogger(__name__)
 
 # As in Nova: letters, digits, '.', '_', '-' and inner spaces.
-_FLAVORID_RE = re.compile(r"^(?! )[a-zA-Z0-9. _-]+(?<! )$")
+_FLAVORID_RE = re.compile(r"^(?! )[a-zA-Z0-9. _-]+(?<! )\Z")
 _FLAVOR_SIZES = ("vcpus", "memory_mb", "root_gb", "ephemeral_gb", "swap")
 _REQUEST_SPEC_FIELDS = frozenset(
     {"resources", "required_traits", "ignore_hosts", "force_hosts", "scheduler_hints"}
