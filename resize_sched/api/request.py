@@ -22,6 +22,8 @@ from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 #: WSGI environ keys set by the outer layers.
 CONTEXT_KEY = "resize_sched.context"
 VERSION_KEY = "resize_sched.api_version"
+#: ``[api] compute_link_prefix``, when set (put there by the application).
+LINK_PREFIX_KEY = "resize_sched.link_prefix"
 #: Where oslo.middleware's RequestId puts the id it made (and the one we log).
 REQUEST_ID_KEY = request_id.ENV_REQUEST_ID
 
@@ -110,13 +112,23 @@ class ApiRequest(webob.Request):
         schemas.validate(body, schema)
         return body
 
+    @property
+    def base_url(self) -> str:
+        """Where links start: ``[api] compute_link_prefix`` when set, else
+        the URL the request came to (its ``Host`` header, which the client
+        chose), each followed by the path the API is mounted at."""
+        prefix = self.environ.get(LINK_PREFIX_KEY)
+        if prefix:
+            return prefix + self.script_name
+        return self.application_url
+
     def link(self, *parts: str) -> str:
         """The versioned URL of a resource: ``.../v2.1/servers/ID``."""
-        return "/".join([self.application_url + PREFIX, *parts])
+        return "/".join([self.base_url + PREFIX, *parts])
 
     def bookmark(self, *parts: str) -> str:
         """The unversioned URL of a resource: ``.../servers/ID``."""
-        return "/".join([self.application_url, *parts])
+        return "/".join([self.base_url, *parts])
 
     def links(self, *parts: str) -> list[dict[str, str]]:
         """Nova's ``self`` and ``bookmark`` links of a resource."""

@@ -1,11 +1,13 @@
 """Input that once answered 500 (or took exponential time) answers 4xx and changes nothing."""
 
+import json
 import time
 from typing import Any
 
 import pytest
 
 from resize_sched.api import faults, name_filter
+from resize_sched.api.app import build_app
 from tests.functional.api.harness import ADMIN, ALICE, ApiHarness
 
 HUGE = "9" * 5000
@@ -222,3 +224,30 @@ def test_ordinary_names_still_pass(api: ApiHarness) -> None:
     response = api.request("POST", "/v2.1/flavors", body, token=ADMIN)
     assert response.status_int == 200, response.json
     assert response.json["flavor"]["ram"] == 2147483647
+
+
+def test_links_never_come_from_the_host_header_once_the_prefix_is_set(api: ApiHarness) -> None:
+    api.flavor("small")
+    headers = {"Host": "evil.example:666", "X-Forwarded-Host": "evil.example"}
+    body = {"server": {"name": "vm", "flavorRef": "small"}}
+    # Unset (a test deployment), links follow the Host header.
+    response = api.request("POST", "/v2.1/servers", body, token=ALICE, headers=headers)
+    assert response.location.startswith("http://evil.example:666/v2.1/servers/")
+    api.next_cast()
+
+    prefix = "https://compute.example.com/compute"
+    api.conf.set_override("compute_link_prefix", prefix + "/", group="api")
+    api.app = build_app(api.conf, api.db, api.conductor)
+    response = api.request("POST", "/v2.1/servers", body, token=ALICE, headers=headers)
+    server_id = response.json["server"]["id"]
+    assert response.location == f"{prefix}/v2.1/servers/{server_id}"
+    assert {link["href"] for link in response.json["server"]["links"]} == {
+        f"{prefix}/v2.1/servers/{server_id}",
+        f"{prefix}/servers/{server_id}",
+    }
+    api.next_cast()
+    listed = api.request("GET", "/v2.1/servers?limit=1", token=ALICE, headers=headers).json
+    assert listed["servers_links"][0]["href"].startswith(f"{prefix}/v2.1/servers?")
+    version = api.request("GET", "/v2.1", token=None, headers=headers).json["version"]
+    assert version["links"][0]["href"] == f"{prefix}/v2.1/"
+    assert "evil" not in json.dumps([listed, version])
