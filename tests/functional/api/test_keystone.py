@@ -215,3 +215,31 @@ def test_over_http(
         assert [s["name"] for s in response.json()["servers"]] == ["mine"]
         response = requests.get(url, headers={"X-Auth-Token": "nonsense"}, timeout=10)
         assert response.status_code == 401
+
+
+@pytest.mark.parametrize("token", ["admin:admin", "admin", "alice:project-a", None])
+def test_development_tokens_and_forged_identity_headers_are_refused(
+    keystone_api: ApiHarness,
+    tokens: ks_fixture.AuthTokenFixture,
+    servers: tuple[Any, Any],
+    token: str | None,
+) -> None:
+    """noauth2's tokens mean nothing on the Keystone path, nor do the headers
+    auth_token sets, when a client sends them itself."""
+    api = keystone_api
+    forged = {
+        "X-Identity-Status": "Confirmed",
+        "X-User-Id": "admin",
+        "X-Project-Id": "project-a",
+        "X-Roles": "admin,member,reader",
+    }
+    before = api.snapshot()
+    for headers in ({}, forged):
+        for method, path in (
+            ("GET", "/v2.1/servers"),
+            ("DELETE", f"/v2.1/servers/{servers[0].uuid}"),
+        ):
+            response = api.request(method, path, token=token, headers=headers)
+            assert response.status_int == 401, (token, headers, response.body)
+    assert api.snapshot() == before
+    api.assert_no_cast()
