@@ -15,6 +15,7 @@ from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.context import RequestContext
 from resize_sched.db import action_api
+from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 from resize_sched.strategies import ClaimStrategy, Holdings
 
 LOG = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ def begin_resize(
     strategy: ClaimStrategy,
     server_uuid: str,
     flavorid: str,
-    project_id: str | None = None,
+    project_id: ProjectScope = ALL_PROJECTS,
     context: RequestContext | None = None,
 ) -> Any:
     """Record a resize: server ACTIVE -> RESIZE, a new ``pre-migrating`` migration.
@@ -93,7 +94,8 @@ def begin_resize(
 
     :param db: the :class:`resize_sched.db.api.Database`.
     :param strategy: the strategy configured now.
-    :param project_id: restrict to this project's servers (None: admin).
+    :param project_id: restrict to this project's servers (:data:`ALL_PROJECTS`:
+        an administrator or a service).
     :param context: the request; when given, its ``resize`` action is recorded.
     :returns: the migration row.
     :raises FlavorNotFound: unknown flavor.
@@ -163,7 +165,7 @@ def begin_resize(
 def _begin_decision(
     db: Any,
     server_uuid: str,
-    project_id: str | None,
+    project_id: ProjectScope,
     operation: str,
     values: dict[str, Any],
     context: RequestContext | None = None,
@@ -193,7 +195,7 @@ def _begin_decision(
 def begin_confirm(
     db: Any,
     server_uuid: str,
-    project_id: str | None = None,
+    project_id: ProjectScope = ALL_PROJECTS,
     context: RequestContext | None = None,
 ) -> Any:
     """Record a confirm: migration ``finished`` -> ``confirming``.
@@ -210,7 +212,7 @@ def begin_confirm(
 def begin_revert(
     db: Any,
     server_uuid: str,
-    project_id: str | None = None,
+    project_id: ProjectScope = ALL_PROJECTS,
     context: RequestContext | None = None,
 ) -> Any:
     """Record a revert: server REVERT_RESIZE, migration ``finished`` -> ``reverting``.
@@ -232,7 +234,7 @@ def begin_revert(
 def begin_delete(
     db: Any,
     server_uuid: str,
-    project_id: str | None = None,
+    project_id: ProjectScope = ALL_PROJECTS,
     context: RequestContext | None = None,
 ) -> Any:
     """Record a delete: it wins over every step that comes after it.

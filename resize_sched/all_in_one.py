@@ -7,7 +7,8 @@ under ``[all_in_one] state_path``. Start order: Placement, database, compute
 hosts (each registers its provider), conductor (which first recovers what a
 previous run left in flight), API. Stop order is the reverse.
 
-The API's server also serves two development stand-ins, never to be exposed:
+The API's server also serves two development stand-ins, never to be exposed
+(so the all-in-one refuses ``[api] auth_strategy = keystone``):
 a Keystone subset under ``/identity`` (:mod:`resize_sched.identity`: password
 log-in for an ``admin`` and a ``demo`` member user, with passwords made up
 at every start, and a service catalog) and a Glance subset under ``/image``
@@ -162,6 +163,15 @@ class AllInOne:
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
         self.conf = conf
+        if conf.api.auth_strategy != "noauth2":
+            # NOTE: its identity stand-in hands out noauth2 tokens (admin:admin)
+            # anyone can forge; it must never sit beside a real Keystone.
+            raise exception.ConfigurationError(
+                reason=f"[api] auth_strategy = {conf.api.auth_strategy} is for a real "
+                "deployment: the all-in-one runs only with noauth2 and a development "
+                "identity stand-in. Behind Keystone, run resize-sched-api (and the "
+                "conductor and compute services) instead."
+            )
         self.hosts = [HostSpec.parse(item) for item in conf.all_in_one.hosts]
         if len({h.name for h in self.hosts}) != len(self.hosts):
             raise exception.ConfigurationError(reason="[all_in_one] hosts names must be unique")

@@ -7,11 +7,15 @@
   says, in one line, which URL failed and how.
 * :func:`unknown_options` lists the options and groups of the config files
   that nothing registered, so a misspelt option is not silently ignored.
+* :func:`policy_problems` reads the policy file as the API would and says
+  whether it parses, and which of its rules name nothing the API enforces
+  or refer to rules that do not exist.
 """
 
 import glob
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
@@ -140,6 +144,93 @@ def placement_problem(conf: cfg.ConfigOpts, client: PlacementClient | None = Non
         where = placement_url(conf, client) if client is not None else "(no client)"
         return f"Placement at {where} does not answer GET /: {exc}"
     return None
+
+
+# -- the policy file -------------------------------------------------------------------
+
+
+@dataclass
+class PolicyReport:
+    """What :func:`policy_problems` found.
+
+    :ivar files: the policy files read (the policy file, then those of
+        ``policy_dirs``), those that exist.
+    :ivar unparsable: one line per file oslo.policy could not parse; the API
+        answers every request with a 500 while it does not.
+    :ivar unknown: one line per rule the files name that the API does not
+        enforce (misspelt, or another service's), and per reference to a
+        rule that exists nowhere: such a rule changes nothing.
+    """
+
+    files: list[str] = field(default_factory=list)
+    unparsable: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+
+
+def _policy_files(conf: cfg.ConfigOpts) -> list[str]:
+    found = []
+    name = conf.oslo_policy.policy_file
+    path = name if os.path.isabs(name) else conf.find_file(name)
+    if path and os.path.isfile(path):
+        found.append(path)
+    for directory in conf.oslo_policy.policy_dirs or ():
+        where = directory if os.path.isabs(directory) else conf.find_file(directory)
+        if where and os.path.isdir(where):
+            found.extend(sorted(glob.glob(os.path.join(where, "*.yaml"))))
+            found.extend(sorted(glob.glob(os.path.join(where, "*.json"))))
+    return found
+
+
+def policy_problems(conf: cfg.ConfigOpts) -> PolicyReport:
+    """Read the policy file(s) as the API does, and list what is wrong with them.
+
+    :param conf: a parsed configuration (``[oslo_policy]`` is registered on it).
+    :returns: the report; empty lists when nothing is wrong (or there is no
+        policy file: every rule is at its default).
+    """
+    from oslo_policy import policy as oslo_policy  # NOTE: only the check reads it
+
+    from resize_sched import policies
+
+    enforcer = oslo_policy.Enforcer(conf)
+    enforcer.register_defaults(policies.list_rules())
+    report = PolicyReport(files=_policy_files(conf))
+    for path in report.files:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                oslo_policy.parse_file_contents(handle.read())
+        except Exception as exc:
+            report.unparsable.append(f"{path}: {exc}")
+    if report.unparsable:
+        return report
+    try:
+        enforcer.load_rules(force_reload=True)
+    except Exception as exc:  # the parser's message is the answer here
+        report.unparsable.append(f"{', '.join(report.files)}: {exc}")
+        return report
+    registered = set(enforcer.registered_rules)
+    for name in sorted(set(enforcer.file_rules) - registered):
+        report.unknown.append(f"rule {name!r} is not a rule of this API")
+    for name, rule in sorted(enforcer.rules.items()):
+        for ref in sorted(_rule_references(rule)):
+            if ref not in enforcer.rules:
+                report.unknown.append(f"rule {name!r} refers to rule:{ref}, which does not exist")
+    return report
+
+
+def _rule_references(check: object) -> set[str]:
+    """The names of the ``rule:NAME`` checks inside a parsed check."""
+    from oslo_policy import _checks
+
+    if isinstance(check, _checks.RuleCheck):
+        return {check.match}
+    found: set[str] = set()
+    for child in getattr(check, "rules", ()) or ():
+        found |= _rule_references(child)
+    inner = getattr(check, "rule", None)
+    if isinstance(inner, _checks.BaseCheck):
+        found |= _rule_references(inner)
+    return found
 
 
 # -- unknown options ----------------------------------------------------------------------

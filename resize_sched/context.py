@@ -15,6 +15,9 @@ class RequestContext:
         what the ``context_is_admin`` policy rule says of the caller).
     :ivar request_id: ties the logs of one request together across services.
     :ivar roles: the caller's roles, lower case, as the policy rules see them.
+    :ivar domain_id: the domain a domain-scoped token is scoped to (such a
+        token has no project).
+    :ivar system_scope: ``all`` for a system-scoped token (no project either).
     """
 
     user_id: str | None = None
@@ -22,6 +25,8 @@ class RequestContext:
     is_admin: bool = False
     request_id: str = field(default_factory=lambda: f"req-{uuid.uuid4()}")
     roles: tuple[str, ...] = ()
+    domain_id: str | None = None
+    system_scope: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -30,22 +35,36 @@ class RequestContext:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RequestContext":
-        known = {
-            k: data[k] for k in ("user_id", "project_id", "is_admin", "request_id") if k in data
-        }
+        names = ("user_id", "project_id", "is_admin", "request_id", "domain_id", "system_scope")
+        known = {k: data[k] for k in names if k in data}
         return cls(**known, roles=tuple(data.get("roles") or ()))
 
     def to_policy_values(self) -> dict[str, Any]:
         """The credentials oslo.policy checks rules against.
 
-        :returns: ``user_id``, ``project_id``, ``roles`` and ``is_admin``.
+        Only the values the caller has: a token without a project carries no
+        ``project_id`` key at all, so no check ``project_id:%(project_id)s``
+        can compare a missing project with a missing project (oslo.policy
+        compares them as the strings ``"None"`` and passes). ``domain_id``
+        and ``system`` tell oslo.policy the token's scope.
+
+        :returns: ``user_id``, ``project_id``, ``roles``, ``is_admin``, and
+            ``domain_id`` or ``system`` for a token scoped so.
         """
-        return {
+        values: dict[str, Any] = {
             "user_id": self.user_id,
             "project_id": self.project_id,
+            "domain_id": self.domain_id,
+            "system": self.system_scope,
             "roles": list(self.roles),
             "is_admin": self.is_admin,
         }
+        return {k: v for k, v in values.items() if v is not None}
+
+    @property
+    def has_project(self) -> bool:
+        """Whether the caller acts in a project (a project-scoped token)."""
+        return bool(self.project_id)
 
 
 def admin_context() -> RequestContext:

@@ -50,6 +50,11 @@ class StrategyLoadFailed(ConfigurationError):
     code = "resize_sched.config.strategy_load_failed"
 
 
+class PolicyFileInvalid(ConfigurationError):
+    msg_fmt = "The policy file %(path)s does not parse: %(reason)s"
+    code = "resize_sched.config.policy_file_invalid"
+
+
 # -- Placement ----------------------------------------------------------------
 
 
@@ -114,6 +119,16 @@ class ClaimRefused(PlacementConflict):
 class NotFound(ResizeSchedException):
     msg_fmt = "Resource could not be found: %(what)s"
     code = "resize_sched.not_found"
+
+
+class ProjectRequired(ResizeSchedException):
+    """A per-project query without a project, and without asking for all projects."""
+
+    msg_fmt = (
+        "%(what)s: no project given; a caller without a project sees nothing, and "
+        "reading every project's must be asked for explicitly (ALL_PROJECTS)."
+    )
+    code = "resize_sched.project_required"
 
 
 class FlavorNotFound(NotFound):

@@ -40,7 +40,13 @@ from resize_sched.api.handlers import (
     services,
     versions,
 )
-from resize_sched.api.request import PREFIX, REQUEST_ID_KEY, VERSION_KEY, ApiRequest
+from resize_sched.api.request import (
+    LINK_PREFIX_KEY,
+    PREFIX,
+    REQUEST_ID_KEY,
+    VERSION_KEY,
+    ApiRequest,
+)
 from resize_sched.conductor.rpcapi import ConductorAPI
 from resize_sched.db.api import Database
 from resize_sched.placement.client import PlacementClient
@@ -203,6 +209,7 @@ class ComputeApp:
             conf, lambda app: auth.wrap(conf, app, self.policy)
         )
         self.pipeline = middleware.pipeline(conf, self._dispatch)
+        self.link_prefix = (conf.api.compute_link_prefix or "").rstrip("/")
 
     def _unversioned(
         self, handler: Handler, environ: dict[str, Any], start_response: StartResponse
@@ -225,6 +232,8 @@ class ComputeApp:
     def _dispatch(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         # NOTE: set by the RequestId filter; made here only if called without it.
         request_id = environ.setdefault(REQUEST_ID_KEY, f"req-{uuid.uuid4()}")
+        if self.link_prefix:
+            environ[LINK_PREFIX_KEY] = self.link_prefix
         started = time.monotonic()
         status_seen: list[str] = []
 

@@ -13,12 +13,25 @@ administrator is the policy rule ``context_is_admin`` (by default, the role
   checked: never expose it.
 * ``keystone``: keystonemiddleware's ``auth_token`` validates the token
   (options in ``[keystone_authtoken]``) and sets ``X-User-Id``,
-  ``X-Project-Id`` and ``X-Roles``; a missing, invalid or expired token is
-  refused with 401 before any of our code runs. keystonemiddleware (the
-  ``keystone`` extra) is imported only for this strategy.
+  ``X-Project-Id`` and ``X-Roles``, or, for a token scoped to a domain or to
+  the system, ``X-Domain-Id`` or ``OpenStack-System-Scope`` instead of a
+  project (it strips those headers from what the client sent first); a
+  missing, invalid or expired token is refused with 401 before any of our
+  code runs. keystonemiddleware (the ``keystone`` extra) is imported only for
+  this strategy, and development tokens (``admin:admin``) mean nothing there.
+
+Every resource of the Compute API belongs to a project, as in Nova, whose
+rules are all project-scoped: a caller whose token names no project (scoped
+to a domain or to the system, or unscoped) is refused with 403 here, before
+any route, rule or lookup, so it is never given a listing and cannot tell a
+server that exists from one that does not. The policy
+(:meth:`Policy.check <resize_sched.api.policy.Policy.check>`) and the
+database's server queries refuse such a caller too, on their own.
 """
 
+import dataclasses
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from oslo_config import cfg
@@ -40,8 +53,39 @@ NOAUTH_ADMIN_ROLES = ("admin", "member", "reader")
 NOAUTH_USER_ROLES = ("member", "reader")
 
 
-#: Who the caller is: user id, project id and roles.
-Caller = tuple[str | None, str | None, Iterable[str]]
+#: The answer to a token that names no project.
+NO_PROJECT_MESSAGE = (
+    "This API takes project-scoped tokens only: the token is scoped to {scope}, "
+    "not to a project. Ask Keystone for a token scoped to a project."
+)
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who the caller is, as the authentication found out.
+
+    :ivar user_id: the user.
+    :ivar project_id: the project the token is scoped to, if any.
+    :ivar roles: the token's roles.
+    :ivar domain_id: the domain of a domain-scoped token.
+    :ivar system_scope: ``all`` for a system-scoped token.
+    """
+
+    user_id: str | None
+    project_id: str | None
+    roles: Iterable[str]
+    domain_id: str | None = None
+    system_scope: str | None = None
+
+    def scope(self) -> str:
+        """What the token is scoped to, in words (for the 403 and the log)."""
+        if self.system_scope:
+            return f"the system ({self.system_scope})"
+        if self.domain_id:
+            return f"the domain {self.domain_id}"
+        if self.project_id:
+            return f"the project {self.project_id}"
+        return "nothing (an unscoped token)"
 
 
 class _ContextMiddleware:
@@ -65,16 +109,34 @@ class _ContextMiddleware:
         if caller is None:
             response = faults.error_response(401, "Authentication required")
             return response(environ, start_response)
-        user_id, project_id, roles = caller
-        roles = sorted({r.strip().lower() for r in roles if r.strip()})
-        environ[POLICY_KEY] = self.policy
-        environ[CONTEXT_KEY] = RequestContext(
-            user_id=user_id,
-            project_id=project_id,
-            is_admin=self.policy.is_admin(user_id, project_id, roles),
-            request_id=environ[REQUEST_ID_KEY],
+        request_id = environ[REQUEST_ID_KEY]
+        if not caller.project_id:
+            LOG.info(
+                "Request %s refused (403): user %s has a token scoped to %s",
+                request_id,
+                caller.user_id,
+                caller.scope(),
+            )
+            response = faults.error_response(403, NO_PROJECT_MESSAGE.format(scope=caller.scope()))
+            return response(environ, start_response)
+        roles = sorted({r.strip().lower() for r in caller.roles if r.strip()})
+        ctxt = RequestContext(
+            user_id=caller.user_id,
+            project_id=caller.project_id,
+            request_id=request_id,
             roles=tuple(roles),
+            domain_id=caller.domain_id,
+            system_scope=caller.system_scope,
         )
+        try:
+            is_admin = self.policy.is_admin(ctxt)
+        except Exception as exc:
+            # NOTE: a policy file that does not parse fails here, outside the
+            # router: answer with our 500 body and request id, not the WSGI
+            # server's plain text.
+            return faults.to_response(exc, request_id)(environ, start_response)
+        environ[POLICY_KEY] = self.policy
+        environ[CONTEXT_KEY] = dataclasses.replace(ctxt, is_admin=is_admin)
         return self.app(environ, start_response)
 
 
@@ -87,7 +149,7 @@ class NoAuthMiddleware(_ContextMiddleware):
             return None
         user, _, project = token.partition(":")
         roles = NOAUTH_ADMIN_ROLES if user == ADMIN_USER else NOAUTH_USER_ROLES
-        return user, project or user, roles
+        return Caller(user, project or user, roles)
 
 
 class KeystoneContextMiddleware(_ContextMiddleware):
@@ -96,10 +158,12 @@ class KeystoneContextMiddleware(_ContextMiddleware):
     def _caller(self, environ: dict[str, Any]) -> Caller | None:
         if environ.get("HTTP_X_IDENTITY_STATUS") != "Confirmed":
             return None
-        return (
-            environ.get("HTTP_X_USER_ID"),
-            environ.get("HTTP_X_PROJECT_ID"),
-            environ.get("HTTP_X_ROLES", "").split(","),
+        return Caller(
+            user_id=environ.get("HTTP_X_USER_ID") or None,
+            project_id=environ.get("HTTP_X_PROJECT_ID") or None,
+            roles=environ.get("HTTP_X_ROLES", "").split(","),
+            domain_id=environ.get("HTTP_X_DOMAIN_ID") or None,
+            system_scope=environ.get("HTTP_OPENSTACK_SYSTEM_SCOPE") or None,
         )
 
 

@@ -103,6 +103,8 @@ def from_domain(exc: exception.ResizeSchedException) -> Fault | None:
         return BadRequest(exc.message)
     if isinstance(exc, exception.Conflict):
         return Conflict(exc.message)
+    if isinstance(exc, exception.ProjectRequired):
+        return Forbidden("This API takes project-scoped tokens only.")
     return None
 
 

@@ -9,14 +9,23 @@ with 403) or :func:`allowed` (hide a field); the auth middlewares ask
 (:attr:`RequestContext.is_admin <resize_sched.context.RequestContext.is_admin>`)
 is what scopes lookups to the caller's project: another project's server is
 a 404 before any rule is asked.
+
+Every rule is about a project's resources (``scope_types = ['project']``,
+as in Nova): a caller without a project passes none of them, whatever the
+rule's check string says, and is never an administrator. No missing value
+reaches oslo.policy either, which would compare a missing ``project_id``
+with a missing ``project_id`` as equal. A policy file that does not parse
+raises :class:`~resize_sched.exception.PolicyFileInvalid` (logged with the
+file and the parser's message), which the API answers with its 500 body.
 """
 
 from typing import Any
 
 from oslo_config import cfg
+from oslo_log import log as logging
 from oslo_policy import policy as oslo_policy
 
-from resize_sched import policies
+from resize_sched import exception, policies
 from resize_sched.api import faults
 from resize_sched.api.request import ApiRequest
 from resize_sched.context import RequestContext
@@ -27,6 +36,8 @@ POLICY_KEY = "resize_sched.policy"
 #: The rule deciding who is an administrator.
 ADMIN_RULE = "context_is_admin"
 
+LOG = logging.getLogger(__name__)
+
 
 class Policy:
     """The rule defaults, the operator's overrides, and the checks.
@@ -36,8 +47,24 @@ class Policy:
     """
 
     def __init__(self, conf: cfg.ConfigOpts) -> None:
+        self.conf = conf
         self.enforcer = oslo_policy.Enforcer(conf)
         self.enforcer.register_defaults(policies.list_rules())
+
+    def load(self) -> None:
+        """Read the policy file (and ``policy_dirs``) if they changed.
+
+        :raises PolicyFileInvalid: a file does not parse; logged with the
+            file and the parser's message.
+        """
+        try:
+            self.enforcer.load_rules()
+        except Exception as exc:
+            path = self.enforcer.policy_path or self.conf.oslo_policy.policy_file
+            dirs = ", ".join(self.conf.oslo_policy.policy_dirs or ())
+            where = f"{path} (or a file of policy_dirs: {dirs})" if dirs else path
+            LOG.error("The policy file %s does not parse: %s", where, exc)
+            raise exception.PolicyFileInvalid(path=where, reason=str(exc)) from exc
 
     def check(self, ctxt: RequestContext, rule: str, target: dict[str, Any] | None = None) -> bool:
         """Whether ``rule`` lets the caller act on ``target``.
@@ -46,21 +73,28 @@ class Policy:
         :param rule: a rule name from :mod:`resize_sched.policies`.
         :param target: what the caller acts on (``project_id``, ``user_id``);
             the caller's own project and user when None.
-        :returns: True when allowed.
+        :returns: True when allowed; always False for a caller without a
+            project (every rule here is project-scoped).
+        :raises PolicyFileInvalid: the policy file does not parse.
         """
+        self.load()
+        if not ctxt.has_project:
+            return False
         if target is None:
             target = {"project_id": ctxt.project_id, "user_id": ctxt.user_id}
+        # NOTE: a missing key makes a check like project_id:%(project_id)s fail;
+        # a None would be formatted as "None" and match a None in the creds.
+        target = {k: v for k, v in target.items() if v is not None}
         return bool(self.enforcer.enforce(rule, target, ctxt.to_policy_values()))
 
-    def is_admin(self, user_id: str | None, project_id: str | None, roles: list[str]) -> bool:
-        """Whether these credentials pass ``context_is_admin``.
+    def is_admin(self, ctxt: RequestContext) -> bool:
+        """Whether the caller passes ``context_is_admin``.
 
-        :param user_id: the caller's user.
-        :param project_id: the project the caller's token is scoped to.
-        :param roles: the caller's roles (lower case).
-        :returns: True for an administrator.
+        :param ctxt: the caller (its ``is_admin`` is not read).
+        :returns: True for an administrator; never for a caller without a
+            project.
+        :raises PolicyFileInvalid: the policy file does not parse.
         """
-        ctxt = RequestContext(user_id=user_id, project_id=project_id, roles=tuple(roles))
         return self.check(ctxt, ADMIN_RULE, {})
 
 

@@ -17,10 +17,13 @@ from oslo_middleware import request_id
 from resize_sched.api import faults, schemas
 from resize_sched.api.microversion import MIN_VERSION, APIVersion
 from resize_sched.context import RequestContext
+from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 
 #: WSGI environ keys set by the outer layers.
 CONTEXT_KEY = "resize_sched.context"
 VERSION_KEY = "resize_sched.api_version"
+#: ``[api] compute_link_prefix``, when set (put there by the application).
+LINK_PREFIX_KEY = "resize_sched.link_prefix"
 #: Where oslo.middleware's RequestId puts the id it made (and the one we log).
 REQUEST_ID_KEY = request_id.ENV_REQUEST_ID
 
@@ -71,9 +74,14 @@ class ApiRequest(webob.Request):
         if not self.context.is_admin:
             raise faults.Forbidden("Policy doesn't allow this operation; it is admin only.")
 
-    def project_scope(self) -> str | None:
-        """The project whose servers the caller may see: None for an admin."""
-        return None if self.context.is_admin else self.context.project_id
+    def project_scope(self) -> ProjectScope:
+        """The project whose servers the caller may see.
+
+        :returns: :data:`~resize_sched.db.compute_api.ALL_PROJECTS` for an
+            administrator, else the caller's project (a caller without one
+            never gets here; the database refuses a None if it did).
+        """
+        return ALL_PROJECTS if self.context.is_admin else self.context.project_id  # type: ignore[return-value]
 
     def validated_body(self, schema: dict[str, Any]) -> Any:
         """The JSON body, checked against ``schema``.
@@ -104,13 +112,23 @@ class ApiRequest(webob.Request):
         schemas.validate(body, schema)
         return body
 
+    @property
+    def base_url(self) -> str:
+        """Where links start: ``[api] compute_link_prefix`` when set, else
+        the URL the request came to (its ``Host`` header, which the client
+        chose), each followed by the path the API is mounted at."""
+        prefix = self.environ.get(LINK_PREFIX_KEY)
+        if prefix:
+            return prefix + self.script_name
+        return self.application_url
+
     def link(self, *parts: str) -> str:
         """The versioned URL of a resource: ``.../v2.1/servers/ID``."""
-        return "/".join([self.application_url + PREFIX, *parts])
+        return "/".join([self.base_url + PREFIX, *parts])
 
     def bookmark(self, *parts: str) -> str:
         """The unversioned URL of a resource: ``.../servers/ID``."""
-        return "/".join([self.application_url, *parts])
+        return "/".join([self.base_url, *parts])
 
     def links(self, *parts: str) -> list[dict[str, str]]:
         """Nova's ``self`` and ``bookmark`` links of a resource."""

@@ -15,17 +15,41 @@ import jsonschema
 
 from resize_sched.api import faults
 
-_NAME = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": r"^(?!\s)(.*\S)?$"}
-_FLAVOR_REF = {"type": ["string", "integer"], "minLength": 1}
-_INT_STRING = r"^\s*[0-9]+\s*$"
+#: The largest count a body may carry (Nova's: a signed 32-bit integer).
+MAX_INT = 2**31 - 1
+
+#: Control characters (C0, DEL and C1): never in a name. PostgreSQL cannot
+#: store NUL in text at all, and the others only garble logs and terminals.
+_CONTROL = "\x00-\x1f\x7f-\x9f"
+
+# NOTE: every pattern ends in \Z, not $: jsonschema searches with Python's re,
+# where $ also matches before a final newline ("name\n" would pass).
+_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 255,
+    "pattern": f"^(?!\\s)[^{_CONTROL}]*(?<!\\s)\\Z",
+}
+_NO_CONTROL = f"^[^{_CONTROL}]*\\Z"
+_FLAVOR_REF = {
+    "anyOf": [
+        {"type": "string", "minLength": 1, "maxLength": 2048, "pattern": _NO_CONTROL},
+        {"type": "integer", "minimum": 0, "maximum": MAX_INT},
+    ]
+}
+# NOTE: at most 10 digits, so no conversion ever meets Python's limit on
+# integer strings (4,300 digits: a 500 before) and the maximum is checked on
+# an int; the whitespace around is bounded by maxLength.
+_INT_STRING = r"^\s*[0-9]{1,10}\s*\Z"
 
 
 def _count(minimum: int) -> dict[str, Any]:
     return {
         "type": ["integer", "string"],
         "pattern": _INT_STRING,
+        "maxLength": 32,
         "minimum": minimum,
-        "maximum": 2**31 - 1,
+        "maximum": MAX_INT,
     }
 
 
@@ -37,10 +61,16 @@ FLAVOR_CREATE = {
             "properties": {
                 "name": _NAME,
                 "id": {
-                    "type": ["string", "integer", "null"],
-                    "minLength": 1,
-                    "maxLength": 255,
-                    "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )$",
+                    "anyOf": [
+                        {
+                            "type": "string",
+                            "minLength": 1,
+                            "maxLength": 255,
+                            "pattern": r"^(?! )[a-zA-Z0-9. _-]+(?<! )\Z",
+                        },
+                        {"type": "integer", "minimum": 0, "maximum": MAX_INT},
+                        {"type": "null"},
+                    ]
                 },
                 "ram": _count(1),
                 "vcpus": _count(1),
@@ -61,8 +91,13 @@ FLAVOR_CREATE = {
     "additionalProperties": False,
 }
 
-_SPEC_KEY = r"^[a-zA-Z0-9-_:. ]{1,255}$"
-_SPEC_VALUE = {"type": ["string", "number", "boolean"], "minLength": 0, "maxLength": 255}
+_SPEC_KEY = r"^[a-zA-Z0-9-_:. ]{1,255}\Z"
+_SPEC_VALUE = {
+    "type": ["string", "number", "boolean"],
+    "minLength": 0,
+    "maxLength": 255,
+    "pattern": _NO_CONTROL,
+}
 
 EXTRA_SPECS_CREATE = {
     "type": "object",
@@ -100,7 +135,7 @@ SERVER_CREATE = {
             "properties": {
                 "name": _NAME,
                 "flavorRef": _FLAVOR_REF,
-                "imageRef": {"type": "string", "maxLength": 2048},
+                "imageRef": {"type": "string", "maxLength": 2048, "pattern": _NO_CONTROL},
                 # Refused by the handler with a clear message: no volumes here.
                 "block_device_mapping_v2": {"type": "array"},
                 "block_device_mapping": {"type": "array"},
@@ -180,10 +215,28 @@ def validate(body: Any, schema: dict[str, Any]) -> None:
         raise faults.BadRequest(_describe(error))
 
 
-def as_int(value: int | str) -> int:
+def as_int(value: int | str, name: str = "value") -> int:
     """A count as validated above (an int or a digit string) as an int.
 
+    The schemas already bound both forms; this checks again, before any
+    conversion, so a count that reaches it unvalidated is a 400 too.
+
     :param value: the value.
+    :param name: the field, for the message.
     :returns: the integer.
+    :raises faults.BadRequest: not a count of at most :data:`MAX_INT`.
     """
-    return int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise faults.BadRequest(f"Invalid input for field/attribute {name}: not an integer.")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.isascii() or not text.isdigit() or len(text) > len(str(MAX_INT)):
+            raise faults.BadRequest(
+                f"Invalid input for field/attribute {name}: not an integer of at most {MAX_INT}."
+            )
+        value = int(text)
+    if not 0 <= value <= MAX_INT:
+        raise faults.BadRequest(
+            f"Invalid input for field/attribute {name}: must be between 0 and {MAX_INT}."
+        )
+    return value

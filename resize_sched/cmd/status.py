@@ -32,6 +32,12 @@ Stuck migrations
 Claim strategy
     ``[resize] claim_strategy`` names an installed strategy that loads. A
     failure otherwise, since the conductor then refuses to start.
+Policy file
+    The policy file (``[oslo_policy] policy_file`` and ``policy_dirs``)
+    parses: a failure otherwise, since the API then answers every request
+    with a 500. A rule it names that the API does not enforce, or a
+    ``rule:NAME`` it refers to that exists nowhere, is a warning: it changes
+    nothing, which is seldom what was meant.
 
 The checks that read the database run only when the schema is at head, and
 the provider check only when Placement answered; otherwise they report a
@@ -55,8 +61,8 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
 
+from resize_sched import checks, exception, strategies
 from resize_sched import conf as rs_conf
-from resize_sched import exception, strategies
 from resize_sched.conf import placement as placement_conf
 from resize_sched.db import migration, models
 from resize_sched.db.api import Database
@@ -76,7 +82,8 @@ DESCRIPTION = (
     "Placement answers at the microversion resize_sched needs, that the resource "
     "provider of every compute host with servers exists and carries this deployment's "
     "owner trait, that no migration is stuck in flight for longer than [conductor] "
-    "stuck_after, and that [resize] claim_strategy is installed. Nothing is changed. "
+    "stuck_after, that [resize] claim_strategy is installed, and that the policy file "
+    "parses and names only rules that exist. Nothing is changed. "
     "Exit codes: 0 all passed; 1 a warning; 2 a failure; 255 a check could not run."
 )
 
@@ -392,12 +399,33 @@ class Checks(upgradecheck.UpgradeCommands):
             return Result(Code.FAILURE, f"{exc}. The conductor will not start with it.")
         return Result(Code.SUCCESS, f"[resize] claim_strategy '{name}' is installed.")
 
+    def _check_policy_file(self) -> Result:
+        """The policy file parses and names only rules that exist."""
+        report = checks.policy_problems(self.conf)
+        if report.unparsable:
+            return Result(
+                Code.FAILURE,
+                f"The policy file does not parse: {_listed(report.unparsable)}. The API "
+                "answers every authenticated request with a 500 until it does.",
+            )
+        if report.unknown:
+            return Result(
+                Code.WARNING,
+                f"The policy file names what this API does not know, so it changes "
+                f"nothing: {_listed(report.unknown)}. Misspelt? The rule names are in "
+                "policy.yaml.sample (oslopolicy-sample-generator --namespace resize_sched).",
+            )
+        if not report.files:
+            return Result(Code.SUCCESS, "No policy file: every rule is at its default.")
+        return Result(Code.SUCCESS, f"The policy file parses: {', '.join(report.files)}.")
+
     _upgrade_checks = (
         ("Database schema", _check_schema),
         ("Placement API", _check_placement),
         ("Compute host providers", _check_providers),
         ("Stuck migrations", _check_stuck_migrations),
         ("Claim strategy", _check_claim_strategy),
+        ("Policy file", _check_policy_file),
     )
 
 

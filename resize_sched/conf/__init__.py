@@ -22,6 +22,7 @@ from resize_sched.conf import (
     resize,
     scheduler,
     upgrade_levels,
+    wsgi,
 )
 from resize_sched.version import version_string
 
@@ -38,6 +39,7 @@ _MODULES = (
     resize,
     scheduler,
     upgrade_levels,
+    wsgi,
 )
 
 

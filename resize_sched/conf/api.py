@@ -41,6 +41,17 @@ OPTS = [
         "is decided by the policy rules (Nova's names and defaults, overridable in "
         "[oslo_policy] policy_file; see etc/resize_sched/policy.yaml.sample).",
     ),
+    cfg.URIOpt(
+        "compute_link_prefix",
+        schemes=["http", "https"],
+        help="The URL the API's links start with (self and bookmark links, Location "
+        "headers, next links, the version documents), e.g. "
+        "https://compute.example.com:8774 or https://cloud.example.com/compute. Set "
+        "it in production: unset, links are built from the request's Host header, "
+        "which any client chooses (and [oslo_middleware] enable_proxy_headers_parsing "
+        "from X-Forwarded-Host). The path of the request (/v2.1/...) is appended to "
+        "it, as Nova does with its option of the same name.",
+    ),
 ]
 
 

@@ -3,7 +3,7 @@
 import re
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import sqlalchemy as sa
 from oslo_log import log as logging
@@ -24,11 +24,45 @@ from resize_sched.db.session import (
 LOG = logging.getLogger(__name__)
 
 # As in Nova: letters, digits, '.', '_', '-' and inner spaces.
-_FLAVORID_RE = re.compile(r"^(?! )[a-zA-Z0-9. _-]+(?<! )$")
+_FLAVORID_RE = re.compile(r"^(?! )[a-zA-Z0-9. _-]+(?<! )\Z")
 _FLAVOR_SIZES = ("vcpus", "memory_mb", "root_gb", "ephemeral_gb", "swap")
 _REQUEST_SPEC_FIELDS = frozenset(
     {"resources", "required_traits", "ignore_hosts", "force_hosts", "scheduler_hints"}
 )
+
+
+class AllProjects:
+    """The type of :data:`ALL_PROJECTS`: a server query over every project."""
+
+    def __repr__(self) -> str:
+        return "ALL_PROJECTS"
+
+
+#: The project of a server query that reads every project's servers: a
+#: service's own work, or an API caller that asked for all projects and whose
+#: policy allows it. A query given ``None`` (a caller without a project) is
+#: refused: a missing project never means "no filter".
+ALL_PROJECTS: Final = AllProjects()
+
+#: What a server query is limited to: one project, or :data:`ALL_PROJECTS`.
+ProjectScope = str | AllProjects
+
+
+def project_condition(column: Any, project_id: ProjectScope | None, what: str) -> Any:
+    """The ``WHERE`` clause limiting a query to a project, or None for every project.
+
+    :param column: the project column of the queried model.
+    :param project_id: the project, or :data:`ALL_PROJECTS`.
+    :param what: the query, for the error.
+    :returns: the clause, or None for :data:`ALL_PROJECTS`.
+    :raises ProjectRequired: no project (None or empty) and not ALL_PROJECTS.
+    """
+    if project_id is ALL_PROJECTS:
+        return None
+    if not isinstance(project_id, str) or not project_id:
+        LOG.error("Refused %s with no project (%r): never read as every project", what, project_id)
+        raise exception.ProjectRequired(what=what)
+    return column == project_id
 
 
 def _flavor_snapshot(flavor: models.Flavor | Mapping[str, Any]) -> dict[str, Any]:
@@ -338,17 +372,20 @@ class ComputeApi(SessionSource):
         return server
 
     def server_get(
-        self, uuid: str, project_id: str | None = None, *, read_deleted: bool = False
+        self, uuid: str, project_id: ProjectScope = ALL_PROJECTS, *, read_deleted: bool = False
     ) -> models.Server:
         """Get a server.
 
-        :param project_id: when given, the server must belong to this project.
+        :param project_id: the project the server must belong to, or
+            :data:`ALL_PROJECTS` (the default: a service's own lookups).
         :param read_deleted: also find a deleted server.
         :raises resize_sched.exception.ServerNotFound: no such server (in the project).
+        :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
         """
         query = sa.select(models.Server).where(models.Server.uuid == uuid)
-        if project_id is not None:
-            query = query.where(models.Server.project_id == project_id)
+        condition = project_condition(models.Server.project_id, project_id, "server lookup")
+        if condition is not None:
+            query = query.where(condition)
         if not read_deleted:
             query = query.where(models.Server.deleted_at.is_(None))
         with self._reader() as session:
@@ -359,7 +396,7 @@ class ComputeApi(SessionSource):
 
     def server_list(
         self,
-        project_id: str | None = None,
+        project_id: ProjectScope = ALL_PROJECTS,
         *,
         host: str | None = None,
         status: str | None = None,
@@ -369,16 +406,19 @@ class ComputeApi(SessionSource):
     ) -> list[models.Server]:
         """List servers, oldest first.
 
-        :param project_id: only this project's.
+        :param project_id: only this project's, or :data:`ALL_PROJECTS` (the
+            default: a service's own listings).
         :param host: only those on this host.
         :param status: only those in this status (``BUILD``, ``ACTIVE``...).
         :param task_state: only those with this task (``deleting``...).
         :param needs_heal: only those flagged (True) or not (False).
         :param read_deleted: include deleted servers.
+        :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
         """
         query = sa.select(models.Server)
-        if project_id is not None:
-            query = query.where(models.Server.project_id == project_id)
+        condition = project_condition(models.Server.project_id, project_id, "server listing")
+        if condition is not None:
+            query = query.where(condition)
         if host is not None:
             query = query.where(models.Server.host == host)
         if status is not None:
@@ -484,7 +524,9 @@ class ComputeApi(SessionSource):
             task_state=models.TASK_RESIZE_PREP,
         )
 
-    def server_begin_delete(self, uuid: str, project_id: str | None = None) -> models.Server:
+    def server_begin_delete(
+        self, uuid: str, project_id: ProjectScope = ALL_PROJECTS
+    ) -> models.Server:
         """Record that the server is to be deleted; it wins over every later step.
 
         One transaction: the server's task becomes ``deleting`` whatever it
@@ -493,13 +535,16 @@ class ComputeApi(SessionSource):
         compare-and-swap that ends it, so none can undo the delete. Asking
         again is harmless.
 
-        :param project_id: when given, the server must belong to this project.
+        :param project_id: the project the server must belong to, or
+            :data:`ALL_PROJECTS` (the default).
         :returns: the server, ``deleting``.
         :raises resize_sched.exception.ServerNotFound: no such live server.
+        :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
         """
         conditions = [models.Server.deleted_at.is_(None)]
-        if project_id is not None:
-            conditions.append(models.Server.project_id == project_id)
+        condition = project_condition(models.Server.project_id, project_id, "server delete")
+        if condition is not None:
+            conditions.append(condition)
         not_yet = sa.or_(
             models.Server.task_state.is_(None), models.Server.task_state != models.TASK_DELETING
         )
@@ -514,7 +559,7 @@ class ComputeApi(SessionSource):
             if changed == 0 and (
                 server is None
                 or server.deleted_at is not None
-                or (project_id is not None and server.project_id != project_id)
+                or (condition is not None and server.project_id != project_id)
             ):
                 raise exception.ServerNotFound(server_id=uuid)
             self.migration_close_for_delete(session, uuid)  # type: ignore[attr-defined]

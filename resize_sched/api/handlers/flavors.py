@@ -182,11 +182,13 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     swap = body.get("swap", 0)
     flavor = state.db.flavor_create(
         body["name"],
-        schemas.as_int(body["vcpus"]),
-        schemas.as_int(body["ram"]),
-        schemas.as_int(body["disk"]),
-        ephemeral_gb=schemas.as_int(body.get("OS-FLV-EXT-DATA:ephemeral", 0)),
-        swap=0 if swap == "" else schemas.as_int(swap),
+        schemas.as_int(body["vcpus"], "vcpus"),
+        schemas.as_int(body["ram"], "ram"),
+        schemas.as_int(body["disk"], "disk"),
+        ephemeral_gb=schemas.as_int(
+            body.get("OS-FLV-EXT-DATA:ephemeral", 0), "OS-FLV-EXT-DATA:ephemeral"
+        ),
+        swap=0 if swap == "" else schemas.as_int(swap, "swap"),
         flavorid=None if flavorid is None else str(flavorid),
         is_public=body.get("os-flavor-access:is_public", True),
     )

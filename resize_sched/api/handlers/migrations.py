@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import webob
 from oslo_log import log as logging
 
+from resize_sched import exception
 from resize_sched.api import faults, policy
 from resize_sched.api.request import (
     ApiRequest,
@@ -37,6 +38,7 @@ from resize_sched.api.request import (
     time_param,
 )
 from resize_sched.db import models
+from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 from resize_sched.policies import migrations as rules
 
 if TYPE_CHECKING:
@@ -129,21 +131,24 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
     policy.authorize(req, rules.INDEX)
     own_project = req.context.project_id
     asked_project = req.GET.get("project_id")
-    only_project = None
+    scope: ProjectScope | None = ALL_PROJECTS
     if asked_project is None or asked_project != own_project:
         policy.authorize(req, rules.INDEX_ALL_PROJECTS)
     elif not policy.allowed(req, rules.INDEX_ALL_PROJECTS):
         # NOTE: whatever the microversion (project_id filters only from 2.80),
         # a caller limited to its own project sees nothing else.
-        only_project = own_project
+        scope = own_project
     hosts = policy.allowed(req, rules.INDEX_HOST)
     status = req.GET.get("status")
     migrations = state.db.migration_list(
         server_uuid=req.GET.get("instance_uuid"),
         statuses=None if status is None else [status],
     )
-    if only_project is not None:
-        migrations = [m for m in migrations if m.project_id == only_project]
+    if scope is not ALL_PROJECTS:
+        if not scope:
+            # NOTE: a missing project never means every project.
+            raise exception.ProjectRequired(what="migration listing")
+        migrations = [m for m in migrations if m.project_id == scope]
     migrations = _filtered(req, migrations)
     links: list[dict[str, str]] = []
     if req.version.at_least("2.59"):

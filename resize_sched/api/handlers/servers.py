@@ -35,6 +35,7 @@ from resize_sched.api.request import (
     parse_bool,
 )
 from resize_sched.db import models
+from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 from resize_sched.policies import servers as rules
 
 if TYPE_CHECKING:
@@ -188,10 +189,10 @@ def _listed(
 ) -> tuple[list[models.Server], list[dict[str, str]]]:
     ctxt = req.context
     policy.authorize(req, rules.DETAIL if detail else rules.INDEX)
-    project_id: str | None = ctxt.project_id
+    project_id: ProjectScope | None = ctxt.project_id
     if "all_tenants" in req.GET and parse_bool(req.GET["all_tenants"], "all_tenants"):
         policy.authorize(req, rules.DETAIL_ALL_TENANTS if detail else rules.INDEX_ALL_TENANTS)
-        project_id = req.GET.get("project_id") or req.GET.get("tenant_id")
+        project_id = req.GET.get("project_id") or req.GET.get("tenant_id") or ALL_PROJECTS
     host = req.GET.get("host")
     if host is not None:
         policy.authorize(req, rules.ALLOW_ALL_FILTERS)

@@ -26,7 +26,7 @@ def _version(req: ApiRequest) -> dict[str, Any]:
         "min_version": str(microversion.MIN_VERSION),
         "updated": UPDATED,
         "links": [
-            {"rel": "self", "href": f"{req.application_url}{PREFIX}/"},
+            {"rel": "self", "href": f"{req.base_url}{PREFIX}/"},
             {
                 "rel": "describedby",
                 "type": "text/html",

@@ -34,6 +34,7 @@ from resize_sched import actions, exception
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
+from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepEvent, StepRun
 from resize_sched.scheduler.manager import Destination, SchedulingRequest, Selection
 from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
@@ -126,7 +127,9 @@ class ResizeTask:
 
     # -- begin ------------------------------------------------------------------
 
-    def begin(self, server_uuid: str, flavorid: str, project_id: str | None = None) -> Any:
+    def begin(
+        self, server_uuid: str, flavorid: str, project_id: ProjectScope = ALL_PROJECTS
+    ) -> Any:
         """Validate and record a resize with the strategy configured now.
 
         See :func:`resize_sched.actions.begin_resize` for the errors.

@@ -5,8 +5,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from keystonemiddleware import fixture as ks_fixture
 
 from resize_sched import conf as rs_conf
+from resize_sched.api.app import build_app
 from resize_sched.conductor import reports
 from resize_sched.placement.client import PlacementClient
 from resize_sched.placement.embedded import PlacementInProcess
@@ -29,6 +31,29 @@ def api(tmp_path: Path, cast_bus: CastBus) -> Iterator[ApiHarness]:
     harness = ApiHarness(tmp_path, bus=cast_bus)
     yield harness
     harness.close()
+
+
+#: Where ``keystone_api``'s auth_token would send clients to get a token.
+KEYSTONE = "http://keystone.test:5000/v3"
+
+
+@pytest.fixture
+def tokens() -> Iterator[ks_fixture.AuthTokenFixture]:
+    """keystonemiddleware's stand-in for Keystone's token validation."""
+    with ks_fixture.AuthTokenFixture() as fixture:
+        yield fixture
+
+
+@pytest.fixture
+def keystone_api(api: ApiHarness, tmp_path: Path) -> ApiHarness:
+    """``api`` rebuilt from a config file that leaves auth_strategy at its default."""
+    config = tmp_path / "resize_sched.conf"
+    config.write_text(f"[keystone_authtoken]\nwww_authenticate_uri = {KEYSTONE}\n")
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, ["--config-file", str(config)])
+    assert conf.api.auth_strategy == "keystone"
+    api.app = build_app(conf, api.db, api.conductor)
+    return api
 
 
 @pytest.fixture

@@ -4,9 +4,12 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
+import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -24,6 +27,7 @@ def _config(
     transport_url: str = "fake://",
     connection: str | None = None,
     claim_strategy: str = "max_flavor",
+    extra: str = "",
 ) -> Path:
     db = fresh_sqlite_database(tmp_path)
     db.dispose()
@@ -32,7 +36,7 @@ def _config(
         f"[DEFAULT]\ntransport_url = {transport_url}\n"
         f"[database]\nconnection = {connection or sqlite_url(tmp_path)}\n"
         f"[resize]\nclaim_strategy = {claim_strategy}\n"
-        "[api]\nbind_host = 127.0.0.1\nbind_port = 0\nauth_strategy = noauth2\n"
+        "[api]\nbind_host = 127.0.0.1\nbind_port = 0\nauth_strategy = noauth2\n" + extra
     )
     return path
 
@@ -129,3 +133,90 @@ def test_wsgi_application_reads_the_config_file_named_by_the_environment(
         assert application.deployment.db.url == sqlite_url(tmp_path)
     finally:
         application.deployment.close()
+
+
+#: Slow clients the API must hold while it answers others (issue: 110 stopped it).
+SLOW_CLIENTS = 1000
+
+
+def _serving(tmp_path: Path, extra: str = "") -> tuple[subprocess.Popen, _Output, str]:
+    process = _start(_config(tmp_path, extra=extra))
+    output = _Output(process)
+    return process, output, output.wait_for(SERVING).group(1)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _closed_by_server(sock: socket.socket, deadline: float, trickle: bool) -> bool:
+    """Whether the server closes ``sock`` before ``deadline`` (sending a byte
+    every 0.2 s while waiting when ``trickle``)."""
+    sock.settimeout(0.2)
+    while time.monotonic() < deadline:
+        try:
+            if trickle:
+                sock.sendall(b"a")
+            if sock.recv(1024) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+    return False
+
+
+def test_a_thousand_slow_clients_do_not_stop_the_api(tmp_path: Path) -> None:
+    process, _output, endpoint = _serving(tmp_path)
+    address = urllib.parse.urlsplit(endpoint)
+    slow: list[socket.socket] = []
+    try:
+        for _ in range(SLOW_CLIENTS):
+            sock = socket.create_connection((address.hostname, address.port), timeout=10)
+            # Headers begun, never finished: each holds a connection.
+            sock.sendall(b"GET /v2.1/servers HTTP/1.1\r\nHost: x\r\nX-Auth-Token: alice")
+            slow.append(sock)
+        started = time.monotonic()
+        request = urllib.request.Request(
+            f"{endpoint}/flavors", headers={"X-Auth-Token": "alice:project-a"}
+        )
+        # NOTE: connections are accepted in order, so the probe's answer means
+        # every slow client before it was accepted and is held.
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert json.load(response) == {"flavors": []}
+        print(
+            f"probe answered in {time.monotonic() - started:.3f} s beside {len(slow)} slow clients"
+        )
+        for sock in slow:
+            sock.setblocking(False)
+            with pytest.raises(BlockingIOError):
+                sock.recv(1)  # still open, nothing answered yet
+    finally:
+        for sock in slow:
+            sock.close()
+        _stop(process)
+
+
+def test_idle_and_trickling_clients_are_closed(tmp_path: Path) -> None:
+    extra = "[wsgi]\nclient_socket_timeout = 2\nrequest_read_timeout = 2\n"
+    process, output, endpoint = _serving(tmp_path, extra)
+    address = urllib.parse.urlsplit(endpoint)
+    try:
+        idle = socket.create_connection((address.hostname, address.port), timeout=10)
+        trickler = socket.create_connection((address.hostname, address.port), timeout=10)
+        trickler.sendall(b"GET /v2.1 HTTP/1.1\r\nX-Slow: ")
+        deadline = time.monotonic() + 30
+        assert _closed_by_server(trickler, deadline, trickle=True)
+        assert _closed_by_server(idle, deadline, trickle=False)
+        output.wait_for(re.compile(r"Closed 1 connection\(s\) whose request took over 2 s"))
+        # A client that sends its request at once is answered as ever.
+        with urllib.request.urlopen(endpoint, timeout=10) as response:
+            assert json.load(response)["version"]["id"] == "v2.1"
+    finally:
+        _stop(process)

@@ -1,12 +1,14 @@
 """Input that once answered 500 (or took exponential time) answers 4xx and changes nothing."""
 
+import json
 import time
 from typing import Any
 
 import pytest
 
-from resize_sched.api import name_filter
-from tests.functional.api.harness import ALICE, ApiHarness
+from resize_sched.api import faults, name_filter
+from resize_sched.api.app import build_app
+from tests.functional.api.harness import ADMIN, ALICE, ApiHarness
 
 HUGE = "9" * 5000
 
@@ -134,3 +136,118 @@ def test_the_name_filter_still_matches_as_a_regular_expression(api: ApiHarness) 
     assert names("?name=web") == ["web-1", "web-2"]
     assert names("?name=%5E%28db%7Cweb%29-1%24") == ["db-1", "web-1"]
     assert names("?name=-%5B12%5D") == ["db-1", "web-1", "web-2"]
+
+
+def test_a_pattern_over_the_engines_memory_cap_is_refused_not_compiled(api: ApiHarness) -> None:
+    """``\\pL{300}`` is a small pattern whose program is megabytes: RE2 builds it
+    unless its memory is capped."""
+    api.server(api.flavor("small"), name="web")
+    fault = _refused(api, 400, "GET", "/v2.1/servers?name=%5CpL%7B300%7D", token=ALICE)
+    assert "not a regular expression this API runs" in fault["message"]
+    with pytest.raises(faults.BadRequest):
+        name_filter.NameFilter(r"\pL{300}")
+    # A small repetition of the same class is still a filter.
+    response = api.request("GET", "/v2.1/servers?name=%5E%5CpL%7B3%7D%24", token=ALICE)
+    assert [s["name"] for s in response.json["servers"]] == ["web"]
+
+
+_FLAVOR = {"name": "f", "ram": 512, "vcpus": 1, "disk": 1}
+_HUGE = "1" * 4301
+
+
+@pytest.mark.parametrize("field", ["ram", "vcpus", "disk", "swap", "OS-FLV-EXT-DATA:ephemeral"])
+@pytest.mark.parametrize("value", [_HUGE, f" {_HUGE} ", "0" * 4300 + "1", "2147483648"])
+def test_a_count_too_large_to_convert_is_a_bad_request(
+    api: ApiHarness, field: str, value: str
+) -> None:
+    body = {"flavor": {**_FLAVOR, field: value}}
+    fault = _refused(api, 400, "POST", "/v2.1/flavors", body=body, token=ADMIN)
+    assert field in fault["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        # JSON takes an integer of 4,300 digits; turning it into a string does not.
+        (
+            "/v2.1/flavors",
+            b'{"flavor": {"name": "f", "ram": 1, "vcpus": 1, "disk": 1, "id": 1%s}}',
+        ),
+        ("/v2.1/servers", b'{"server": {"name": "vm", "flavorRef": 1%s}}'),
+    ],
+)
+def test_a_huge_integer_id_is_a_bad_request(api: ApiHarness, path: str, raw: bytes) -> None:
+    api.flavor("small")
+    _refused(api, 400, "POST", path, raw=raw % (b"0" * 4200), token=ADMIN)
+
+
+_BAD_NAMES = ["vm\x00", "v\x00m", "vm\n", "vm\r\n", "v\x1bm", "v\x7fm", "v\x85m", "\tvm"]
+
+
+@pytest.mark.parametrize("name", _BAD_NAMES)
+def test_a_server_name_with_control_characters_is_refused(api: ApiHarness, name: str) -> None:
+    api.flavor("small")
+    body = {"server": {"name": name, "flavorRef": "small"}}
+    fault = _refused(api, 400, "POST", "/v2.1/servers", body=body, token=ALICE)
+    assert "name" in fault["message"]
+
+
+@pytest.mark.parametrize("name", _BAD_NAMES)
+def test_a_flavor_name_with_control_characters_is_refused(api: ApiHarness, name: str) -> None:
+    body = {"flavor": {**_FLAVOR, "name": name}}
+    _refused(api, 400, "POST", "/v2.1/flavors", body=body, token=ADMIN)
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v2.1/flavors", {"flavor": {**_FLAVOR, "id": "f1\n"}}),
+        ("/v2.1/flavors/small/os-extra_specs", {"extra_specs": {"hw:cpu_policy\n": "shared"}}),
+        ("/v2.1/flavors/small/os-extra_specs", {"extra_specs": {"hw:cpu_policy": "sh\x00ared"}}),
+    ],
+)
+def test_other_anchored_patterns_match_the_whole_string(
+    api: ApiHarness, path: str, body: dict[str, Any]
+) -> None:
+    api.flavor("small")
+    _refused(api, 400, "POST", path, body=body, token=ADMIN)
+
+
+def test_ordinary_names_still_pass(api: ApiHarness) -> None:
+    api.flavor("small")
+    for name in ("web 1", "café", "emoji \U0001f600", "x" * 255):
+        body = {"server": {"name": name, "flavorRef": "small"}}
+        response = api.request("POST", "/v2.1/servers", body, token=ALICE)
+        assert response.status_int == 202, (name, response.json)
+        assert api.next_cast().method == "build_server"
+    body = {"flavor": {**_FLAVOR, "ram": " 2147483647 ", "id": 2147483647}}
+    response = api.request("POST", "/v2.1/flavors", body, token=ADMIN)
+    assert response.status_int == 200, response.json
+    assert response.json["flavor"]["ram"] == 2147483647
+
+
+def test_links_never_come_from_the_host_header_once_the_prefix_is_set(api: ApiHarness) -> None:
+    api.flavor("small")
+    headers = {"Host": "evil.example:666", "X-Forwarded-Host": "evil.example"}
+    body = {"server": {"name": "vm", "flavorRef": "small"}}
+    # Unset (a test deployment), links follow the Host header.
+    response = api.request("POST", "/v2.1/servers", body, token=ALICE, headers=headers)
+    assert response.location.startswith("http://evil.example:666/v2.1/servers/")
+    api.next_cast()
+
+    prefix = "https://compute.example.com/compute"
+    api.conf.set_override("compute_link_prefix", prefix + "/", group="api")
+    api.app = build_app(api.conf, api.db, api.conductor)
+    response = api.request("POST", "/v2.1/servers", body, token=ALICE, headers=headers)
+    server_id = response.json["server"]["id"]
+    assert response.location == f"{prefix}/v2.1/servers/{server_id}"
+    assert {link["href"] for link in response.json["server"]["links"]} == {
+        f"{prefix}/v2.1/servers/{server_id}",
+        f"{prefix}/servers/{server_id}",
+    }
+    api.next_cast()
+    listed = api.request("GET", "/v2.1/servers?limit=1", token=ALICE, headers=headers).json
+    assert listed["servers_links"][0]["href"].startswith(f"{prefix}/v2.1/servers?")
+    version = api.request("GET", "/v2.1", token=None, headers=headers).json["version"]
+    assert version["links"][0]["href"] == f"{prefix}/v2.1/"
+    assert "evil" not in json.dumps([listed, version])

@@ -10,8 +10,6 @@ them in a token (``admin`` implies ``member``, which implies ``reader``).
 
 import datetime
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,34 +17,12 @@ import requests
 from keystonemiddleware import auth_token
 from keystonemiddleware import fixture as ks_fixture
 
-from resize_sched import conf as rs_conf
-from resize_sched.api.app import build_app
+from tests.functional.api.conftest import KEYSTONE
 from tests.functional.api.harness import ApiHarness, WaitressThread
-
-KEYSTONE = "http://keystone.test:5000/v3"
 
 ADMIN_ROLES = ("admin", "member", "reader")
 MEMBER_ROLES = ("member", "reader")
 MANAGER_ROLES = ("manager", "member", "reader")
-
-
-@pytest.fixture
-def tokens() -> Iterator[ks_fixture.AuthTokenFixture]:
-    """keystonemiddleware's stand-in for Keystone's token validation."""
-    with ks_fixture.AuthTokenFixture() as fixture:
-        yield fixture
-
-
-@pytest.fixture
-def keystone_api(api: ApiHarness, tmp_path: Path) -> ApiHarness:
-    """``api`` rebuilt from a config file that leaves auth_strategy at its default."""
-    config = tmp_path / "resize_sched.conf"
-    config.write_text(f"[keystone_authtoken]\nwww_authenticate_uri = {KEYSTONE}\n")
-    conf = rs_conf.new_conf()
-    rs_conf.parse_args(conf, ["--config-file", str(config)])
-    assert conf.api.auth_strategy == "keystone"
-    api.app = build_app(conf, api.db, api.conductor)
-    return api
 
 
 def _token(
@@ -239,3 +215,31 @@ def test_over_http(
         assert [s["name"] for s in response.json()["servers"]] == ["mine"]
         response = requests.get(url, headers={"X-Auth-Token": "nonsense"}, timeout=10)
         assert response.status_code == 401
+
+
+@pytest.mark.parametrize("token", ["admin:admin", "admin", "alice:project-a", None])
+def test_development_tokens_and_forged_identity_headers_are_refused(
+    keystone_api: ApiHarness,
+    tokens: ks_fixture.AuthTokenFixture,
+    servers: tuple[Any, Any],
+    token: str | None,
+) -> None:
+    """noauth2's tokens mean nothing on the Keystone path, nor do the headers
+    auth_token sets, when a client sends them itself."""
+    api = keystone_api
+    forged = {
+        "X-Identity-Status": "Confirmed",
+        "X-User-Id": "admin",
+        "X-Project-Id": "project-a",
+        "X-Roles": "admin,member,reader",
+    }
+    before = api.snapshot()
+    for headers in ({}, forged):
+        for method, path in (
+            ("GET", "/v2.1/servers"),
+            ("DELETE", f"/v2.1/servers/{servers[0].uuid}"),
+        ):
+            response = api.request(method, path, token=token, headers=headers)
+            assert response.status_int == 401, (token, headers, response.body)
+    assert api.snapshot() == before
+    api.assert_no_cast()

@@ -235,3 +235,35 @@ def test_an_edited_policy_file_applies_without_a_restart(
     later = policy_file.stat().st_mtime + 10
     os.utime(policy_file, (later, later))
     _refused(api, "GET", path, None, ALICE, 403)
+
+
+def test_a_policy_file_that_does_not_parse_answers_our_500(
+    api: ApiHarness, world: dict[str, Any], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    policy_file = _with_policy(api, tmp_path, {})
+    policy_file.write_text('"os_compute_api:servers:show": "role:reader"\n  bad: [indent\n')
+    later = policy_file.stat().st_mtime + 10
+    os.utime(policy_file, (later, later))
+    before = api.snapshot()
+    for method, path in (
+        ("GET", "/v2.1/servers"),
+        ("GET", f"/v2.1/servers/{world['active'].uuid}"),
+    ):
+        with caplog.at_level("ERROR"):
+            response = api.request(method, path, token=ALICE)
+        assert response.status_int == 500
+        assert response.content_type == "application/json"
+        request_id = response.headers["x-openstack-request-id"]
+        fault = response.json["computeFault"]
+        assert fault["code"] == 500
+        assert request_id in fault["message"]
+        assert "PolicyFileInvalid" in fault["message"]
+        logged = [r.getMessage() for r in caplog.records if "does not parse" in r.getMessage()]
+        assert any(str(policy_file) in line and "line 2" in line for line in logged), logged
+        caplog.clear()
+    assert api.snapshot() == before
+
+    # Fixed, it applies again without a restart.
+    policy_file.write_text("{}")
+    os.utime(policy_file, (later + 10, later + 10))
+    assert api.request("GET", "/v2.1/servers", token=ALICE).status_int == 200

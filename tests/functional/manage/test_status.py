@@ -33,6 +33,7 @@ CHECKS = (
     "Compute host providers",
     "Stuck migrations",
     "Claim strategy",
+    "Policy file",
 )
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
 
@@ -271,7 +272,38 @@ def test_unknown_strategy_fails_naming_installed_ones(deployment: Deployment) ->
     assert "drop_and_reclaim, legacy, max_flavor" in details
 
 
+def test_policy_file_that_does_not_parse_fails_naming_it(
+    deployment: Deployment, tmp_path: Path
+) -> None:
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text('"os_compute_api:servers:index": "role:reader"\n  bad: [indent\n')
+    deployment.write_config(extra=f"[oslo_policy]\npolicy_file = {policy_file}\n")
+    code, results = deployment.check()
+    assert code == FAILURE
+    result, details = results["Policy file"]
+    assert result == FAILURE
+    assert f"{policy_file}:" in details
+    assert "line 2" in details  # the parser's own message, with where it failed
+
+
 # -- warnings ----------------------------------------------------------------------------
+
+
+def test_policy_file_naming_unknown_rules_warns(deployment: Deployment, tmp_path: Path) -> None:
+    policy_file = tmp_path / "policy.yaml"
+    policy_file.write_text(
+        '"os_compute_api:servers:resise": "rule:context_is_admin"\n'
+        '"os_compute_api:servers:delete": "rule:no_such_base_rule"\n'
+        '"os_compute_api:servers:create": "rule:project_member_or_admin"\n'
+    )
+    deployment.write_config(extra=f"[oslo_policy]\npolicy_file = {policy_file}\n")
+    code, results = deployment.check()
+    assert code == WARNING
+    result, details = results["Policy file"]
+    assert result == WARNING
+    assert "'os_compute_api:servers:resise' is not a rule of this API" in details
+    assert "rule:no_such_base_rule, which does not exist" in details
+    assert "servers:create" not in details
 
 
 def test_stuck_migration_warns(deployment: Deployment) -> None:

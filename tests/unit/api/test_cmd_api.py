@@ -1,7 +1,10 @@
-"""``resize-sched-api --help``."""
+"""``resize-sched-api``: its command line, and how it sets up waitress."""
+
+import resource
 
 import pytest
 
+from resize_sched import conf as rs_conf
 from resize_sched.cmd import api
 
 
@@ -18,3 +21,62 @@ def test_unknown_argument_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit) as caught:
         api.main(["--no-such-option"])
     assert caught.value.code == 2
+
+
+class _Limits:
+    """A stand-in for the process's RLIMIT_NOFILE (soft, hard)."""
+
+    def __init__(self, soft: int, hard: int) -> None:
+        self.value = (soft, hard)
+
+    def get(self, which: int) -> tuple[int, int]:
+        assert which == resource.RLIMIT_NOFILE
+        return self.value
+
+    def set(self, which: int, value: tuple[int, int]) -> None:
+        assert which == resource.RLIMIT_NOFILE
+        assert value[0] <= value[1] == self.value[1]
+        self.value = value
+
+
+@pytest.mark.parametrize(
+    ("soft", "hard", "soft_after", "limit"),
+    [
+        (1024, 65536, 2000 + api.RESERVED_FDS, 2000),  # raised to fit
+        (65536, 65536, 65536, 2000),  # already enough
+        (1024, 1024, 1024, 1024 - api.RESERVED_FDS),  # cut to fit, with a warning
+    ],
+)
+def test_the_open_file_limit_is_raised_to_fit_the_connections(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    soft: int,
+    hard: int,
+    soft_after: int,
+    limit: int,
+) -> None:
+    limits = _Limits(soft, hard)
+    monkeypatch.setattr(resource, "getrlimit", limits.get)
+    monkeypatch.setattr(resource, "setrlimit", limits.set)
+    assert api.connection_limit(2000) == limit
+    assert limits.value == (soft_after, hard)
+    warned = [r for r in caplog.records if "does not fit the open-file limit" in r.getMessage()]
+    assert len(warned) == (1 if limit < 2000 else 0)
+
+
+def test_the_server_polls_and_applies_the_wsgi_options() -> None:
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, [], default_config_files=[])
+    conf.set_override("bind_host", "127.0.0.1", group="api")
+    conf.set_override("bind_port", 0, group="api")
+    conf.set_override("connection_limit", 1500, group="wsgi")
+    conf.set_override("client_socket_timeout", 45, group="wsgi")
+    conf.set_override("request_read_timeout", 12, group="wsgi")
+    server = api.create_server(conf, lambda environ, start_response: [])
+    try:
+        adj = server.adj
+        assert adj.asyncore_use_poll is True
+        assert (adj.connection_limit, adj.channel_timeout, adj.cleanup_interval) == (1500, 45, 4)
+        assert server.channel_class is api.ReadTimedChannel
+    finally:
+        server.close()

@@ -1,6 +1,7 @@
 """The Keystone stand-in (resize_sched.identity) as keystoneauth talks to it."""
 
 import json
+from typing import Any
 
 import pytest
 import webob
@@ -143,3 +144,29 @@ def test_reads_by_id_and_name_and_what_a_member_sees() -> None:
         _call("POST", "/v3/users", {"user": {}}, **{"X-Auth-Token": "admin:admin"}).status_int
         == 405
     )
+
+
+def test_the_all_in_one_refuses_keystone_and_prints_no_token(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The stand-in's tokens (admin:admin) must never be served beside Keystone."""
+    from resize_sched import conf as rs_conf
+    from resize_sched import exception
+    from resize_sched.all_in_one import AllInOne
+    from resize_sched.cmd import all_in_one
+
+    config = tmp_path / "aio.conf"
+    config.write_text(
+        f"[api]\nauth_strategy = keystone\nbind_port = 0\n"
+        f"[all_in_one]\nstate_path = {tmp_path}\nplacement_port = 0\n"
+    )
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, ["--config-file", str(config)], default_config_files=[])
+    with pytest.raises(exception.ConfigurationError, match="is for a real deployment"):
+        AllInOne(conf)
+
+    assert all_in_one.main(["--config-file", str(config)]) == 1
+    out, err = capsys.readouterr()
+    assert "auth_strategy = keystone is for a real deployment" in err
+    assert "admin:admin" not in out + err
+    assert list(tmp_path.iterdir()) == [config]

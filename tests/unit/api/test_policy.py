@@ -106,7 +106,7 @@ def test_every_rule_is_listed_once_and_documented() -> None:
         assert rule.description, rule.name
         if rule.name in TABLE:
             assert isinstance(rule, oslo_policy.DocumentedRuleDefault), rule.name
-            assert rule.scope_types == ["project"], rule.name
+        assert rule.scope_types == ["project"], rule.name
 
 
 @pytest.mark.parametrize("rule", sorted(TABLE))
@@ -118,9 +118,61 @@ def test_defaults(enforcer: Policy, rule: str) -> None:
 
 
 def test_is_admin_is_the_context_is_admin_rule(enforcer: Policy) -> None:
-    assert enforcer.is_admin("root", "p", ["admin"]) is True
-    assert enforcer.is_admin("alice", "p", ["member", "reader", "manager"]) is False
-    assert enforcer.is_admin("alice", None, []) is False
+    assert (
+        enforcer.is_admin(RequestContext(user_id="root", project_id="p", roles=("admin",))) is True
+    )
+    assert (
+        enforcer.is_admin(
+            RequestContext(user_id="alice", project_id="p", roles=("member", "reader", "manager"))
+        )
+        is False
+    )
+    assert (
+        enforcer.is_admin(RequestContext(user_id="alice", project_id=None, roles=("admin",)))
+        is False
+    )
+
+
+#: Callers whose token names no project, as the auth middleware would build them.
+NO_PROJECT = {
+    "domain admin": RequestContext(
+        "dora", None, roles=("admin", "member", "reader"), domain_id="d"
+    ),
+    "domain member": RequestContext("dora", None, roles=("member", "reader"), domain_id="d"),
+    "system admin": RequestContext(
+        "sam", None, roles=("admin", "member", "reader"), system_scope="all"
+    ),
+    "system reader": RequestContext("sam", None, roles=("reader",), system_scope="all"),
+    "unscoped": RequestContext("uma", None, roles=()),
+}
+
+
+@pytest.mark.parametrize("caller", sorted(NO_PROJECT))
+def test_a_caller_without_project_passes_no_rule(enforcer: Policy, caller: str) -> None:
+    """The root of the domain-token leak: None == None passed project_id:%(project_id)s."""
+    ctxt = NO_PROJECT[caller]
+    for rule in [*TABLE, *BASE_RULES]:
+        for target in (None, {"project_id": None, "user_id": None}, {"project_id": OWNER}):
+            assert enforcer.check(ctxt, rule, target) is False, (rule, target)
+    assert enforcer.is_admin(ctxt) is False
+
+
+def test_a_missing_value_never_matches_a_missing_value(tmp_path: pathlib.Path) -> None:
+    """An operator's own rule comparing project ids: a None target fails it."""
+    (tmp_path / "policy.yaml").write_text(
+        '"os_compute_api:servers:index": "project_id:%(project_id)s"\n'
+        '"os_compute_api:servers:show": "user_id:%(user_id)s"\n'
+    )
+    config = tmp_path / "resize_sched.conf"
+    config.write_text(f"[oslo_policy]\npolicy_file = {tmp_path / 'policy.yaml'}\n")
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, ["--config-file", str(config)], default_config_files=[])
+    policy = Policy(conf)
+    member = CALLERS["member"]
+    assert policy.check(member, "os_compute_api:servers:index") is True
+    assert policy.check(member, "os_compute_api:servers:index", {"project_id": None}) is False
+    nobody = RequestContext(None, OWNER, roles=("reader",))
+    assert policy.check(nobody, "os_compute_api:servers:show", {"user_id": None}) is False
 
 
 def test_the_callers_own_project_is_the_default_target(enforcer: Policy) -> None:
