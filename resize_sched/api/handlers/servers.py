@@ -11,7 +11,11 @@ Bodies follow the microversion for the changes that touch what we serve:
 2.19 ``description``, 2.26 ``tags``, 2.47 (the flavor embedded instead of a
 link), 2.63 ``trusted_image_certificates``, 2.71 ``server_groups``, 2.73
 ``locked_reason``. Without networks, locks or tags these carry empty
-values. ``imageRef`` is recorded (and checked against the Image service when
+values. ``OS-SRV-USG:launched_at`` is when the server first became ACTIVE
+(Nova moves it to the end of each resize; we keep the first launch, which
+``os-simple-tenant-usage`` counts from), ``OS-SRV-USG:terminated_at`` when it
+was deleted, ``OS-EXT-AZ:availability_zone`` its host's zone.
+``imageRef`` is recorded (and checked against the Image service when
 ``[glance]`` is configured, :mod:`resize_sched.api.glance`); block device
 mappings are refused.
 """
@@ -25,12 +29,14 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched.api import faults, glance, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
+from resize_sched.api.handlers.services import COMPUTE_ZONE
 from resize_sched.api.name_filter import NameFilter
 from resize_sched.api.request import (
     ApiRequest,
     empty_response,
     isotime,
     json_response,
+    nova_timestamp,
     paginate,
     parse_bool,
 )
@@ -169,6 +175,11 @@ def view(req: ApiRequest, server: models.Server, *, detail: bool = True) -> dict
             "OS-EXT-STS:task_state": server.task_state,
             "OS-EXT-STS:vm_state": server.vm_state,
             "OS-EXT-STS:power_state": POWER_RUNNING if running else POWER_NOSTATE,
+            # NOTE: Nova's: the host's zone (every compute host is in the
+            # default zone here), "" until the server has a host.
+            "OS-EXT-AZ:availability_zone": COMPUTE_ZONE if server.host else "",
+            "OS-SRV-USG:launched_at": nova_timestamp(server.launched_at),
+            "OS-SRV-USG:terminated_at": nova_timestamp(server.deleted_at),
             "os-extended-volumes:volumes_attached": [],
             **_versioned_fields(req),
         }
