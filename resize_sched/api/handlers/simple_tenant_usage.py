@@ -18,7 +18,8 @@ further page has servers (Nova gives one whenever a page is full). From
 2.75 an unknown query parameter is a 400.
 
 ``GET /os-simple-tenant-usage`` (administrators by default) sums every
-project's servers, with each server's usage when ``detailed=1``;
+project's servers, with each server's usage when ``detailed=1`` (or
+``true``, which openstacksdk sends and Nova ignores);
 ``GET /os-simple-tenant-usage/{tenant_id}`` one project's (its readers may),
 always with each server's usage, and ``{}`` when it has none.
 """
@@ -45,6 +46,9 @@ COLLECTION = "os-simple-tenant-usage"
 
 #: The time formats ``start`` and ``end`` are read in (Nova's).
 TIME_FORMATS = ("%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%d %H:%M:%S.%f")
+
+#: The values of ``detailed`` that ask for each server's usage.
+DETAILED_VALUES = ("1", "true", "yes", "on")
 
 #: The query parameters each route knows; from 2.75 any other is a 400.
 _INDEX_PARAMS = frozenset({"start", "end", "detailed", "limit", "marker"})
@@ -210,7 +214,9 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
     """
     policy.authorize(req, rules.LIST)
     servers, start, stop, more = _servers(state, req, _INDEX_PARAMS)
-    detailed = req.GET.get("detailed") == "1"
+    # NOTE: Nova reads only "1"; openstacksdk sends "True" (so that
+    # ``openstack usage list`` shows no servers against Nova): both mean it here.
+    detailed = (req.GET.get("detailed") or "").strip().lower() in DETAILED_VALUES
     usages, every = summarize(servers, start, stop, detailed=detailed)
     body: dict[str, Any] = {"tenant_usages": usages}
     if more:

@@ -85,6 +85,9 @@ def test_list_sums_each_project(api: ApiHarness, servers: dict[str, Any]) -> Non
     assert a["total_local_gb_usage"] == pytest.approx(24 * 15 + 6 * 20)
     assert usages["project-b"]["total_vcpus_usage"] == pytest.approx(12 * 4)
 
+    assert "server_usages" not in _get(api, f"?{WINDOW}&detailed=0").json["tenant_usages"][0]
+    # openstacksdk's spelling reads as Nova's.
+    assert _get(api, f"?{WINDOW}&detailed=True").json == _get(api, f"?{WINDOW}&detailed=1").json
     detailed = _get(api, f"?{WINDOW}&detailed=1").json["tenant_usages"]
     rows = {u["name"]: u for t in detailed for u in t["server_usages"]}
     assert set(rows) == {"a1", "a2", "b1"}  # a3 launched later, a4 never
