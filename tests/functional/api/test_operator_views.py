@@ -5,11 +5,13 @@ The API runs over a fresh database and the real Placement; compute hosts
 report through the conductor's report code, as in test_services.py.
 """
 
+import datetime
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 import webob
 
 from resize_sched.api import faults
@@ -17,6 +19,7 @@ from resize_sched.api.handlers import hypervisors
 from resize_sched.api.microversion import APIVersion
 from resize_sched.api.request import VERSION_KEY, ApiRequest
 from resize_sched.conductor import reports
+from resize_sched.db import models
 from resize_sched.db.host_api import COMPUTE_BINARY, CONDUCTOR_BINARY
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
 from tests.functional.api.harness import ALICE, ApiHarness
@@ -149,3 +152,37 @@ def test_legacy_actions_take_either_name(
     response = cloud.request("PUT", "/v2.1/os-services/enable", body, version="2.52")
     assert response.json["service"]["status"] == "enabled"
     assert not cloud.db.service_get_by_host("h1").disabled
+
+
+def test_host_status_follows_the_host_s_service(api: ApiHarness) -> None:
+    small = api.flavor("small")
+    server = api.server(small)  # on h1
+    building = api.server(small, name="new", active=False)
+
+    def status(uuid_: str = server.uuid) -> str:
+        response = api.request("GET", f"/v2.1/servers/{uuid_}", version="2.16")
+        return response.json["server"]["host_status"]
+
+    assert status() == ""  # no compute service recorded on h1
+    row = api.db.service_report(host="h1", binary=COMPUTE_BINARY, topic="compute")
+    assert status() == "UP"
+    api.db.service_set_disabled(row.uuid, True, "maintenance")
+    assert status() == "MAINTENANCE"
+    api.db.service_set_disabled(row.uuid, False)
+    api.conf.set_override("service_down_time", 1)
+    with api.db.engine.begin() as conn:
+        conn.execute(
+            sa.update(models.Service).values(
+                last_seen_up=models.utcnow() - datetime.timedelta(seconds=60)
+            )
+        )
+    assert status() == "UNKNOWN"
+    api.db.service_set_forced_down(row.uuid, True)
+    assert status() == "DOWN"
+    assert status(building.uuid) == ""
+    listed = api.request("GET", "/v2.1/servers/detail", version="2.80").json["servers"]
+    assert {s["id"]: s["host_status"] for s in listed} == {server.uuid: "DOWN", building.uuid: ""}
+    # server_groups: one server's, not in lists (as Nova).
+    assert all("server_groups" not in s for s in listed)
+    shown = api.request("GET", f"/v2.1/servers/{server.uuid}", version="2.80").json["server"]
+    assert shown["server_groups"] == []
