@@ -22,7 +22,8 @@ import pytest
 from keystoneauth1 import exceptions as ks_exc
 
 from resize_sched.images import DEFAULT_IMAGES
-from tests.functional.fixtures.openstack_cli import openstack, run_json
+from tests.functional.fixtures import openstack_cli
+from tests.functional.fixtures.openstack_cli import run_json
 
 
 def _env(d) -> dict[str, str]:
@@ -41,7 +42,12 @@ def _run(d, *args: str) -> Any:
 def _run_plain(d, *args: str) -> str:
     """``openstack ARGS`` for a command with no output format (``service set``)."""
     done = subprocess.run(
-        [openstack(), *args], env=_env(d), capture_output=True, text=True, timeout=120, check=False
+        [openstack_cli.openstack(), *args],
+        env=_env(d),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -54,7 +60,7 @@ def _nova_table(d, *args: str) -> dict[str, str]:
         if line.startswith("export "):
             name, _, value = line.removeprefix("export ").partition("=")
             env[name] = value.strip("'")
-    nova = pathlib.Path(openstack()).with_name("nova")
+    nova = pathlib.Path(openstack_cli.openstack()).with_name("nova")
     done = subprocess.run(
         [str(nova), *args], env=env, capture_output=True, text=True, timeout=120, check=False
     )
