@@ -33,7 +33,12 @@ Those that change what we serve, and are reproduced:
   ``changes-before``;
 * os-services and os-hypervisors: 2.53 uuid ids and ``PUT
   /os-services/{id}`` (before it, ``/os-services/disable`` and ``enable``),
-  2.33 hypervisor paging, and below 2.88 the hypervisors' resource figures.
+  2.33 hypervisor paging, and below 2.88 the hypervisors' resource figures
+  and ``/os-hypervisors/statistics``;
+* os-simple-tenant-usage: 2.40 ``limit`` and ``marker``, 2.75 unknown query
+  parameters refused.
+
+``doc/operator-api.rst`` compares what is served with Nova, route by route.
 
 Deliberate differences from Nova: ``networks`` stays optional after 2.37
 (there is no networking here; ``auto``/``none``/a list are accepted and

@@ -38,6 +38,7 @@ from resize_sched.api.handlers import (
     server_migrations,
     servers,
     services,
+    simple_tenant_usage,
     versions,
 )
 from resize_sched.api.request import (
@@ -142,9 +143,12 @@ ROUTES = (
     Route("PUT", "/os-services/{service_id}", services.update),
     Route("GET", "/os-hypervisors", hypervisors.index),
     Route("GET", "/os-hypervisors/detail", hypervisors.detail),
+    Route("GET", "/os-hypervisors/statistics", hypervisors.statistics),
     Route("GET", "/os-hypervisors/{hypervisor_id}", hypervisors.show),
     Route("GET", "/os-hypervisors/{hypervisor_id}/uptime", hypervisors.uptime),
     Route("GET", "/os-aggregates", hypervisors.aggregates),
+    Route("GET", "/os-simple-tenant-usage", simple_tenant_usage.index),
+    Route("GET", "/os-simple-tenant-usage/{tenant_id}", simple_tenant_usage.show),
 )
 
 

@@ -21,15 +21,25 @@ flag of its service and the ``COMPUTE_STATUS_DISABLED`` trait of its
 provider are made to agree: the service row wins, except on the service's
 very first report, when a host already disabled in Placement (``host
 disable`` before services were recorded) marks the new row disabled.
+
+The conductor reports itself too (:class:`ConductorHeartbeat`): its own
+service row (binary ``resize-sched-conductor`` on ``[DEFAULT] host``), at
+start and every ``[DEFAULT] report_interval`` seconds, straight to the
+database, so ``os-services`` lists it up or down as Nova lists
+``nova-conductor``.
 """
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
 
 from resize_sched import exception
+from resize_sched.conductor import rpcapi
 from resize_sched.db.api import Database
+from resize_sched.db.host_api import CONDUCTOR_BINARY
 from resize_sched.placement.client import DISABLED_TRAIT, PlacementClient, owner_trait
 
 LOG = logging.getLogger(__name__)
@@ -146,3 +156,51 @@ def _agree_disabled(
         service.host,
         "disabled" if service.disabled else "enabled",
     )
+
+
+class ConductorHeartbeat:
+    """A conductor's own service row, kept fresh by a background thread.
+
+    :param db: the database.
+    :param host: ``[DEFAULT] host``.
+    :param interval: ``[DEFAULT] report_interval``, in seconds.
+    """
+
+    def __init__(self, db: Database, host: str, interval: float) -> None:
+        self.db = db
+        self.host = host
+        self.interval = interval
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def beat(self) -> bool:
+        """Record one heartbeat now.
+
+        :returns: whether it was recorded (False: the database refused, logged;
+            the next beat tries again).
+        """
+        try:
+            self.db.service_report(
+                host=self.host, binary=CONDUCTOR_BINARY, topic=rpcapi.TOPIC, version=rpcapi.VERSION
+            )
+        except sa_exc.SQLAlchemyError as exc:
+            LOG.warning("Could not record the conductor's heartbeat on %s: %s", self.host, exc)
+            return False
+        return True
+
+    def start(self) -> None:
+        """Beat now, then every ``interval`` seconds until :meth:`stop`."""
+        self.beat()
+        self._thread = threading.Thread(target=self._loop, name="conductor-heartbeat", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stopping.wait(self.interval):
+            self.beat()
+
+    def stop(self) -> None:
+        """Stop beating (the row then turns ``down`` after ``service_down_time``)."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None

@@ -13,7 +13,7 @@ from sqlalchemy import exc as sa_exc
 
 from resize_sched import checks, exception, notifications, rpc
 from resize_sched.compute.rpcapi import ComputeAPI
-from resize_sched.conductor import recovery
+from resize_sched.conductor import recovery, reports
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.conductor.rpcapi import TOPIC
 from resize_sched.conductor.tasks.base import TaskDeps
@@ -56,9 +56,11 @@ class ConductorService:
         self.recovery_report: recovery.RecoveryReport | None = None
         self._stopping = threading.Event()
         self._sweeper: threading.Thread | None = None
+        self.heartbeat = reports.ConductorHeartbeat(self.db, conf.host, conf.report_interval)
 
     def start(self) -> None:
-        """Recover in-flight resizes, then serve the conductor topic."""
+        """Recover in-flight resizes, then serve the conductor topic and report
+        this conductor's heartbeat (its ``os-services`` row)."""
         # NOTE: recover first: what recovery sends out is answered by casts
         # that wait in the queue until the server below takes them.
         if self._recover:
@@ -66,6 +68,7 @@ class ConductorService:
         target = messaging.Target(topic=TOPIC, server=self.conf.host)
         self.server = rpc.get_server(self.transport, target, [self.manager])
         self.server.start()
+        self.heartbeat.start()
         interval = self.conf.conductor.stuck_check_interval
         if self._recover and interval > 0:
             self._sweeper = threading.Thread(
@@ -112,6 +115,7 @@ class ConductorService:
     def stop(self) -> None:
         """Stop taking messages, finish those in hand, release connections."""
         self._stopping.set()
+        self.heartbeat.stop()
         if self._sweeper is not None:
             self._sweeper.join(timeout=30)
             self._sweeper = None

@@ -29,9 +29,9 @@ OPTS = [
         "report_interval",
         default=10,
         min=1,
-        help="Seconds between a compute service's reports to the conductor (its "
-        "heartbeat, with the inventory it last set in Placement). Keep it well below "
-        "service_down_time.",
+        help="Seconds between a service's heartbeats: a compute service's reports to "
+        "the conductor (with the inventory it last set in Placement) and a conductor's "
+        "own (os-services lists both). Keep it well below service_down_time.",
     ),
     cfg.IntOpt(
         "service_down_time",

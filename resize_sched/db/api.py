@@ -24,15 +24,17 @@ from resize_sched.db.compute_api import ComputeApi
 from resize_sched.db.host_api import HostApi
 from resize_sched.db.migration_api import MigrationApi
 from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
+from resize_sched.db.usage_api import UsageApi
 
 __all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Server"]
 
 LOG = logging.getLogger(__name__)
 
 
-class Database(ComputeApi, MigrationApi, HostApi, ActionApi):
+class Database(ComputeApi, MigrationApi, HostApi, ActionApi, UsageApi):
     """Flavors, servers, request specs, migrations and the journal, services and
-    compute nodes, instance actions and their events, in one database."""
+    compute nodes, instance actions and their events, usage over time, in one
+    database."""
 
     def __init__(
         self,

@@ -362,6 +362,8 @@ class ComputeApi(SessionSource):
             rp_uuid=rp_uuid,
             needs_heal=False,
             image_ref=image_ref,
+            # NOTE: recorded as already running (an adopted server): launched now.
+            launched_at=models.utcnow() if vm_state == models.VM_ACTIVE else None,
             **values,
         )
         try:
@@ -446,7 +448,8 @@ class ComputeApi(SessionSource):
 
         One ``UPDATE ... WHERE uuid = ? AND <expected>``: of two racing
         callers expecting the same state, exactly one wins. Setting status
-        DELETED also sets ``deleted_at`` unless given.
+        DELETED also sets ``deleted_at`` unless given; setting vm_state
+        ``active`` sets ``launched_at`` if it is not set yet.
 
         :param expected: column -> value the row must have; ``None`` means
             NULL, a list/tuple/set any of its members.
@@ -466,6 +469,12 @@ class ComputeApi(SessionSource):
             values["flavor"] = _flavor_snapshot(values["flavor"])
         if values.get("status") == models.STATUS_DELETED:
             values.setdefault("deleted_at", models.utcnow())
+        if values.get("vm_state") == models.VM_ACTIVE and "launched_at" not in values:
+            # NOTE: the first time only: a server keeps its launch time
+            # across resizes (os-simple-tenant-usage counts from it).
+            values["launched_at"] = sa.func.coalesce(
+                models.Server.launched_at, sa.literal(models.utcnow(), models.UTCDateTime())
+            )
         return self._server_swap(uuid, expected, operation, values)
 
     def server_touch(

@@ -1,11 +1,12 @@
 """Data API for services and compute nodes (a mixin of ``Database``).
 
 A compute service reports itself (through the conductor) every
-``[compute] update_interval`` seconds: its service row's heartbeat and its
+``[DEFAULT] report_interval`` seconds: its service row's heartbeat and its
 compute node, the resource provider it registered and the inventory it set
-there. The scheduler reads compute nodes to name hosts and to judge "could
-this ever fit, empty" without a Placement request per provider; the
-``os-services`` and ``os-hypervisors`` APIs read both.
+there; a conductor writes its own row's heartbeat as often. The scheduler
+reads compute nodes to name hosts and to judge "could this ever fit, empty"
+without a Placement request per provider; the ``os-services`` and
+``os-hypervisors`` APIs read both.
 """
 
 import uuid as uuidlib
@@ -21,6 +22,8 @@ from resize_sched.db.session import SessionSource, text
 
 #: The binary name a compute service's row carries (as Nova's ``nova-compute``).
 COMPUTE_BINARY = "resize-sched-compute"
+#: The binary name a conductor's row carries (as Nova's ``nova-conductor``).
+CONDUCTOR_BINARY = "resize-sched-conductor"
 
 _Row = TypeVar("_Row", bound=models.Base)
 
@@ -63,28 +66,7 @@ class HostApi(SessionSource):
         node = text(node, "node")
         now = models.utcnow()
         with self._writer() as session:
-            service = session.scalars(
-                sa.select(models.Service).where(
-                    models.Service.host == host, models.Service.binary == COMPUTE_BINARY
-                )
-            ).one_or_none()
-            if service is None:
-                service = models.Service(
-                    uuid=str(uuidlib.uuid4()),
-                    host=host,
-                    binary=COMPUTE_BINARY,
-                    topic="compute",
-                    disabled=False,
-                    forced_down=False,
-                    report_count=0,
-                )
-                session.add(service)
-            service.report_count = (service.report_count or 0) + 1
-            service.last_seen_up = now
-            service.updated_at = now
-            if version is not None:
-                service.version = version
-
+            service = _heartbeat(session, host, COMPUTE_BINARY, "compute", version, now)
             compute = session.scalars(
                 sa.select(models.ComputeNode).where(
                     sa.or_(
@@ -120,6 +102,32 @@ class HostApi(SessionSource):
             current.reported_at = now
             session.flush()
             return service, current
+
+    def service_report(
+        self, *, host: str, binary: str, topic: str, version: str | None = None
+    ) -> models.Service:
+        """Record one heartbeat of a service that has no compute node (the conductor).
+
+        Creates the service's row on its first report. Several workers of
+        one service on one host report the same row: of two first reports
+        racing, the one that loses the insert counts as a later report.
+
+        :param binary: our binary name (:data:`CONDUCTOR_BINARY`).
+        :param topic: the RPC topic it serves.
+        :param version: the RPC API version it speaks.
+        :returns: the service as now stored.
+        """
+        host = text(host, "host")
+        for attempt in (1, 2):
+            try:
+                with self._writer() as session:
+                    service = _heartbeat(session, host, binary, topic, version, models.utcnow())
+                    session.flush()
+                    return service
+            except sa.exc.IntegrityError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def compute_node_list(self) -> list[models.ComputeNode]:
         """Every compute node, oldest first."""
@@ -234,6 +242,39 @@ class HostApi(SessionSource):
                     .order_by(models.ComputeNode.id)
                 )
             )
+
+
+def _heartbeat(
+    session: Session,
+    host: str,
+    binary: str,
+    topic: str,
+    version: str | None,
+    now: Any,
+) -> models.Service:
+    """Count one report of ``binary`` on ``host`` (its row made on the first)."""
+    service = session.scalars(
+        sa.select(models.Service).where(
+            models.Service.host == host, models.Service.binary == binary
+        )
+    ).one_or_none()
+    if service is None:
+        service = models.Service(
+            uuid=str(uuidlib.uuid4()),
+            host=host,
+            binary=binary,
+            topic=topic,
+            disabled=False,
+            forced_down=False,
+            report_count=0,
+        )
+        session.add(service)
+    service.report_count = (service.report_count or 0) + 1
+    service.last_seen_up = now
+    service.updated_at = now
+    if version is not None:
+        service.version = version
+    return service
 
 
 def service_is_up(service: models.Service, down_time: float, now: Any = None) -> bool:

@@ -252,6 +252,9 @@ class Server(TimestampMixin, Base):
     deleted_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     #: The image the server was created from (``imageRef``), if any.
     image_ref: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    #: When the server first became ACTIVE (Nova's ``launched_at``); None
+    #: while it never ran. Its ``deleted_at`` is Nova's ``terminated_at``.
+    launched_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
     def __repr__(self) -> str:
         return f"<Server {self.uuid} {self.status}/{self.vm_state}/{self.task_state}>"

@@ -20,6 +20,7 @@ from resize_sched.policies import (
     server_migrations,
     servers,
     services,
+    simple_tenant_usage,
 )
 
 
@@ -38,5 +39,6 @@ def list_rules() -> list[policy.RuleDefault]:
             server_migrations.list_rules(),
             services.list_rules(),
             hypervisors.list_rules(),
+            simple_tenant_usage.list_rules(),
         )
     )

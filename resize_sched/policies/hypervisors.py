@@ -11,6 +11,7 @@ HYPERVISORS = "os_compute_api:os-hypervisors:%s"
 LIST = HYPERVISORS % "list"
 LIST_DETAIL = HYPERVISORS % "list-detail"
 SHOW = HYPERVISORS % "show"
+STATISTICS = HYPERVISORS % "statistics"
 UPTIME = HYPERVISORS % "uptime"
 AGGREGATES_INDEX = "os_compute_api:os-aggregates:index"
 
@@ -27,6 +28,12 @@ _RULES = [
         "List hypervisors with their details: service, and (before 2.88) "
         "totals and usage read from Placement.",
         "GET /os-hypervisors/detail",
+    ),
+    base.rule(
+        STATISTICS,
+        base.ADMIN,
+        "Show the sizes and usage of the enabled hypervisors, summed (up to microversion 2.87).",
+        "GET /os-hypervisors/statistics",
     ),
     base.rule(
         SHOW, base.ADMIN, "Show one hypervisor's details.", "GET /os-hypervisors/{hypervisor_id}"

@@ -1,4 +1,5 @@
-"""Hypervisors: ``GET /v2.1/os-hypervisors``, ``/detail``, ``/{id}``, ``/{id}/uptime``.
+"""Hypervisors: ``GET /v2.1/os-hypervisors``, ``/detail``, ``/statistics``, ``/{id}``,
+``/{id}/uptime``.
 
 Nova's ``os-hypervisors`` over our compute nodes (one per compute host, the
 resource provider its service registered). ``state`` and ``status`` are the
@@ -16,6 +17,11 @@ add the reserved amounts as Nova counts them; ``free_*`` and
 ``disk_available_least`` are what is left of the totals; ``running_vms`` the
 number of our servers on the host and ``current_workload`` those of them
 with a task in progress.
+
+``GET /os-hypervisors/statistics`` (up to 2.87, 404 from 2.88 as in Nova)
+sums the pre-2.88 sizes over the hypervisors whose compute service is
+enabled (Nova leaves disabled ones out, and counts down ones in), with
+``count`` the number summed.
 
 ``GET /os-hypervisors/{id}/uptime`` answers 501 (the fake driver has no
 uptime), which ``openstack hypervisor show`` accepts; ``GET /os-aggregates``
@@ -259,6 +265,45 @@ def detail(state: "ApiState", req: ApiRequest) -> webob.Response:
     """
     policy.authorize(req, rules.LIST_DETAIL)
     return _list(state, req, detail=True)
+
+
+#: The fields of ``hypervisor_statistics``, summed over the hypervisors.
+STATISTICS_FIELDS = (
+    "vcpus",
+    "memory_mb",
+    "local_gb",
+    "vcpus_used",
+    "memory_mb_used",
+    "local_gb_used",
+    "free_ram_mb",
+    "free_disk_gb",
+    "current_workload",
+    "running_vms",
+    "disk_available_least",
+)
+
+
+def statistics(state: "ApiState", req: ApiRequest) -> webob.Response:
+    """``GET /os-hypervisors/statistics`` (2.1 to 2.87): sizes summed over enabled hypervisors.
+
+    :returns: ``{"hypervisor_statistics": {"count", "vcpus", ...}}``, 200.
+    :raises faults.NotFound: from 2.88 (Nova removed it).
+    :raises faults.Forbidden: ``os_compute_api:os-hypervisors:statistics`` refuses.
+    :raises PlacementUnavailable: the usages could not be read.
+    """
+    if req.version.at_least("2.88"):
+        raise faults.NotFound("The resource could not be found.")
+    policy.authorize(req, rules.STATISTICS)
+    nodes = [n for n, s in _with_services(state) if not s.disabled]
+    usages = _owned_usages(state, nodes)
+    servers = _servers_by_host(state) if nodes else {}
+    totals = dict.fromkeys(STATISTICS_FIELDS, 0)
+    for node in nodes:
+        for name, value in sizes(
+            node, usages.get(node.uuid, {}), servers.get(node.host, [])
+        ).items():
+            totals[name] += value
+    return json_response({"hypervisor_statistics": {"count": len(nodes), **totals}})
 
 
 def _find(

@@ -9,14 +9,21 @@ project's with ``all_tenants`` (as in Nova; without it, only its own).
 Bodies follow the microversion for the changes that touch what we serve:
 2.3 (admin extended attributes), 2.9 ``locked``, 2.16 ``host_status``,
 2.19 ``description``, 2.26 ``tags``, 2.47 (the flavor embedded instead of a
-link), 2.63 ``trusted_image_certificates``, 2.71 ``server_groups``, 2.73
+link), 2.63 ``trusted_image_certificates``, 2.71 ``server_groups`` (one
+server's, not in ``/servers/detail``, as Nova), 2.73
 ``locked_reason``. Without networks, locks or tags these carry empty
-values. ``imageRef`` is recorded (and checked against the Image service when
+values. ``OS-SRV-USG:launched_at`` is when the server first became ACTIVE
+(Nova moves it to the end of each resize; we keep the first launch, which
+``os-simple-tenant-usage`` counts from), ``OS-SRV-USG:terminated_at`` when it
+was deleted, ``OS-EXT-AZ:availability_zone`` its host's zone, and
+``host_status`` its host's compute service's state (:func:`host_statuses`).
+``imageRef`` is recorded (and checked against the Image service when
 ``[glance]`` is configured, :mod:`resize_sched.api.glance`); block device
 mappings are refused.
 """
 
 import hashlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import webob
@@ -25,17 +32,20 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched.api import faults, glance, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
+from resize_sched.api.handlers.services import COMPUTE_ZONE
 from resize_sched.api.name_filter import NameFilter
 from resize_sched.api.request import (
     ApiRequest,
     empty_response,
     isotime,
     json_response,
+    nova_timestamp,
     paginate,
     parse_bool,
 )
 from resize_sched.db import models
 from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
+from resize_sched.db.host_api import COMPUTE_BINARY, service_is_up
 from resize_sched.policies import servers as rules
 
 if TYPE_CHECKING:
@@ -88,11 +98,36 @@ def _image_view(req: ApiRequest, server: models.Server) -> dict[str, Any] | str:
     }
 
 
-def _admin_fields(req: ApiRequest, server: models.Server) -> dict[str, Any]:
+def host_statuses(state: "ApiState", req: ApiRequest) -> dict[str, str]:
+    """``host_status`` of every compute host, as Nova derives it from the host's service.
+
+    ``DOWN`` when forced down, ``MAINTENANCE`` when disabled, ``UP`` while
+    it reports, ``UNKNOWN`` when its reports stopped; a host with no service
+    is absent (its servers show ``""``).
+
+    :returns: host -> status; empty below 2.16 (nothing to show).
+    """
+    if not req.version.at_least("2.16"):
+        return {}
+    down_time = state.conf.service_down_time
+    statuses = {}
+    for service in state.db.service_list(binary=COMPUTE_BINARY):
+        if service.forced_down:
+            statuses[service.host] = "DOWN"
+        elif service.disabled:
+            statuses[service.host] = "MAINTENANCE"
+        else:
+            statuses[service.host] = "UP" if service_is_up(service, down_time) else "UNKNOWN"
+    return statuses
+
+
+def _admin_fields(
+    req: ApiRequest, server: models.Server, statuses: Mapping[str, str]
+) -> dict[str, Any]:
     target = policy.server_target(server)
     fields: dict[str, Any] = {}
     if req.version.at_least("2.16") and policy.allowed(req, rules.SHOW_HOST_STATUS, target):
-        fields["host_status"] = "UP" if server.host else ""
+        fields["host_status"] = statuses.get(server.host, "") if server.host else ""
     if not policy.allowed(req, rules.EXTENDED_ATTRIBUTES, target):
         return fields
     fields |= {
@@ -115,7 +150,7 @@ def _admin_fields(req: ApiRequest, server: models.Server) -> dict[str, Any]:
     return fields
 
 
-def _versioned_fields(req: ApiRequest) -> dict[str, Any]:
+def _versioned_fields(req: ApiRequest, listed: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for version, key, value in (
         ("2.9", "locked", False),
@@ -125,17 +160,27 @@ def _versioned_fields(req: ApiRequest) -> dict[str, Any]:
         ("2.71", "server_groups", []),
         ("2.73", "locked_reason", None),
     ):
-        if req.version.at_least(version):
+        # NOTE: as Nova, server_groups is shown for one server, not in lists.
+        if req.version.at_least(version) and not (listed and key == "server_groups"):
             fields[key] = value
     return fields
 
 
-def view(req: ApiRequest, server: models.Server, *, detail: bool = True) -> dict[str, Any]:
+def view(
+    req: ApiRequest,
+    server: models.Server,
+    *,
+    detail: bool = True,
+    statuses: Mapping[str, str] | None = None,
+    listed: bool = False,
+) -> dict[str, Any]:
     """A server as the Compute API shows it to this caller at this microversion.
 
     :param req: the request (caller, microversion, links).
     :param server: the server.
     :param detail: every field, or only id, name and links.
+    :param statuses: :func:`host_statuses` (``host_status``).
+    :param listed: in a list (``/servers/detail``), not shown alone.
     :returns: the body of one server.
     """
     body: dict[str, Any] = {
@@ -170,11 +215,16 @@ def view(req: ApiRequest, server: models.Server, *, detail: bool = True) -> dict
             "OS-EXT-STS:task_state": server.task_state,
             "OS-EXT-STS:vm_state": server.vm_state,
             "OS-EXT-STS:power_state": POWER_RUNNING if running else POWER_NOSTATE,
+            # NOTE: Nova's: the host's zone (every compute host is in the
+            # default zone here), "" until the server has a host.
+            "OS-EXT-AZ:availability_zone": COMPUTE_ZONE if server.host else "",
+            "OS-SRV-USG:launched_at": nova_timestamp(server.launched_at),
+            "OS-SRV-USG:terminated_at": nova_timestamp(server.deleted_at),
             "os-extended-volumes:volumes_attached": [],
-            **_versioned_fields(req),
+            **_versioned_fields(req, listed),
         }
     )
-    body.update(_admin_fields(req, server))
+    body.update(_admin_fields(req, server, statuses or {}))
     if server.status == models.STATUS_ERROR and server.fault_message:
         body["fault"] = {
             "code": server.fault_code or 500,
@@ -211,8 +261,13 @@ def _listed(
     return paginate(req, servers, "uuid", "servers")
 
 
-def _list_response(req: ApiRequest, servers: list[Any], links: list[Any], detail: bool) -> Any:
-    body: dict[str, Any] = {"servers": [view(req, s, detail=detail) for s in servers]}
+def _list_response(
+    state: "ApiState", req: ApiRequest, servers: list[Any], links: list[Any], detail: bool
+) -> Any:
+    statuses = host_statuses(state, req) if detail and servers else {}
+    body: dict[str, Any] = {
+        "servers": [view(req, s, detail=detail, statuses=statuses, listed=True) for s in servers]
+    }
     if links:
         body["servers_links"] = links
     return json_response(body)
@@ -230,7 +285,7 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
     :raises faults.BadRequest: a bad filter or marker.
     """
     servers, links = _listed(state, req, detail=False)
-    return _list_response(req, servers, links, detail=False)
+    return _list_response(state, req, servers, links, detail=False)
 
 
 def detail(state: "ApiState", req: ApiRequest) -> webob.Response:
@@ -241,7 +296,7 @@ def detail(state: "ApiState", req: ApiRequest) -> webob.Response:
     :raises faults.BadRequest: a bad filter or marker.
     """
     servers, links = _listed(state, req, detail=True)
-    return _list_response(req, servers, links, detail=True)
+    return _list_response(state, req, servers, links, detail=True)
 
 
 def show(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
@@ -252,7 +307,7 @@ def show(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
     :raises faults.Forbidden: ``os_compute_api:servers:show`` refuses.
     """
     server = policy.authorized_server(req, state.db, rules.SHOW, server_id)
-    return json_response({"server": view(req, server)})
+    return json_response({"server": view(req, server, statuses=host_statuses(state, req))})
 
 
 def create(state: "ApiState", req: ApiRequest) -> webob.Response:

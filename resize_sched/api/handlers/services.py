@@ -1,10 +1,17 @@
-"""Compute services: ``GET /v2.1/os-services``, ``PUT /v2.1/os-services/{id}``.
+"""Services: ``GET /v2.1/os-services``, ``PUT /v2.1/os-services/{id}``.
 
-Nova's ``os-services`` for the compute services we record (binary
-``resize-sched-compute``, zone ``nova``): each row is written by the
-conductor from its service's periodic report. ``state`` is ``up`` while the
-last report is at most ``[DEFAULT] service_down_time`` seconds old (and the
-service is not forced down); ``status`` is ``disabled`` or ``enabled``.
+Nova's ``os-services`` for the services we record: compute services (zone
+``nova``), whose rows the conductor writes from their periodic reports, and
+conductors (zone ``internal``), which write their own. ``state`` is ``up``
+while the last report is at most ``[DEFAULT] service_down_time`` seconds old
+(and the service is not forced down); ``status`` is ``disabled`` or
+``enabled``.
+
+Names: a service is listed under Nova's name for it (``nova-compute``,
+``nova-conductor``: :data:`NOVA_BINARIES`), so that scripts written for
+Nova find it; on input (the ``binary`` filter, the pre-2.53 actions' body)
+Nova's name and our own (``resize-sched-compute``, ``resize-sched-conductor``)
+both name it. The database keeps our names.
 
 Disabling a service (from 2.53 ``PUT /os-services/{service_uuid}`` with
 ``{"status": "disabled", "disabled_reason": ...}``; before 2.53 ``PUT
@@ -29,7 +36,7 @@ from resize_sched import exception
 from resize_sched.api import faults, policy
 from resize_sched.api.request import ApiRequest, json_response, nova_timestamp
 from resize_sched.db import models
-from resize_sched.db.host_api import COMPUTE_BINARY, service_is_up
+from resize_sched.db.host_api import COMPUTE_BINARY, CONDUCTOR_BINARY, service_is_up
 from resize_sched.placement.client import owner_trait
 from resize_sched.policies import services as rules
 from resize_sched.scheduler import hosts
@@ -41,6 +48,29 @@ LOG = logging.getLogger(__name__)
 
 #: The availability zone compute services show (Nova's default zone).
 COMPUTE_ZONE = "nova"
+#: The zone Nova shows its other services in.
+INTERNAL_ZONE = "internal"
+
+#: Our binary names -> the names os-services shows (Nova's).
+NOVA_BINARIES = {COMPUTE_BINARY: "nova-compute", CONDUCTOR_BINARY: "nova-conductor"}
+_OUR_BINARIES = {nova: ours for ours, nova in NOVA_BINARIES.items()}
+
+
+def shown_binary(binary: str) -> str:
+    """The name os-services shows a service's binary under (Nova's, when it has one).
+
+    :param binary: the binary as recorded (ours).
+    """
+    return NOVA_BINARIES.get(binary, binary)
+
+
+def recorded_binary(name: str) -> str:
+    """The binary a name given on input means: ours for Nova's, else as given.
+
+    :param name: ``nova-compute``, ``resize-sched-compute``...
+    """
+    return _OUR_BINARIES.get(name, name)
+
 
 _REASON = {"type": "string", "minLength": 1, "maxLength": 255}
 _HOST_BINARY = {
@@ -87,9 +117,9 @@ def view(req: ApiRequest, service: models.Service, down_time: float) -> dict[str
     """
     body: dict[str, Any] = {
         "id": service.uuid if req.version.at_least("2.53") else service.id,
-        "binary": service.binary,
+        "binary": shown_binary(service.binary),
         "host": service.host,
-        "zone": COMPUTE_ZONE if service.binary == COMPUTE_BINARY else "internal",
+        "zone": COMPUTE_ZONE if service.binary == COMPUTE_BINARY else INTERNAL_ZONE,
         "status": "disabled" if service.disabled else "enabled",
         "state": "up" if service_is_up(service, down_time) else "down",
         "updated_at": nova_timestamp(service.updated_at),
@@ -107,7 +137,10 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
     :raises faults.Forbidden: ``os_compute_api:os-services:list`` refuses.
     """
     policy.authorize(req, rules.LIST)
-    found = state.db.service_list(binary=req.GET.get("binary"), host=req.GET.get("host"))
+    binary = req.GET.get("binary")
+    found = state.db.service_list(
+        binary=recorded_binary(binary) if binary is not None else None, host=req.GET.get("host")
+    )
     down_time = state.conf.service_down_time
     return json_response({"services": [view(req, s, down_time) for s in found]})
 
@@ -118,8 +151,8 @@ def _set_disabled(
     """Set the host's provider trait, then the service's flag (see the module doc)."""
     if service.binary != COMPUTE_BINARY:
         raise faults.BadRequest(
-            f"Updating a {service.binary} service is not supported. Only "
-            f"{COMPUTE_BINARY} services can be updated."
+            f"Updating a {shown_binary(service.binary)} service is not supported. Only "
+            f"{shown_binary(COMPUTE_BINARY)} services can be updated."
         )
     owner = owner_trait(state.conf.placement.deployment_name)
     try:
@@ -176,7 +209,9 @@ def update(state: "ApiState", req: ApiRequest, service_id: str) -> webob.Respons
         service = _set_disabled(state, service, status == "disabled", body.get("disabled_reason"))
     if "forced_down" in body:
         if service.binary != COMPUTE_BINARY:
-            raise faults.BadRequest(f"Only {COMPUTE_BINARY} services can be forced down.")
+            raise faults.BadRequest(
+                f"Only {shown_binary(COMPUTE_BINARY)} services can be forced down."
+            )
         service = state.db.service_set_forced_down(service.uuid, body["forced_down"])
     return json_response({"service": view(req, service, state.conf.service_down_time)})
 
@@ -188,16 +223,17 @@ def _legacy(state: "ApiState", req: ApiRequest, disabled: bool, schema: dict) ->
     policy.authorize(req, rules.UPDATE)
     body = req.validated_body(schema)
     try:
-        service = state.db.service_get_by_host(body["host"], body["binary"])
+        service = state.db.service_get_by_host(body["host"], recorded_binary(body["binary"]))
     except exception.NotFound:
         raise faults.NotFound(
             f"Service {body['binary']} on host {body['host']} could not be found."
         ) from None
     reason = body.get("disabled_reason") if disabled else None
     service = _set_disabled(state, service, disabled, reason)
+    # NOTE: the binary as the caller named it, as Nova answers.
     answer: dict[str, Any] = {
         "host": service.host,
-        "binary": service.binary,
+        "binary": body["binary"],
         "status": "disabled" if service.disabled else "enabled",
     }
     if "disabled_reason" in body:

@@ -14,6 +14,7 @@ import pytest
 
 from resize_sched import conf as rs_conf
 from resize_sched.api.app import build_app
+from resize_sched.db.host_api import COMPUTE_BINARY
 from tests.functional.api.harness import ADMIN, ALICE, BOB, ApiHarness
 
 #: A member of alice's project who does not own her server.
@@ -177,6 +178,7 @@ def test_show_refused_while_other_projects_stay_404(
 
 def test_fields_follow_their_rules(api: ApiHarness, world: dict[str, Any], tmp_path: Path) -> None:
     path = f"/v2.1/servers/{world['active'].uuid}"
+    api.db.service_report(host="h1", binary=COMPUTE_BINARY, topic="compute")  # h1 is up
 
     def shown(token: str) -> dict[str, Any]:
         response = api.request("GET", path, token=token, version="2.61")

@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from resize_sched.db.host_api import COMPUTE_BINARY
 from tests.functional.api.harness import ADMIN, ALICE, BOB, ApiHarness
 
 
@@ -127,6 +128,7 @@ def test_show(api: ApiHarness) -> None:
 
 def test_show_follows_the_microversion(api: ApiHarness) -> None:
     server = api.server(api.flavor("small", memory_mb=512, extra_specs={"hw:x": "1"}))
+    api.db.service_report(host="h1", binary=COMPUTE_BINARY, topic="compute")  # h1 is up
     path = f"/v2.1/servers/{server.uuid}"
     old = api.request("GET", path, version="2.46").json["server"]
     assert set(old["flavor"]) == {"id", "links"}

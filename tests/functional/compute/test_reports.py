@@ -109,7 +109,7 @@ def test_start_reports_the_node_and_a_heartbeat(
     assert node.inventory == service.inventory
     assert node.inventory["VCPU"]["total"] == 4
     assert node.provider_generation == generation
-    [row] = conductor_service.db.service_list()
+    [row] = conductor_service.db.service_list(binary=COMPUTE_BINARY)
     assert (row.host, row.binary, row.disabled, row.version) == (
         "c1",
         COMPUTE_BINARY,
@@ -123,10 +123,12 @@ def test_reports_repeat_every_report_interval(
     start_compute: Callable[..., ComputeService], conductor_service: ConductorService
 ) -> None:
     start_compute("c1", report_interval=1)
-    wait_until(lambda: conductor_service.db.service_list() != [])
-    first = conductor_service.db.service_list()[0]
-    wait_until(lambda: conductor_service.db.service_list()[0].report_count >= 3)
-    later = conductor_service.db.service_list()[0]
+    wait_until(lambda: conductor_service.db.service_list(binary=COMPUTE_BINARY) != [])
+    first = conductor_service.db.service_list(binary=COMPUTE_BINARY)[0]
+    wait_until(
+        lambda: conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].report_count >= 3
+    )
+    later = conductor_service.db.service_list(binary=COMPUTE_BINARY)[0]
     assert later.last_seen_up > first.last_seen_up
 
 
@@ -158,7 +160,7 @@ def test_an_older_report_does_not_overwrite_a_newer_inventory(
     service = start_compute("c1")
     wait_until(lambda: _node(conductor_service, "c1") is not None)
     newer = _node(conductor_service, "c1")
-    count = conductor_service.db.service_list()[0].report_count
+    count = conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].report_count
     stale = {rc: dict(record, total=1) for rc, record in service.inventory.items()}
     _report(
         conductor_service,
@@ -170,7 +172,7 @@ def test_an_older_report_does_not_overwrite_a_newer_inventory(
     assert node.inventory == newer.inventory == service.inventory
     assert node.provider_generation == newer.provider_generation
     # ... but it still counts as a heartbeat.
-    assert conductor_service.db.service_list()[0].report_count == count + 1
+    assert conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].report_count == count + 1
 
     # A newer one does.
     _report(
@@ -202,13 +204,19 @@ def test_a_malformed_report_is_dropped_with_a_warning(
 ) -> None:
     service = start_compute("c1")
     wait_until(lambda: _node(conductor_service, "c1") is not None)
-    before = (conductor_service.db.service_list()[0].report_count, _node(conductor_service, "c1"))
+    before = (
+        conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].report_count,
+        _node(conductor_service, "c1"),
+    )
     with caplog.at_level(logging.WARNING):
         _report(conductor_service, service, **changes)
     assert any(
         "Malformed compute_report message dropped" in r.getMessage() for r in caplog.records
     )
-    after = (conductor_service.db.service_list()[0].report_count, _node(conductor_service, "c1"))
+    after = (
+        conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].report_count,
+        _node(conductor_service, "c1"),
+    )
     assert after[0] == before[0]
     assert after[1].inventory == before[1].inventory
 
@@ -229,7 +237,7 @@ def test_a_conductor_capped_at_1_1_is_sent_no_report(
             is False
         )
     # Nothing reached the conductor; an uncapped report does.
-    assert conductor_service.db.service_list() == []
+    assert conductor_service.db.service_list(binary=COMPUTE_BINARY) == []
     uncapped = make_conf("c1", compute=dict(SIZE))
     with ComputeService(uncapped, transport=transport):
         wait_until(lambda: _node(conductor_service, "c1") is not None)
@@ -242,7 +250,7 @@ def test_a_new_node_gets_its_disabled_service_s_trait(
 ) -> None:
     service = start_compute("c1")
     wait_until(lambda: _node(conductor_service, "c1") is not None)
-    row = conductor_service.db.service_list()[0]
+    row = conductor_service.db.service_list(binary=COMPUTE_BINARY)[0]
     conductor_service.db.service_set_disabled(row.uuid, True, "maintenance")
     placement_client.delete_resource_provider(service.provider_uuid)
     service.refresh_inventory()
@@ -253,7 +261,10 @@ def test_a_new_node_gets_its_disabled_service_s_trait(
     wait_until(lambda: DISABLED_TRAIT in placement_client.get_traits(service.provider_uuid)[0])
     traits, _ = placement_client.get_traits(service.provider_uuid)
     assert traits == {DEFAULT_OWNER_TRAIT, DISABLED_TRAIT}
-    assert conductor_service.db.service_list()[0].disabled_reason == "maintenance"
+    assert (
+        conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].disabled_reason
+        == "maintenance"
+    )
 
 
 def test_a_first_report_adopts_a_host_disabled_in_placement(
@@ -267,8 +278,8 @@ def test_a_first_report_adopts_a_host_disabled_in_placement(
     with ComputeService(conf, transport=transport) as service:
         placement_client.update_traits(service.provider_uuid, add=[DISABLED_TRAIT])
     with ComputeService(make_conf("c1", compute=dict(SIZE)), transport=transport):
-        wait_until(lambda: conductor_service.db.service_list() != [])
-        wait_until(lambda: conductor_service.db.service_list()[0].disabled)
-    [row] = conductor_service.db.service_list()
+        wait_until(lambda: conductor_service.db.service_list(binary=COMPUTE_BINARY) != [])
+        wait_until(lambda: conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].disabled)
+    [row] = conductor_service.db.service_list(binary=COMPUTE_BINARY)
     assert row.disabled_reason == reports.ADOPTED_REASON
     assert DISABLED_TRAIT in placement_client.get_traits(service.provider_uuid)[0]

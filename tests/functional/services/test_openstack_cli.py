@@ -6,10 +6,15 @@ usage show`` run as subprocesses with only ``OS_CLIENT_CONFIG_FILE`` and
 identity stand-in, whose catalog leads to Placement. The clouds' log-ins and
 the ``imageRef`` check through ``[glance]`` are tested here with openstacksdk
 (quick); the whole CLI story is in test_cli_commands.py (slow).
+
+:func:`test_what_operators_scripts_run` runs the commands operators' scripts
+run against Nova (hypervisor statistics, services under Nova's names, usage,
+a server's launch time and zone) through the real ``openstack`` and ``nova``.
 """
 
 import os
 import pathlib
+import subprocess
 from typing import Any
 
 import openstack.config
@@ -17,16 +22,55 @@ import pytest
 from keystoneauth1 import exceptions as ks_exc
 
 from resize_sched.images import DEFAULT_IMAGES
+from tests.functional.fixtures import openstack_cli
 from tests.functional.fixtures.openstack_cli import run_json
 
 
-def _run(d, *args: str) -> object:
+def _env(d) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("OS_AUTH_URL", None)
     for line in d.aio.export_lines():
         name, _, value = line.removeprefix("export ").partition("=")
         env[name] = value
-    return run_json(args, env)
+    return env
+
+
+def _run(d, *args: str) -> Any:
+    return run_json(args, _env(d))
+
+
+def _run_plain(d, *args: str) -> str:
+    """``openstack ARGS`` for a command with no output format (``service set``)."""
+    done = subprocess.run(
+        [openstack_cli.openstack(), *args],
+        env=_env(d),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _nova_table(d, *args: str) -> dict[str, str]:
+    """``nova ARGS`` with the admin openrc's variables; its two-column table as a dict."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    for line in pathlib.Path(d.aio.openrc[d.aio.ADMIN_CLOUD]).read_text().splitlines():
+        if line.startswith("export "):
+            name, _, value = line.removeprefix("export ").partition("=")
+            env[name] = value.strip("'")
+    nova = pathlib.Path(openstack_cli.openstack()).with_name("nova")
+    done = subprocess.run(
+        [str(nova), *args], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {}
+    for line in done.stdout.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 2:
+            rows[cells[0]] = cells[1]
+    return rows
 
 
 def test_resource_provider_list_and_usage_show(deploy):
@@ -125,4 +169,64 @@ def test_image_ref_is_checked_against_the_image_service(deploy):
     assert "no volumes" in volume.json()["badRequest"]["message"]
     # Nothing was recorded for the refused creates.
     assert sorted(s.name for s in compute.servers()) == ["bare", "vm"]
+    d.check()
+
+
+def test_what_operators_scripts_run(deploy):
+    d = deploy()
+    flavor = d.flavor("small", vcpus=2, ram=1024, disk=10)
+    server = d.boot("vm", flavor)
+
+    # -- a server's launch time and zone --------------------------------------------------
+    shown = _run(d, "server", "show", "vm")
+    assert shown["OS-SRV-USG:launched_at"] is not None
+    assert shown["OS-SRV-USG:terminated_at"] is None
+    assert shown["OS-EXT-AZ:availability_zone"] == "nova"
+
+    # -- hypervisor statistics (8 VCPU, 16384 MB, 200 GB per host) ------------------------
+    stats = _run(d, "hypervisor", "stats", "show")
+    assert (stats["count"], stats["vcpus"], stats["vcpus_used"], stats["running_vms"]) == (
+        2,
+        16,
+        2,
+        1,
+    )
+    assert (stats["memory_mb"], stats["memory_mb_used"], stats["local_gb_used"]) == (
+        32768,
+        1024,
+        10,
+    )
+    nova_stats = _nova_table(d, "hypervisor-stats")
+    assert (nova_stats["count"], nova_stats["vcpus_used"], nova_stats["free_disk_gb"]) == (
+        "2",
+        "2",
+        "390",
+    )
+
+    # -- services under Nova's names, the conductor's own row ----------------------------
+    services = _run(d, "compute", "service", "list")
+    listed = sorted((s["Binary"], s["Host"], s["Zone"], s["State"]) for s in services)
+    assert listed == [
+        ("nova-compute", "host1", "nova", "up"),
+        ("nova-compute", "host2", "nova", "up"),
+        ("nova-conductor", d.aio.conf.host, "internal", "up"),
+    ]
+    other = "host2" if server.compute_host == "host1" else "host1"
+    _run_plain(d, "compute", "service", "set", "--disable", other, "nova-compute")
+    assert d.aio.db.service_get_by_host(other).disabled
+    _run_plain(d, "compute", "service", "set", "--enable", other, "nova-compute")
+    assert not d.aio.db.service_get_by_host(other).disabled
+
+    # -- usage -----------------------------------------------------------------------------
+    usages = _run(d, "usage", "list")
+    assert [u["Project"] for u in usages] == ["admin"]
+    assert [s["instance_id"] for s in usages[0]["Servers"]] == [server.id]
+    # 2 vCPUs and 1024 MB for the hours the server ran (up to now).
+    hours = usages[0]["Servers"][0]["hours"]
+    assert hours > 0
+    assert usages[0]["CPU Hours"] == pytest.approx(2 * hours)
+    usage = _run(d, "usage", "show", "--project", "admin")
+    assert [s["name"] for s in usage["Servers"]] == ["vm"]
+    assert usage["CPU Hours"] >= usages[0]["CPU Hours"]
+    assert usage["RAM MB-Hours"] == pytest.approx(512 * usage["CPU Hours"])
     d.check()

@@ -76,6 +76,9 @@ TABLE = {
     "os_compute_api:os-hypervisors:list-detail": (ADMIN, "GET /os-hypervisors/detail"),
     "os_compute_api:os-hypervisors:show": (ADMIN, "GET /os-hypervisors/{id}"),
     "os_compute_api:os-hypervisors:uptime": (ADMIN, "GET /os-hypervisors/{id}/uptime"),
+    "os_compute_api:os-hypervisors:statistics": (ADMIN, "GET /os-hypervisors/statistics"),
+    "os_compute_api:os-simple-tenant-usage:list": (ADMIN, "GET /os-simple-tenant-usage"),
+    "os_compute_api:os-simple-tenant-usage:show": (READER, "GET /os-simple-tenant-usage/{id}"),
     "os_compute_api:os-aggregates:index": (ADMIN, "GET /os-aggregates"),
 }
 
