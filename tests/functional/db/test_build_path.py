@@ -248,3 +248,30 @@ def test_the_reaper_waits_for_the_grace_period_and_touches_only_ours(cloud: Clou
     # Nothing left for the next pass.
     assert reaper.reap(manager, grace=0).reaped == {}
     cloud.check()
+
+
+def test_a_late_write_to_a_closed_migration_is_reaped_journaled_on_it(cloud: Cloud) -> None:
+    """A write for a resize's migration consumer that lands after the resize
+    was confirmed (sent before, held up): the reaper gives back what the
+    migration holds on our providers, journaled on the migration, and leaves
+    the live server's consumer as it is."""
+    from resize_sched.conductor import reaper
+    from resize_sched.placement.client import MIGRATION, ConsumerWrite
+
+    f_old = cloud.flavor("old", **dict(zip(("vcpus", "memory_mb", "disk_gb"), OLD.values())))
+    f_new = cloud.flavor("new", **dict(zip(("vcpus", "memory_mb", "disk_gb"), NEW.values())))
+    server = cloud.boot("vm", f_old)
+    migration, _ = cloud.resize_to_verify(server, f_new)
+    cloud.confirm(server)
+    held = cloud.holds(server.uuid)
+    late = ConsumerWrite(cloud.on("host1", OLD), PROJECT, USER, None, MIGRATION)
+    cloud.observer.put_allocations(migration.uuid, late)
+    assert len(_orphans(cloud)) == 1
+    report = reaper.reap(_manager(cloud), grace=0)
+    assert report.reaped == {migration.uuid: "migration confirmed"}
+    assert cloud.holds(migration.uuid) == {}
+    assert cloud.holds(server.uuid) == held
+    assert _orphans(cloud) == []
+    last = cloud.db.journal_list(migration.uuid)[-1]
+    assert (last.phase, last.state) == ("reap", "applied")
+    cloud.check()
