@@ -10,6 +10,7 @@ version history.
 import functools
 import inspect
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,14 @@ COMPUTE_EVENTS: dict[str, tuple[str, str]] = {
 }
 #: The conductor's own event of a delete.
 DELETE_EVENT = "conductor_delete_server"
+
+#: The parts a host runs after the conductor decided a resize (its failure
+#: is reported only): the status the migration was left in before the part was
+#: cast, and the migration's columns naming the hosts the part runs on.
+_DECISION_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "confirm": ("confirmed", ("source_host",)),
+    "revert": ("reverted", ("dest_host", "source_host")),
+}
 
 #: Failures that end a flow on purpose; logged without a traceback.
 _EXPECTED = (
@@ -126,6 +135,9 @@ class ConductorManager:
         self.compute = compute
         self.builds = BuildTask(deps)
         self.resizes = ResizeTask(deps)
+        #: when the sweep's reaper last ran (time.monotonic(); see
+        #: :func:`resize_sched.conductor.reaper.reap_if_due`)
+        self.last_reap = time.monotonic()
 
     # -- builds -----------------------------------------------------------------------
 
@@ -149,6 +161,8 @@ class ConductorManager:
             # is unknown, so the sweep (or the next start) adopts it or
             # schedules again.
             LOG.warning("Build of server %s left for the sweep: Placement: %s", server_uuid, exc)
+            return
+        if server is None:
             return
         self._compute_event("spawn", server_uuid, server.host)
         self.compute.spawn(ctxt, server.host, server_message(server))
@@ -300,18 +314,34 @@ class ConductorManager:
             )
             if failed is not None:
                 self._compute_event(operation, server_uuid, host, reason=reason)
-        else:
-            try:
-                self.db.server_update(
+        elif operation in _DECISION_PARTS and migration_uuid:
+            status, host_columns = _DECISION_PARTS[operation]
+            if not self.db.server_record_step_fault(
+                server_uuid,
+                migration_uuid,
+                expected_status=status,
+                host=host,
+                host_columns=host_columns,
+                fault_message=f"{operation}: {reason}",
+            ):
+                # NOTE: a late or replayed report: the server has moved on
+                # (resized again, deleted) since this part ran.
+                LOG.info(
+                    "Fault of server %s not recorded: the %s of migration %s is not its "
+                    "latest step (stale report); nothing to do",
                     server_uuid,
-                    expected={"task_state": [None, "resize_confirming", "resize_reverting"]},
-                    fault_message=f"{operation}: {reason}",
+                    operation,
+                    migration_uuid,
                 )
-            except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
-                LOG.info("Fault of server %s not recorded: %s", server_uuid, exc)
                 return
             part = self._revert_part(operation, migration_uuid, host)
             self._compute_event(part, server_uuid, host, reason=reason)
+        else:
+            LOG.info(
+                "Failure of %s of server %s names no migration it belongs to; nothing to do",
+                operation,
+                server_uuid,
+            )
 
     def _revert_part(self, operation: str, migration_uuid: str | None, host: str | None) -> str:
         """``revert`` on a source host is the revert's second part, ``finish_revert``."""
@@ -388,8 +418,11 @@ class ConductorManager:
         which the API has normally done already): the server is ``deleting``
         and its resize in flight is closed, so no later step can write for
         it (Nova bug 1848343). Each consumer is then emptied from a fresh
-        read, again on a generation conflict; a step whose write lands after
-        this gives it back itself when its own compare-and-swap fails.
+        read, again on a generation conflict, journaled; a step whose write
+        lands after this gives it back itself when its own compare-and-swap
+        fails, and a write that lands later still (held up in a slow
+        Placement) is given back by the sweep's reaper
+        (:mod:`resize_sched.conductor.reaper`).
         """
         try:
             server = actions.begin_delete(self.db, server_uuid)
@@ -415,7 +448,7 @@ class ConductorManager:
             hosts |= {h for h in (migration.source_host, migration.dest_host) if h}
             self.deps.executor.release(migration)
         if not closed:
-            self.deps.executor.release_consumer(server_uuid, server.project_id, server.user_id)
+            self.deps.executor.release_server(server)
         try:
             self.db.server_delete(server_uuid, expected={"task_state": "deleting"})
         except exception.ServerNotFound:

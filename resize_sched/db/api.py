@@ -8,7 +8,8 @@ the other gets a typed conflict naming the state it found.
 The queries live in :mod:`resize_sched.db.compute_api` (flavors, servers,
 request specs), :mod:`resize_sched.db.migration_api` (migrations and their
 journal), :mod:`resize_sched.db.host_api` (services, compute nodes) and
-:mod:`resize_sched.db.action_api` (instance actions and events);
+:mod:`resize_sched.db.action_api` (instance actions and events),
+:mod:`resize_sched.db.server_journal_api` (a server's own writes to Placement);
 this module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
 the API-visible id) default to a new UUID.
 """
@@ -24,6 +25,7 @@ from resize_sched.db.compute_api import ComputeApi
 from resize_sched.db.host_api import HostApi
 from resize_sched.db.migration_api import MigrationApi
 from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
+from resize_sched.db.server_journal_api import ServerJournalApi
 from resize_sched.db.usage_api import UsageApi
 
 __all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Server"]
@@ -31,7 +33,7 @@ __all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Se
 LOG = logging.getLogger(__name__)
 
 
-class Database(ComputeApi, MigrationApi, HostApi, ActionApi, UsageApi):
+class Database(ComputeApi, MigrationApi, ServerJournalApi, HostApi, ActionApi, UsageApi):
     """Flavors, servers, request specs, migrations and the journal, services and
     compute nodes, instance actions and their events, usage over time, in one
     database."""

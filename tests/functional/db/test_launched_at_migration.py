@@ -1,4 +1,4 @@
-"""Revision 0004_opsapi: servers that already ran get a launch time (their creation time)."""
+"""Revision 0005: servers that already ran get a launch time (their creation time)."""
 
 import datetime
 
@@ -12,7 +12,7 @@ CREATED = datetime.datetime(2026, 3, 1, 12, 0, tzinfo=datetime.UTC)
 
 def test_servers_that_ran_are_launched_at_their_creation(empty_url: str) -> None:
     with Database(empty_url) as db:
-        db.sync("0003")
+        db.sync("0004")
         rows = {
             "ran": ("h1", "active"),
             "resized": ("h1", "resized"),

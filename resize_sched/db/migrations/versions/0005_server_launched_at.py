@@ -3,8 +3,8 @@
 Servers that already ran (placed on a host and past ``building``) get their
 creation time: the best figure left for them, a few seconds early.
 
-Revision ID: 0004_opsapi
-Revises: 0003
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import mysql
 
-revision: str = "0004_opsapi"
-down_revision: str | None = "0003"
+revision: str = "0005"
+down_revision: str | None = "0004"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
