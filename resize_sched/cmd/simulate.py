@@ -18,8 +18,7 @@ from oslo_config import cfg, types
 from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
-from resize_sched.simulate import report
-from resize_sched.simulate import run as simulation
+from resize_sched.simulate import settings as simulation
 
 LOG = logging.getLogger(__name__)
 
@@ -153,10 +152,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            print(f"{PROG}: {report.PlotsUnavailable()}", file=sys.stderr)
+            print(
+                f"{PROG}: the plots need matplotlib: install the 'simulate' extra "
+                "(pip install 'resize_sched[simulate]'), or leave out --plots-dir",
+                file=sys.stderr,
+            )
             return 1
         os.makedirs(conf.plots_dir, exist_ok=True)
 
+    try:
+        from resize_sched.simulate import report, run
+    except ImportError as exc:
+        print(
+            f"{PROG}: {exc}; the simulation runs the real Placement: install the 'simulate' "
+            "extra (pip install 'resize_sched[simulate]')",
+            file=sys.stderr,
+        )
+        return 1
     base = simulation.Settings(
         hosts=conf.hosts,
         resizes=conf.resizes,
@@ -175,10 +187,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings = replace(base, utilisation=level)
             progress.label = f"utilisation {level:.2f}: packing"
             progress.draw()
-            with simulation.Template(settings) as template:
+            with run.Template(settings) as template:
                 for strategy in conf.strategies:
                     progress.label = f"utilisation {level:.2f}: {strategy}"
-                    result = simulation.run(template, strategy, progress.step)
+                    result = run.run(template, strategy, progress.step)
                     results.append(result)
                     rows.append(report.figures(result))
     finally:

@@ -48,25 +48,10 @@ from resize_sched.placement.client import PlacementClient, owner_trait
 from resize_sched.placement.embedded import PlacementInProcess
 from resize_sched.simulate import cluster, oracle
 from resize_sched.simulate.interleave import Interleaver
+from resize_sched.simulate.settings import Settings
 from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)
-
-STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What a run is made of; equal settings give equal counts."""
-
-    hosts: int = 24
-    resizes: int = 120
-    workers: int = 4
-    utilisation: float = 0.9
-    revert_ratio: float = 0.3
-    seed: int = 1
-    verify_turns: int = 6
-    sweep_every: int = 10
 
 
 @dataclass(frozen=True)
