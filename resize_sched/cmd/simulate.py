@@ -54,7 +54,7 @@ CLI_OPTS = [
     cfg.ListOpt(
         "utilisation",
         item_type=types.Float(min=0.05, max=1.0),
-        default=["0.8", "0.9", "0.95"],
+        default=["0.85", "0.97"],
         help="Utilisations to pack the cluster to (share of its most used resource "
         "class), one run of every strategy each; the success plot has one point per value.",
     ),

@@ -106,7 +106,7 @@ def _mean(values: Sequence[int]) -> float | None:
 
 HEADER = (
     f"{'util':>5} {'strategy':<17} {'resizes':>7} {'ok':>4} {'feasible':>8} "
-    f"{'ok/feas':>8} {'bug ok':>7} {'races':>6} {'VERIFY extra':>22} {'host%':>6} "
+    f"{'ok/feas':>8} {'alone':>7} {'bug ok':>7} {'races':>6} {'VERIFY extra':>22} {'host%':>6} "
     f"{'rev.ref':>7} {'restore':>8} {'heal':>9} {'req':>5}"
 )
 
@@ -128,6 +128,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             f"{f['utilisation']:>5.2f} {f['strategy']:<17} {f['resizes']:>7} "
             f"{f['succeeded']:>4} {f['oracle_feasible']:>8} "
             f"{(f'{pct:.1f}%' if pct is not None else '-'):>8} "
+            f"{f['uncontended_feasible_succeeded']:>3}/{f['uncontended_feasible']:<3} "
             f"{f['same_host_full_succeeded']:>3}/{f['same_host_full']:<3} "
             f"{f['lost_races']:>2}/{f['won_races']:<3} {held:>22} "
             f"{f['verify_extra_host_pct']:>6.2f} "
@@ -138,7 +139,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 LEGEND = """\
-ok/feas: share of the oracle-feasible resizes that succeeded. bug ok: same-host-full
+ok/feas: share of the oracle-feasible resizes that succeeded; alone: of those no other
+worker wrote against between snapshot and claim, how many succeeded. bug ok: same-host-full
 cases (Nova bug 1790204: only the room the server leaves makes it fit) that succeeded,
 of those met. races: oracle-feasible resizes lost to a concurrent write / resizes that
 succeeded though infeasible at their snapshot (room freed meanwhile). VERIFY extra:

@@ -9,8 +9,8 @@ STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
 class Settings:
     """What a run is made of; equal settings give equal counts."""
 
-    hosts: int = 24
-    resizes: int = 120
+    hosts: int = 12
+    resizes: int = 30
     workers: int = 4
     utilisation: float = 0.9
     revert_ratio: float = 0.3
