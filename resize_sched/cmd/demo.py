@@ -305,7 +305,9 @@ def _print(results: dict[str, dict[str, list[str]]]) -> None:
         "prefer_same_host\n"
         "     the source is asked first and the same-host resize costs 2. legacy and "
         "drop_and_reclaim\n"
-        "     write before they ask (the prepare, the drop): 3 either way."
+        "     write once more either way: legacy's prepare (old to the migration, beside the "
+        "query),\n"
+        "     drop_and_reclaim's drop (before the query)."
     )
 
 

@@ -139,7 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # NOTE: refused claims and failed resizes are what is counted, not news.
     conf.set_override(
         "default_log_levels",
-        [f"{name}=ERROR" for name in ("resize_sched", "placement", "alembic", "matplotlib")],
+        [
+            *conf.default_log_levels,
+            *(f"{name}=ERROR" for name in ("resize_sched", "placement", "alembic", "matplotlib")),
+            "oslo_service=WARN",
+        ],
     )
     logging.setup(conf, "resize_sched")
     from resize_sched import strategies
