@@ -125,8 +125,24 @@ class Progress:
             sys.stderr.flush()
 
 
+#: Python's string hashing, fixed for the run (see :func:`main`).
+HASH_SEED = "0"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the simulation; 0 on success, 1 on a usage or setup error."""
+    """Run the simulation; 0 on success, 1 on a usage or setup error.
+
+    Run as the console script (``argv`` None), it first starts itself again
+    with ``PYTHONHASHSEED`` fixed: Placement orders hosts of equal standing
+    by way of sets and dicts of strings, whose order follows the string
+    hashes, so with Python's per-process random hashing the scheduler would
+    break ties differently from one run to the next, and the same seed would
+    not give the same counts.
+    """
+    if argv is None and os.environ.get("PYTHONHASHSEED") != HASH_SEED:
+        env = {**os.environ, "PYTHONHASHSEED": HASH_SEED}
+        command = [sys.executable, "-m", "resize_sched.cmd.simulate", *sys.argv[1:]]
+        os.execve(sys.executable, command, env)
     conf = rs_conf.new_conf()
     conf.register_cli_opts(CLI_OPTS)
     rs_conf.parse_args(
@@ -212,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         document = {
             "command": [PROG, *(sys.argv[1:] if argv is None else argv)],
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+            "python_hash_seed": os.environ.get("PYTHONHASHSEED"),
             "elapsed_s": round(elapsed, 1),
             "figures": rows,
             "runs": [result.to_json() for result in results],

@@ -110,8 +110,8 @@ class RunResult:
     servers: int
     start_utilisation: float
     outcomes: list[Outcome] = field(default_factory=list)
-    #: server uuid -> arrivals from its failed restore to its heal (None: never healed)
-    heals: dict[str, int | None] = field(default_factory=dict)
+    #: arrival of a failed restore -> arrivals until the sweep healed it (None: never)
+    heals: dict[int, int | None] = field(default_factory=dict)
     turns: int = 0
 
     def to_json(self) -> dict[str, Any]:
@@ -121,7 +121,7 @@ class RunResult:
             "hosts": self.hosts,
             "servers": self.servers,
             "start_utilisation": round(self.start_utilisation, 4),
-            "heals": dict(sorted(self.heals.items())),
+            "heals": {str(arrival): n for arrival, n in sorted(self.heals.items())},
             "outcomes": [
                 {
                     **asdict(o),
@@ -178,10 +178,10 @@ class _Run:
         self.busy: set[str] = set()
         self.outcomes: list[Outcome] = []
         self.flagged: dict[str, int] = {}
-        self.heals: dict[str, int | None] = {}
+        self.heals: dict[int, int | None] = {}
         self.crashed: list[BaseException] = []
         self.next = 0
-        # NOTE: the oracle's and the sweep's requests are never the strategies'.
+        # NOTE: the sweep's requests are never the strategies'.
         self.observer = interleaver.attach(PlacementClient.from_conf(conf), gated=False)
         self.sweep_deps = TaskDeps.build(conf, db, self.observer)
 
@@ -256,7 +256,7 @@ class _Run:
         except exception.RestoreFailed:
             outcome.result = "restore refused"
             self.flagged[uuid] = arrival.index
-            self.heals[uuid] = None
+            self.heals[arrival.index] = None
         except exception.NoValidHost as exc:
             outcome.result = exc.kind
         except Exception as exc:  # recorded, never fatal: the report counts errors
@@ -327,7 +327,8 @@ class _Run:
                 continue  # still no room; the next sweep tries again
             server = migration.server_uuid
             if server in self.flagged:
-                self.heals[server] = at - self.flagged.pop(server)
+                flagged_at = self.flagged.pop(server)
+                self.heals[flagged_at] = at - flagged_at
 
 
 def _scratch_root() -> str | None:

@@ -52,7 +52,9 @@ def test_tiny_simulation_invariants_and_reproducibility(tmp_path, capsys) -> Non
         figures[s]["same_host_full_succeeded"] for s in ("drop_and_reclaim", "max_flavor")
     )
 
-    # The same seed again, one strategy through the library: the same outcomes.
+    # The same seed again, one strategy through the library: the same outcomes
+    # (in the same process, so with the same string hashing; the command
+    # fixes PYTHONHASHSEED for runs in processes of their own).
     settings = Settings(hosts=4, resizes=8, workers=2, utilisation=0.9, seed=int(SEED))
     with run.Template(settings) as template:
         again = run.run(template, "drop_and_reclaim").to_json()

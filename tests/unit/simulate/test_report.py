@@ -17,7 +17,7 @@ def _result(strategy: str, level: float) -> RunResult:
     full.decision, full.revert_refused = "revert", True
     won = Outcome(4, "w1", "s4", "m1.small", "m1.xlarge", False, False, False, "ok", False)
     won.decision = "revert"
-    healed = {"s5": 7, "s6": None}
+    healed = {5: 7, 6: None}
     return RunResult(
         strategy, Settings(utilisation=level), 4, 20, level, [ok, lost, full, won], healed
     )
