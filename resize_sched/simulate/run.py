@@ -198,6 +198,10 @@ class _Run:
         client = self.interleaver.attach(PlacementClient.from_conf(self.conf), gated=True)
         deps = TaskDeps.build(self.conf, self.db, client)
         tasks = ResizeTask(deps)
+        # NOTE: what a conductor does once at start, not a resize's cost; done
+        # lazily, legacy's side pool and the worker could both ask at once.
+        _ = client.max_version
+        deps.configured_strategy()
         with self.interleaver.worker(name):
             while self.next < len(self.arrivals):
                 arrival = self.arrivals[self.next]
