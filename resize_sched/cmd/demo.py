@@ -1,15 +1,29 @@
-"""``resize-sched-demo``: Nova bug 1790204 replayed with every claim strategy.
+"""``resize-sched-demo``: how the three claim strategies differ, on Nova bug 1790204.
 
-Starts the all-in-one (real Placement, API, conductor, fake compute hosts) on
-a temporary directory with three full hosts, each the size of the bug's host
-(2 VCPU, 8192 MB, 1028 GB), and one server per host whose flavor takes the
-whole disk. Each server is then resized to a flavor with more VCPU and memory
-but the same disk, once per strategy, through the Compute API, and the demo
-prints what Placement holds at every step.
+Starts the all-in-one (real Placement, API, conductor, three fake compute
+hosts) in a temporary directory and, once per strategy, through the Compute
+API:
+
+#. fills every host with one server whose flavor takes all its memory and
+   disk, then resizes one of them to a flavor with more VCPU and less memory:
+   it fits only in the room the server itself leaves, on its own host (the
+   bug's case). What Placement holds there during VERIFY_RESIZE differs:
+   ``max_flavor`` keeps ``max(old, new)``, ``drop_and_reclaim`` only ``new``;
+#. boots another server while that resize waits, which takes the memory
+   ``drop_and_reclaim`` let go, then reverts the resize: refused for
+   ``drop_and_reclaim`` (the old flavor no longer fits), never for
+   ``max_flavor``;
+#. resizes another server to another host (``[resize] allow_same_host``
+   off), where the three hold the same.
+
+It prints what each step held and the Placement requests each resize made,
+then stops everything and removes the directory (``--keep`` keeps it, with
+the services' log).
 """
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -26,9 +40,32 @@ from resize_sched import resources as rs
 LOG = logging.getLogger(__name__)
 
 STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
-HOST = "2:8192:1028"
-OLD = {"name": "bug-old", "vcpus": 1, "ram": 1024, "disk": 1028}
-NEW = {"name": "bug-new", "vcpus": 2, "ram": 2048, "disk": 1028}
+HOSTS = ("host1", "host2", "host3")
+#: Each host: 4 VCPU, 4096 MB, 100 GB.
+HOST = "4:4096:100"
+WIDE = {"name": "wide", "vcpus": 1, "ram": 4096, "disk": 100}
+TALL = {"name": "tall", "vcpus": 2, "ram": 2048, "disk": 100}
+FILLER = {"name": "filler", "vcpus": 1, "ram": 2048, "disk": 0}
+
+WHAT = {
+    "legacy": "Nova's claim: old moves to the migration and the whole new flavor is "
+    "asked on top, so a full host cannot resize in place (Nova bug 1790204)",
+    "drop_and_reclaim": "drops old before asking, so the source offers the room the "
+    "server leaves; re-claims old if another host is chosen",
+    "max_flavor": "drops nothing; asks the source only for new - old and holds "
+    "max(old, new) there until confirm or revert (the default)",
+}
+
+
+def _amounts(used: dict[str, int]) -> str:
+    """``VCPU 2, MEMORY_MB 4096, DISK_GB 100`` (in that order), or ``nothing``."""
+    order = (rs.VCPU, rs.MEMORY_MB, rs.DISK_GB)
+    classes = [rc for rc in order if used.get(rc)] + sorted(set(used) - set(order))
+    return ", ".join(f"{rc} {used[rc]}" for rc in classes if used[rc]) or "nothing"
+
+
+def _flavor_text(spec: dict) -> str:
+    return f"{spec['name']} ({spec['vcpus']} VCPU, {spec['ram']} MB, {spec['disk']} GB)"
 
 
 class Api:
@@ -45,74 +82,233 @@ class Api:
             raise RuntimeError(f"{method} {path}: {response.status_code} {response.text}")
         return response.json() if response.content else None
 
+    def server(self, server_id: str) -> dict:
+        return self.call("GET", f"/servers/{server_id}")["server"]
+
     def wait(self, server_id: str, done: Sequence[str], timeout: float = 60.0) -> dict:
         deadline = time.monotonic() + timeout
         while True:
-            server = self.call("GET", f"/servers/{server_id}")["server"]
+            server = self.server(server_id)
             if server["status"] in done and server["OS-EXT-STS:task_state"] is None:
                 return server
             if time.monotonic() > deadline:
                 raise RuntimeError(f"server {server_id} stuck in {server['status']}")
             time.sleep(0.05)
 
+    def wait_gone(self, server_id: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            response = self.session.get(f"{self.endpoint}/servers/{server_id}", timeout=30)
+            if response.status_code == 404:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"server {server_id} was not deleted")
+
+    def boot(self, name: str, flavor: str) -> str:
+        body = {"server": {"name": name, "flavorRef": flavor}}
+        return self.call("POST", "/servers", body)["server"]["id"]
+
+    def action(self, server_id: str, body: dict) -> None:
+        self.call("POST", f"/servers/{server_id}/action", body)
+
+    def delete(self, server_id: str) -> None:
+        self.call("DELETE", f"/servers/{server_id}")
+        self.wait_gone(server_id)
+
     def migration(self, server_id: str) -> dict:
         migrations = self.call("GET", f"/os-migrations?instance_uuid={server_id}")["migrations"]
         return max(migrations, key=lambda m: m["id"])
 
 
-def _usage(aio: Any, host: str) -> str:
-    client = aio.conductor.client
-    rp = client.list_resource_providers(name=host)[0]["uuid"]
-    used = client.get_usages(rp)
-    return rs.format_resources(used) or "nothing"
+class Recorder:
+    """The Placement requests the conductor makes, method and route."""
+
+    def __init__(self, client: Any) -> None:
+        self.requests: list[str] = []
+        original = client._request
+
+        def recorded(method: str, path: str, version: Any, **kwargs: Any) -> Any:
+            route = path.split("?")[0].strip("/").split("/")
+            # NOTE: /resource_providers/{uuid}/usages -> usages; uuids are noise.
+            self.requests.append(f"{method} {route[-1] if len(route) > 2 else route[0]}")
+            return original(method, path, version, **kwargs)
+
+        client._request = recorded
+
+    def take(self) -> str:
+        taken, self.requests = self.requests, []
+        return f"{len(taken)} ({', '.join(taken)})"
 
 
-def run(aio: Any) -> list[tuple[str, str, str, str]]:
-    api = Api(aio.api_endpoint)
-    flavors = {}
-    for spec in (OLD, NEW):
-        flavors[spec["name"]] = api.call("POST", "/flavors", {"flavor": spec})["flavor"]["id"]
-    # Fill every host first: one full-disk server each.
-    servers = {}
-    for strategy in STRATEGIES:
-        body = {"server": {"name": f"vm-{strategy}", "flavorRef": flavors["bug-old"]}}
-        servers[strategy] = api.call("POST", "/servers", body)["server"]["id"]
-    rows = []
-    for index, strategy in enumerate(STRATEGIES):
-        server = api.wait(servers[strategy], ("ACTIVE", "ERROR"))
-        host = server["OS-EXT-SRV-ATTR:host"]
-        before = f"server ACTIVE on {host}, which holds {_usage(aio, host)}"
+class Demo:
+    """The three steps, once per strategy, on one all-in-one."""
+
+    def __init__(self, aio: Any) -> None:
+        self.aio = aio
+        self.api = Api(aio.api_endpoint)
+        self.placement = aio.placement.client()
+        self.recorder = Recorder(aio.conductor.client)
+        self.flavors = {
+            spec["name"]: self.api.call("POST", "/flavors", {"flavor": spec})["flavor"]["id"]
+            for spec in (WIDE, TALL, FILLER)
+        }
+        self.providers = {
+            host: self.placement.list_resource_providers(name=host)[0]["uuid"] for host in HOSTS
+        }
+
+    def held(self, host: str) -> str:
+        used = self.placement.get_usages(self.providers[host])
+        return _amounts(used)
+
+    def configure(self, strategy: str, allow_same_host: bool = True) -> None:
         # NOTE: the all-in-one's API and conductor share this configuration,
         # as a SIGHUP after editing the file would make them share it.
-        aio.conf.set_override("claim_strategy", strategy, group="resize")
-        aio.conductor.client.reset_request_count()
-        resize = {"resize": {"flavorRef": flavors["bug-new"]}}
-        api.call("POST", f"/servers/{server['id']}/action", resize)
-        server = api.wait(server["id"], ("VERIFY_RESIZE", "ACTIVE", "ERROR"))
-        requests_made = aio.conductor.client.request_count
-        migration = api.migration(server["id"])
-        if server["status"] != "VERIFY_RESIZE":
-            reason = migration.get("resize_sched:error_reason") or migration["status"]
-            kind = migration.get("resize_sched:error_kind") or "error"
-            rows.append(
-                (
-                    strategy,
-                    before,
-                    f"NoValidHost ({kind}): {reason}; {requests_made} Placement requests",
-                    f"server {server['status']}, {host} holds {_usage(aio, host)}",
-                )
+        self.aio.conf.set_override("claim_strategy", strategy, group="resize")
+        self.aio.conf.set_override("allow_same_host", allow_same_host, group="resize")
+
+    def resize(self, server_id: str, flavor: str) -> tuple[dict, str]:
+        """Resize and wait for VERIFY_RESIZE or the end; the server and the requests."""
+        self.recorder.take()
+        self.api.action(server_id, {"resize": {"flavorRef": self.flavors[flavor]}})
+        server = self.api.wait(server_id, ("VERIFY_RESIZE", "ACTIVE", "ERROR"))
+        return server, self.recorder.take()
+
+    def run(self, strategy: str) -> dict[str, list[str]]:
+        """The three steps under ``strategy``; the lines to print for each."""
+        api = self.api
+        self.configure(strategy)
+        servers = {name: api.boot(name, self.flavors["wide"]) for name in ("vm-a", "vm-b", "vm-c")}
+        hosts = {
+            name: api.wait(sid, ("ACTIVE",))["OS-EXT-SRV-ATTR:host"]
+            for name, sid in servers.items()
+        }
+        lines: dict[str, list[str]] = {"same": [], "fill": [], "other": []}
+
+        # 1. Same host: vm-a fits only in the room it leaves.
+        host_a = hosts["vm-a"]
+        server, made = self.resize(servers["vm-a"], "tall")
+        if server["status"] == "VERIFY_RESIZE":
+            lines["same"].append(f"VERIFY_RESIZE on {server['OS-EXT-SRV-ATTR:host']}")
+            lines["same"].append(f"{host_a} holds {self.held(host_a)}")
+        else:
+            kind = api.migration(servers["vm-a"]).get("resize_sched:error_kind") or "error"
+            lines["same"].append(f"NoValidHost ({kind}) <- Nova bug 1790204")
+            lines["same"].append(
+                f"vm-a {server['status']} with wide; {host_a} holds {self.held(host_a)}"
             )
-            continue
+        lines["same"].append(f"Placement requests: {made}")
+
+        # 2. Someone boots into the room freed, then the resize is reverted.
+        if server["status"] == "VERIFY_RESIZE":
+            filler = api.boot("filler", self.flavors["filler"])
+            booted = api.wait(filler, ("ACTIVE", "ERROR"))
+            if booted["status"] == "ACTIVE":
+                lines["fill"].append(f"filler ACTIVE on {booted['OS-EXT-SRV-ATTR:host']}")
+            else:
+                lines["fill"].append("filler ERROR: no host has 2048 MB free")
+            api.action(servers["vm-a"], {"revertResize": None})
+            reverted = api.wait(servers["vm-a"], ("ACTIVE", "VERIFY_RESIZE", "ERROR"))
+            if reverted["status"] == "VERIFY_RESIZE":
+                lines["fill"].append("revert REFUSED: vm-a stays in VERIFY_RESIZE with tall")
+                api.delete(filler)
+                filler = None
+                api.action(servers["vm-a"], {"revertResize": None})
+                reverted = api.wait(servers["vm-a"], ("ACTIVE", "VERIFY_RESIZE", "ERROR"))
+                lines["fill"].append(
+                    f"filler deleted, revert asked again: vm-a {reverted['status']}"
+                )
+            else:
+                lines["fill"].append(f"revert: vm-a {reverted['status']} with wide")
+            lines["fill"].append(f"{host_a} holds {self.held(host_a)}")
+            if filler is not None:
+                api.delete(filler)
+        else:
+            lines["fill"].append("nothing to revert: the resize never began")
+
+        # 3. Another host: vm-c's host is emptied, vm-b must move there.
+        api.delete(servers["vm-c"])
+        self.configure(strategy, allow_same_host=False)
+        server, made = self.resize(servers["vm-b"], "tall")
         dest = server["OS-EXT-SRV-ATTR:host"]
-        during = (
-            f"VERIFY_RESIZE on {dest} ({'same' if dest == host else 'other'} host), "
-            f"{dest} holds {_usage(aio, dest)}; {requests_made} Placement requests"
-        )
-        decision = "confirmResize" if index % 2 == 0 else "revertResize"
-        api.call("POST", f"/servers/{server['id']}/action", {decision: None})
-        api.wait(server["id"], ("ACTIVE", "ERROR"))
-        rows.append((strategy, before, during, f"{decision}: {host} holds {_usage(aio, host)}"))
-    return rows
+        lines["other"].append(f"{server['status']} on {dest}")
+        lines["other"].append(f"{hosts['vm-b']} (source) holds {self.held(hosts['vm-b'])}")
+        lines["other"].append(f"{dest} holds {self.held(dest)}")
+        lines["other"].append(f"Placement requests: {made}")
+        if server["status"] == "VERIFY_RESIZE":
+            api.action(servers["vm-b"], {"confirmResize": None})
+            api.wait(servers["vm-b"], ("ACTIVE",))
+        self.configure(strategy)
+        for name in ("vm-a", "vm-b"):
+            api.delete(servers[name])
+        return lines
+
+
+def _print(results: dict[str, dict[str, list[str]]]) -> None:
+    print("Claim strategies ([resize] claim_strategy):")
+    for strategy in STRATEGIES:
+        print(f"  {strategy:<17} {WHAT[strategy]}")
+    print(
+        f"\nHosts {', '.join(HOSTS)}: 4 VCPU, 4096 MB, 100 GB each. Flavors: "
+        f"{_flavor_text(WIDE)}, {_flavor_text(TALL)}, {_flavor_text(FILLER)}.\n"
+        "Each strategy starts from the same state: vm-a, vm-b and vm-c (wide), one per host, "
+        "so every host's memory and disk are full."
+    )
+    steps = (
+        (
+            "same",
+            "1. vm-a: wide -> tall. Every host is full; tall fits only in the room vm-a "
+            "itself leaves on its host. Held during VERIFY_RESIZE:",
+        ),
+        (
+            "fill",
+            "2. While vm-a waits in VERIFY_RESIZE, someone boots filler "
+            f"({FILLER['vcpus']} VCPU, {FILLER['ram']} MB), then vm-a's resize is reverted:",
+        ),
+        (
+            "other",
+            "3. vm-c deleted; vm-b: wide -> tall with [resize] allow_same_host = False, "
+            "so it moves:",
+        ),
+    )
+    for key, title in steps:
+        print(f"\n{title}")
+        for strategy in STRATEGIES:
+            rows = results[strategy][key]
+            print(f"  {strategy:<17} {rows[0]}")
+            for row in rows[1:]:
+                print(f"  {'':<17} {row}")
+    print(
+        "\nHow to read it:\n"
+        "  1. legacy asks vm-a's full host for the whole tall flavor on top of wide, so the "
+        "resize fails:\n"
+        "     Nova bug 1790204. 'deferred' means no host has the room now, though some "
+        "host could when\n"
+        "     emptier; the resize has ended, the server is ACTIVE with its old flavor, "
+        "and nothing retries\n"
+        "     it: the user may ask again later. drop_and_reclaim holds only tall (VCPU 2, "
+        "2048 MB);\n"
+        "     max_flavor holds max(wide, tall) (VCPU 2, 4096 MB) until confirm or revert.\n"
+        "  2. The 2048 MB drop_and_reclaim let go was taken, so its revert is refused "
+        "until room is freed\n"
+        "     (the server waits in VERIFY_RESIZE; nothing retries the revert for it). "
+        "max_flavor kept the\n"
+        "     room, so its revert is a shrink that always fits; the filler found no host "
+        "instead.\n"
+        "  3. Moving to another host, all three hold the same: wide on the source for the "
+        "migration,\n"
+        "     tall on the destination for the server, until confirm.\n"
+        "  Requests: max_flavor costs 2 when the resize moves (the query over every host "
+        "and one claim),\n"
+        "     3 on the same host here: a full source is not among the answers to a query "
+        "for the whole\n"
+        "     new flavor, so its usage is read (one GET) to judge new - old. With [resize] "
+        "prefer_same_host\n"
+        "     the source is asked first and the same-host resize costs 2. legacy and "
+        "drop_and_reclaim\n"
+        "     write once more either way: legacy's prepare (old to the migration, beside the "
+        "query),\n"
+        "     drop_and_reclaim's drop (before the query)."
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,24 +316,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="resize-sched-demo", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--verbose", action="store_true", help="show the services' logs")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the temporary directory (databases and the services' log) and say where",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
+    workdir = tempfile.mkdtemp(prefix="resize-sched-demo-")
+    try:
+        return _run(args, workdir)
+    finally:
+        if args.keep:
+            print(f"\nKept {workdir} (the services' log is {workdir}/services.log)")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _run(args: argparse.Namespace, workdir: str) -> int:
     conf = rs_conf.new_conf()
     rs_conf.parse_args(conf, [], default_config_files=[], prog="resize-sched-demo")
     conf.set_override("debug", False)
     if not args.verbose:
-        # NOTE: keep the screen for the table; the services log to a file.
-        handle, log_file = tempfile.mkstemp(prefix="resize-sched-demo-", suffix=".log")
-        os.close(handle)
-        conf.set_override("log_file", log_file)
+        # NOTE: keep the screen for the results; the services log to a file.
+        conf.set_override("log_file", os.path.join(workdir, "services.log"))
         conf.set_override("use_stderr", False)
-        print(f"Service logs: {log_file}")
     logging.setup(conf, "resize_sched")
     conf.set_override("auth_strategy", "noauth2", group="api")
     conf.set_override("bind_host", "127.0.0.1", group="api")
     conf.set_override("bind_port", 0, group="api")
     conf.set_override("placement_port", 0, group="all_in_one")
-    conf.set_override("hosts", [f"host{i + 1}:{HOST}" for i in range(3)], group="all_in_one")
+    conf.set_override("state_path", os.path.join(workdir, "state"), group="all_in_one")
+    conf.set_override("hosts", [f"{name}:{HOST}" for name in HOSTS], group="all_in_one")
 
     # NOTE: a third-party import chain warns about eventlet, which we do not use.
     warnings.filterwarnings("ignore", message=r"(?s)\s*eventlet")
@@ -147,21 +357,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     aio = AllInOne(conf)
     aio.start()
     try:
-        print(f"Compute API {aio.api_endpoint}, Placement {aio.placement.endpoint}\n")
-        print(
-            f"Each host: VCPU 2, MEMORY_MB 8192, DISK_GB 1028. Server flavor "
-            f"{OLD['vcpus']} VCPU / {OLD['ram']} MB / {OLD['disk']} GB, resized to "
-            f"{NEW['vcpus']} VCPU / {NEW['ram']} MB / {NEW['disk']} GB; the other hosts "
-            "are full, so only a same-host resize can succeed.\n"
-        )
-        rows = run(aio)
+        demo = Demo(aio)
+        results = {strategy: demo.run(strategy) for strategy in STRATEGIES}
     finally:
         aio.stop()
-    for strategy, before, resize, then in rows:
-        print(f"{strategy}")
-        print(f"  before:  {before}")
-        print(f"  resize:  {resize}")
-        print(f"  then:    {then}\n")
+    _print(results)
     return 0
 
 

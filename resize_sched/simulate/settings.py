@@ -1,0 +1,19 @@
+"""What a simulation run is made of (importable without Placement installed)."""
+
+from dataclasses import dataclass
+
+STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a run is made of; equal settings give equal counts."""
+
+    hosts: int = 12
+    resizes: int = 30
+    workers: int = 4
+    utilisation: float = 0.9
+    revert_ratio: float = 0.3
+    seed: int = 1
+    verify_turns: int = 6
+    sweep_every: int = 10
