@@ -46,6 +46,14 @@ COMPUTE_EVENTS: dict[str, tuple[str, str]] = {
 #: The conductor's own event of a delete.
 DELETE_EVENT = "conductor_delete_server"
 
+#: The parts a host runs after the conductor decided a resize (its failure
+#: is reported only): the status the migration was left in before the part was
+#: cast, and the migration's columns naming the hosts the part runs on.
+_DECISION_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "confirm": ("confirmed", ("source_host",)),
+    "revert": ("reverted", ("dest_host", "source_host")),
+}
+
 #: Failures that end a flow on purpose; logged without a traceback.
 _EXPECTED = (
     exception.NoValidHost,
@@ -149,6 +157,8 @@ class ConductorManager:
             # is unknown, so the sweep (or the next start) adopts it or
             # schedules again.
             LOG.warning("Build of server %s left for the sweep: Placement: %s", server_uuid, exc)
+            return
+        if server is None:
             return
         self._compute_event("spawn", server_uuid, server.host)
         self.compute.spawn(ctxt, server.host, server_message(server))
@@ -300,18 +310,34 @@ class ConductorManager:
             )
             if failed is not None:
                 self._compute_event(operation, server_uuid, host, reason=reason)
-        else:
-            try:
-                self.db.server_update(
+        elif operation in _DECISION_PARTS and migration_uuid:
+            status, host_columns = _DECISION_PARTS[operation]
+            if not self.db.server_record_step_fault(
+                server_uuid,
+                migration_uuid,
+                expected_status=status,
+                host=host,
+                host_columns=host_columns,
+                fault_message=f"{operation}: {reason}",
+            ):
+                # NOTE: a late or replayed report: the server has moved on
+                # (resized again, deleted) since this part ran.
+                LOG.info(
+                    "Fault of server %s not recorded: the %s of migration %s is not its "
+                    "latest step (stale report); nothing to do",
                     server_uuid,
-                    expected={"task_state": [None, "resize_confirming", "resize_reverting"]},
-                    fault_message=f"{operation}: {reason}",
+                    operation,
+                    migration_uuid,
                 )
-            except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
-                LOG.info("Fault of server %s not recorded: %s", server_uuid, exc)
                 return
             part = self._revert_part(operation, migration_uuid, host)
             self._compute_event(part, server_uuid, host, reason=reason)
+        else:
+            LOG.info(
+                "Failure of %s of server %s names no migration it belongs to; nothing to do",
+                operation,
+                server_uuid,
+            )
 
     def _revert_part(self, operation: str, migration_uuid: str | None, host: str | None) -> str:
         """``revert`` on a source host is the revert's second part, ``finish_revert``."""

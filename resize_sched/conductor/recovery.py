@@ -223,18 +223,28 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
             migration.uuid,
             settled(migration, lambda m: release_if_deleted(manager, m)),
         )
-    for server in manager.db.server_list(task_state="deleting"):
-        # NOTE: a delete whose cast was lost, or whose conductor stopped.
-        if stale(server):
-            take_on(
-                f"the delete of server {server.uuid}",
+    deleting: set[str] = set()
+    for server in manager.db.server_list_delete_unfinished():
+        # NOTE: a delete whose cast was lost, or whose conductor stopped; or
+        # one whose ``deleting`` a writer cleared (whatever state the build or
+        # resize left it in, an accepted delete is carried out).
+        if not stale(server):
+            continue
+        if server.task_state != "deleting":
+            LOG.warning(
+                "Server %s: its delete was accepted but it is %s/%s; deleting it",
                 server.uuid,
-                lambda s=server: (
-                    manager.delete_server(admin_context(), s.uuid) or "delete completed"
-                ),
+                server.status,
+                server.task_state,
             )
+        deleting.add(server.uuid)
+        take_on(
+            f"the delete of server {server.uuid}",
+            server.uuid,
+            lambda s=server: manager.delete_server(admin_context(), s.uuid) or "delete completed",
+        )
     for server in manager.db.server_list(status="BUILD"):
-        if server.task_state != "deleting" and stale(server):
+        if server.task_state != "deleting" and server.uuid not in deleting and stale(server):
             take_on(
                 f"the build of server {server.uuid}",
                 server.uuid,

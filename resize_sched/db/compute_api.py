@@ -26,6 +26,8 @@ LOG = logging.getLogger(__name__)
 # As in Nova: letters, digits, '.', '_', '-' and inner spaces.
 _FLAVORID_RE = re.compile(r"^(?! )[a-zA-Z0-9. _-]+(?<! )$")
 _FLAVOR_SIZES = ("vcpus", "memory_mb", "root_gb", "ephemeral_gb", "swap")
+#: the instance action the API records when it accepts a delete (action_api.DELETE)
+_DELETE_ACTION = "delete"
 _REQUEST_SPEC_FIELDS = frozenset(
     {"resources", "required_traits", "ignore_hosts", "force_hosts", "scheduler_hints"}
 )
@@ -519,6 +521,30 @@ class ComputeApi(SessionSource):
                 raise exception.ServerNotFound(server_id=uuid)
             self.migration_close_for_delete(session, uuid)  # type: ignore[attr-defined]
         return server
+
+    def server_list_delete_unfinished(self) -> list[models.Server]:
+        """Live servers whose delete was accepted but not carried out, oldest first.
+
+        A delete is accepted when the API records it: the server becomes
+        ``deleting`` and a ``delete`` instance action is recorded. Both are
+        looked for, so a delete is finished even if a writer cleared the task
+        state since (every writer should compare-and-swap it; this is the
+        sweep's safety net, not the rule).
+        """
+        accepted = sa.exists().where(
+            models.InstanceAction.server_uuid == models.Server.uuid,
+            models.InstanceAction.action == _DELETE_ACTION,
+        )
+        query = (
+            sa.select(models.Server)
+            .where(
+                models.Server.deleted_at.is_(None),
+                sa.or_(models.Server.task_state == models.TASK_DELETING, accepted),
+            )
+            .order_by(models.Server.created_at, models.Server.uuid)
+        )
+        with self._reader() as session:
+            return list(session.scalars(query))
 
     def server_delete(self, uuid: str, *, expected: Mapping[str, Any] | None = None) -> None:
         """Soft-delete a server (status DELETED, vm_state deleted).

@@ -658,6 +658,58 @@ class MigrationApi(SessionSource):
             ends.applied.clear()
         return migration
 
+    def server_record_step_fault(
+        self,
+        server_uuid: str,
+        migration_uuid: str,
+        *,
+        expected_status: str,
+        host: str | None,
+        host_columns: tuple[str, ...],
+        fault_message: str,
+    ) -> bool:
+        """Record a compute host's failure of a resize's last part, if still due.
+
+        One compare-and-swap: the server's ``fault_message`` is set only while
+        the server is live, idle (or still deciding) and no delete is asked
+        for, ``migration_uuid`` is its newest migration, in
+        ``expected_status``, and ``host`` (when given) is one the failed
+        part runs on. A late or replayed report, from before the server
+        moved on (resized again, deleted), changes nothing.
+
+        :param expected_status: ``confirmed`` for a confirm, ``reverted`` for
+            a revert: the status the conductor left before casting the part.
+        :param host_columns: the migration's columns naming the hosts the part
+            runs on (``source_host``; ``dest_host`` and ``source_host``).
+        :returns: whether the fault was recorded.
+        """
+        newer = sa.orm.aliased(models.Migration)
+        mig = sa.orm.aliased(models.Migration)
+        conditions: list[sa.ColumnElement[bool]] = [
+            mig.uuid == migration_uuid,
+            mig.server_uuid == models.Server.uuid,
+            mig.status == expected_status,
+            ~sa.exists().where(newer.server_uuid == mig.server_uuid, newer.id > mig.id),
+        ]
+        if host is not None:
+            conditions.append(sa.or_(*(getattr(mig, c) == host for c in host_columns)))
+        with self._writer() as session:
+            result = session.execute(
+                sa.update(models.Server)
+                .where(
+                    models.Server.uuid == server_uuid,
+                    *_server_not_deleting(),
+                    match(
+                        models.Server.task_state,
+                        [None, models.TASK_RESIZE_CONFIRMING, models.TASK_RESIZE_REVERTING],
+                    ),
+                    sa.exists().where(*conditions),
+                )
+                .values(fault_message=fault_message, fault_at=models.utcnow())
+                .execution_options(synchronize_session=False)
+            )
+        return bool(result.rowcount)
+
     def migration_close_for_delete(self, session: Any, server_uuid: str) -> None:
         """Within ``session``: end the server's resize in flight, for a delete."""
         session.execute(

@@ -59,6 +59,9 @@ class BuildTask:
         Recorded as the ``create`` action's ``conductor_schedule_and_build_instances``
         event.
 
+        :returns: the server, ``spawning`` on its host; None when nothing
+            fitted but the server had moved on meanwhile (a delete recorded:
+            it stays recorded, and nothing is written).
         :raises NoValidHost: nothing fits; the server goes to ERROR with a fault.
         """
         with self.db.action_event(
@@ -116,14 +119,26 @@ class BuildTask:
                 reason="every candidate host refused the claim",
             )
         except exception.NoValidHost as exc:
-            self.db.server_update(
-                server_uuid,
-                status="ERROR",
-                vm_state="error",
-                task_state=None,
-                fault_message=exc.message,
-                fault_code=500,
-            )
+            # NOTE: compare-and-swap on the state the build left it in: a
+            # delete recorded meanwhile (``deleting``) must stay recorded, or
+            # the delete's own compare-and-swap fails and the server stays
+            # ERROR, never deleted.
+            try:
+                self.db.server_update(
+                    server_uuid,
+                    expected={"status": "BUILD", "task_state": "scheduling"},
+                    operation="fail the build",
+                    status="ERROR",
+                    vm_state="error",
+                    task_state=None,
+                    fault_message=exc.message,
+                    fault_code=500,
+                )
+            except (exception.ServerStateConflict, exception.ServerNotFound) as lost:
+                LOG.info(
+                    "Build of server %s ended without a host, not recorded: %s", server_uuid, lost
+                )
+                return None
             raise
 
     def _claim(self, server_uuid: str, write: ConsumerWrite) -> None:

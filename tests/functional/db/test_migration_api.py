@@ -410,3 +410,52 @@ def test_step_begin_opens_the_event_in_its_own_server_s_newest_action(
     action = db.action_get_by_request_id(other.uuid, "req-other-2")
     assert action is not None
     assert [(e.result, e.host) for e in db.action_events(action.id)] == [("Success", "c1")]
+
+
+def test_an_advance_is_refused_to_a_step_that_no_longer_owns_the_migration(
+    db: Database, server: models.Server
+) -> None:
+    """The ownership condition of ``migration_advance``: a step the sweep took
+    over, and a report with no token while a step holds the migration, are
+    both refused, and change nothing."""
+    migration = _migration(db, server)
+    first = StepRun(migration.uuid, "token-first", "schedule")
+    taken = db.step_begin(first, "pre-migrating")
+    # The sweep finds it stalled and takes it on; its own run takes it next.
+    db.migration_touch(migration.uuid, seen=taken)
+    sweep = StepRun(migration.uuid, "token-sweep", "schedule")
+    db.step_begin(sweep, "pre-migrating")
+    with pytest.raises(exception.StepNotDue, match="taken over"):
+        db.migration_advance(
+            migration.uuid,
+            ends=first,
+            expected_status="pre-migrating",
+            step="claim",
+            status="migrating",
+            server_values={"task_state": "resize_migrating"},
+        )
+    # A report that carries no token (as resize_finished's) while the sweep's
+    # step holds the migration.
+    with pytest.raises(exception.StepNotDue, match="taken over"):
+        db.migration_advance(
+            migration.uuid,
+            expected_status="pre-migrating",
+            step="finish",
+            status="finished",
+            server_values={"status": "VERIFY_RESIZE"},
+        )
+    row = db.migration_get(migration.uuid)
+    assert (row.status, row.task_owner) == ("pre-migrating", "token-sweep")
+    assert (db.server_get(server.uuid).status, db.server_get(server.uuid).task_state) == (
+        "ACTIVE",
+        None,
+    )
+    # The owner itself goes ahead.
+    db.migration_advance(
+        migration.uuid,
+        ends=sweep,
+        expected_status="pre-migrating",
+        step="claim",
+        status="migrating",
+    )
+    assert db.migration_get(migration.uuid).status == "migrating"

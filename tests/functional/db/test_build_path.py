@@ -1,0 +1,157 @@
+"""The build path under the resize path's rule, on every database backend.
+
+Every build step takes the server by compare-and-swap on its state, a delete
+recorded first wins over every later build step, and a stale report changes
+nothing on a server that has moved on. Each test here is the regression test
+of one bug found under concurrent clients (issue 19); the real Placement runs
+in-process, the database is each backend in turn.
+"""
+
+import threading
+import uuid
+from typing import Any
+
+import pytest
+
+from resize_sched import actions, rpc
+from resize_sched.compute.rpcapi import ComputeAPI
+from resize_sched.conductor import recovery
+from resize_sched.conductor.manager import ConductorManager
+from resize_sched.context import RequestContext, admin_context
+from resize_sched.db.api import Database
+from tests.functional.fixtures.cloud import PROJECT, USER, Cloud
+from tests.functional.fixtures.placement import PlacementInProcess
+
+OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
+NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
+
+
+@pytest.fixture
+def cloud(placement: PlacementInProcess, db: Database) -> Cloud:
+    cloud = Cloud(placement, db, overrides=(("allow_same_host", False, "resize"),))
+    cloud.add_host("host1", vcpus=8, memory_mb=8192, disk_gb=100)
+    cloud.add_host("host2", vcpus=8, memory_mb=8192, disk_gb=100)
+    return cloud
+
+
+def _manager(cloud: Cloud) -> ConductorManager:
+    # NOTE: a private exchange: nobody listens for the casts to compute hosts.
+    transport = rpc.get_transport(cloud.conf, "fake://", exchange=f"build_{uuid.uuid4().hex}")
+    return ConductorManager(cloud.deps, ComputeAPI(cloud.conf, transport))
+
+
+def _recorded(cloud: Cloud, flavor: Any, name: str = "vm") -> Any:
+    """A server the API recorded (BUILD/scheduling), its build not yet handled."""
+    return cloud.builds.create(
+        name=name, flavorid=flavor.flavorid, project_id=PROJECT, user_id=USER
+    )
+
+
+def _api_delete(cloud: Cloud, server_uuid: str) -> None:
+    """The API's part of a DELETE: recorded with its action, answered 204."""
+    ctxt = RequestContext(user_id=USER, project_id=PROJECT, request_id=f"req-{uuid.uuid4()}")
+    actions.begin_delete(cloud.db, server_uuid, context=ctxt)
+
+
+def test_no_valid_host_landing_inside_a_delete_does_not_undo_it(cloud: Cloud) -> None:
+    """The build's failure handler runs between the delete's release and its
+    compare-and-swap (40 concurrent clients found it): the delete must still
+    finish, not leave the server ERROR forever."""
+    huge = cloud.flavor("huge", 64, 1024, 10)
+    server = _recorded(cloud, huge)
+    manager = _manager(cloud)
+    released, build_done = threading.Event(), threading.Event()
+    real_delete = cloud.db.server_delete
+    errors: list[BaseException] = []
+
+    def server_delete(uuid_: str, **kwargs: Any) -> None:
+        released.set()
+        assert build_done.wait(60), "the build never finished"
+        real_delete(uuid_, **kwargs)
+
+    def delete_cast() -> None:
+        try:
+            manager.delete_server(admin_context(), server.uuid)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    deleter = threading.Thread(target=delete_cast)
+
+    def delete_during_scheduling() -> None:
+        _api_delete(cloud, server.uuid)
+        deleter.start()
+        assert released.wait(60), "the delete never released"
+
+    cloud.db.server_delete = server_delete  # type: ignore[method-assign]
+    cloud.before_scheduling(delete_during_scheduling)
+    manager.build_server(admin_context(), server.uuid)
+    build_done.set()
+    deleter.join(60)
+    assert not deleter.is_alive() and errors == []
+    row = cloud.db.server_get(server.uuid, read_deleted=True)
+    assert (row.status, row.deleted_at is not None) == ("DELETED", True), (
+        f"the delete was lost: {row.status}/{row.task_state}"
+    )
+    assert cloud.db.server_list_delete_unfinished() == []
+    cloud.check()
+
+
+def test_an_accepted_delete_is_finished_whatever_state_the_server_was_left_in(
+    cloud: Cloud,
+) -> None:
+    """The sweep's safety net: a delete the API accepted is carried out even
+    when a writer cleared ``deleting`` afterwards (as the build's failure
+    handler did), here an ERROR server with no task."""
+    flavor = cloud.flavor("old", **dict(zip(("vcpus", "memory_mb", "disk_gb"), OLD.values())))
+    server = cloud.boot("vm", flavor)
+    _api_delete(cloud, server.uuid)
+    # A writer that did not compare-and-swap (the old failure handler).
+    cloud.db.server_update(server.uuid, status="ERROR", vm_state="error", task_state=None)
+    report = recovery.recover(_manager(cloud))
+    assert report.resumed == {server.uuid: "delete completed"}
+    assert cloud.db.server_get(server.uuid, read_deleted=True).status == "DELETED"
+    assert cloud.holds(server.uuid) == {}
+    assert recovery.recover(_manager(cloud)).found == 0
+    cloud.check()
+
+
+@pytest.mark.parametrize("decision", ["confirm", "revert"])
+def test_a_stale_decision_failure_changes_nothing_on_a_server_that_moved_on(
+    cloud: Cloud, decision: str
+) -> None:
+    """A host's failure report of a confirm (revert) delivered late, after the
+    server was resized again and confirmed: no fault on the healthy server.
+    The same report while it is the server's latest step is recorded."""
+    f_old = cloud.flavor("old", **dict(zip(("vcpus", "memory_mb", "disk_gb"), OLD.values())))
+    f_new = cloud.flavor("new", **dict(zip(("vcpus", "memory_mb", "disk_gb"), NEW.values())))
+    server = cloud.boot("vm", f_old)
+    manager = _manager(cloud)
+    first, _ = cloud.resize_to_verify(server, f_new)
+    getattr(cloud, decision)(server)
+    first = cloud.db.migration_get(first.uuid)
+    host = first.source_host
+    back = f_old if decision == "confirm" else f_new
+    second, _ = cloud.resize_to_verify(server, back)
+    cloud.confirm(server)
+    second = cloud.db.migration_get(second.uuid)
+
+    def report(migration: Any, operation: str, host: str) -> None:
+        manager.operation_failed(
+            admin_context(),
+            operation,
+            "late report",
+            server_uuid=server.uuid,
+            migration_uuid=migration.uuid,
+            host=host,
+        )
+
+    report(first, decision, host)
+    row = cloud.db.server_get(server.uuid)
+    assert (row.status, row.task_state, row.fault_message) == ("ACTIVE", None, None)
+    # A revert report for a migration that was confirmed: not due either.
+    report(second, "revert", second.dest_host)
+    assert cloud.db.server_get(server.uuid).fault_message is None
+    # Due: the server's latest migration, confirmed, from its source.
+    report(second, "confirm", second.source_host)
+    assert cloud.db.server_get(server.uuid).fault_message == "confirm: late report"
+    cloud.check()
