@@ -17,7 +17,10 @@ in the shared :class:`Tally` by operation and outcome:
     accepted, but it ended without its effect: no valid host, a revert
     refused for room, ERROR.
 ``timeout``
-    accepted, still moving when the client stopped waiting.
+    accepted, still moving when the client stopped waiting (``op_timeout``).
+``unfinished``
+    accepted, still moving when the soak's chaos ended (the client stops
+    waiting then; the final check judges where it ends).
 ``error``
     the API answered 5xx, or could not be reached.
 
@@ -38,7 +41,7 @@ import requests
 #: Statuses a server rests in (with no task).
 RESTING = ("ACTIVE", "VERIFY_RESIZE", "ERROR")
 OPERATIONS = ("create", "resize", "confirm", "revert", "delete")
-OUTCOMES = ("ok", "refused", "failed", "timeout", "error", "interrupted")
+OUTCOMES = ("ok", "refused", "failed", "timeout", "unfinished", "error", "interrupted")
 
 
 class Tally:
@@ -231,7 +234,7 @@ class Client(threading.Thread):
             return
         server = self.wait(server_id)
         if server is None:
-            self.tally.count(op, "timeout")
+            self.tally.count(op, "unfinished" if self.stop.is_set() else "timeout")
             return
         self.tally.count(op, self.judge(op, server))
 
@@ -264,7 +267,7 @@ class Client(threading.Thread):
             if time.monotonic() > deadline:
                 break
             self.stop.wait(0.5)
-        self.tally.count("delete", "timeout")
+        self.tally.count("delete", "unfinished" if self.stop.is_set() else "timeout")
 
     def wait(self, server_id: str) -> dict[str, Any] | None:
         """The server once it rests; None when it did not in time (or we stop)."""

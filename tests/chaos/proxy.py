@@ -50,11 +50,23 @@ class ChaosProxy(FaultProxy):
     :param rate: the chance that one request gets a fault.
     :param delay: how long ``delay`` and ``hold`` keep a request back
         (seconds): longer than the clients' ``[placement] timeout``.
+    :param kinds: the kinds to draw from (default: all of :data:`KINDS`).
     """
 
-    def __init__(self, upstream: str, seed: int, rate: float, delay: float) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        seed: int,
+        rate: float,
+        delay: float,
+        kinds: tuple[str, ...] = KINDS,
+    ) -> None:
         super().__init__(upstream, delay=delay)
+        unknown = set(kinds) - set(KINDS)
+        if unknown or not kinds:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {KINDS}")
         self.rate = rate
+        self.kinds = tuple(k for k in KINDS if k in kinds)
         self._rng = random.Random(f"proxy-{seed}")
         self._random_on = False
         #: Faults injected, by kind; only grows (``arm`` does not reset it).
@@ -79,7 +91,9 @@ class ChaosProxy(FaultProxy):
             number = self._count
             if not self._random_on or self._rng.random() >= self.rate:
                 return number, None
-            kinds = KINDS if method in WRITES else [k for k in KINDS if k not in WRITE_ONLY]
+            kinds = [k for k in self.kinds if method in WRITES or k not in WRITE_ONLY]
+            if not kinds:
+                return number, None
             fault = self._rng.choice(kinds)
             self.counts[fault] += 1
         if fault == "hold":

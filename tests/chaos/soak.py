@@ -49,7 +49,9 @@ FLAVORS = (
     ("chaos-medium", 2, 2048, 20),
     ("chaos-large", 4, 4096, 40),
 )
-OUTCOME_COLUMNS = ("ok", "refused", "failed", "timeout", "error", "interrupted")
+OUTCOME_COLUMNS = ("ok", "refused", "failed", "timeout", "unfinished", "error", "interrupted")
+#: What the conductor logs when a handler ends in an exception it did not expect.
+_UNEXPECTED = re.compile(r"Exception during message handling: ([\w.]+)")
 
 
 class Interrupted(Exception):
@@ -93,6 +95,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         default=0.05,
         help="chance that one Placement request gets a fault (0.05)",
+    )
+    parser.add_argument(
+        "--faults",
+        default=",".join(KINDS),
+        help=f"the Placement fault kinds to draw from, comma-separated ({','.join(KINDS)})",
     )
     parser.add_argument(
         "--kill-every",
@@ -152,6 +159,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1_000_000)
+    args.faults = tuple(k.strip() for k in args.faults.split(",") if k.strip())
+    unknown = set(args.faults) - set(KINDS)
+    if unknown or not args.faults:
+        parser.error(f"--faults: unknown kinds {sorted(unknown)}; known: {','.join(KINDS)}")
     if args.strategy == "seed":
         args.strategy = STRATEGIES[args.seed % 3]
     return args
@@ -201,6 +212,7 @@ class Soak:
             seed=args.seed,
             fault_rate=args.fault_rate,
             placement_timeout=args.placement_timeout,
+            fault_kinds=args.faults,
             options=config_text(args),
         )
 
@@ -380,6 +392,7 @@ class Soak:
             "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
             "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
             "tracebacks": self.tracebacks(),
+            "unexpected_exceptions": self.unexpected_exceptions(),
         }
 
     def tracebacks(self) -> dict[str, int]:
@@ -391,6 +404,17 @@ class Soak:
             except OSError:
                 counts[name] = 0
         return counts
+
+    def unexpected_exceptions(self) -> dict[str, int]:
+        """RPC handlers that ended in an exception, by its type (read, not judged)."""
+        found: collections.Counter[str] = collections.Counter()
+        for daemon in self.stack.daemons.values():
+            try:
+                text = daemon.log_path.read_text(errors="replace")
+            except OSError:
+                continue
+            found.update(f"{daemon.name}: {m[1]}" for m in _UNEXPECTED.finditer(text))
+        return dict(found)
 
     def report(self, figures: dict[str, Any]) -> None:
         print()
@@ -432,6 +456,8 @@ class Soak:
         print(
             "tracebacks logged: " + ", ".join(f"{k} {v}" for k, v in figures["tracebacks"].items())
         )
+        for what, n in sorted(figures["unexpected_exceptions"].items()):
+            print(f"  handler ended in {what}: {n}")
         print("timings: " + ", ".join(f"{k} {v} s" for k, v in figures["timings_s"].items()))
         print(f"\nviolations: {len(figures['violations'])}")
         for v in figures["violations"]:

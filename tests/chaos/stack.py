@@ -38,7 +38,7 @@ import requests
 
 from resize_sched.db.api import Database
 from resize_sched.db.scratch import ScratchDatabase
-from tests.chaos.proxy import ChaosProxy
+from tests.chaos.proxy import KINDS, ChaosProxy
 
 LOG = logging.getLogger(__name__)
 
@@ -227,6 +227,7 @@ class Stack:
     :param seed: seeds the proxy's faults.
     :param fault_rate: the chance a Placement request gets a fault (when on).
     :param placement_timeout: the daemons' ``[placement] timeout`` (seconds).
+    :param fault_kinds: the Placement faults to draw from.
     :param options: config text appended to every daemon's file.
     """
 
@@ -244,6 +245,7 @@ class Stack:
         seed: int,
         fault_rate: float,
         placement_timeout: float,
+        fault_kinds: tuple[str, ...] = KINDS,
         options: str = "",
     ) -> None:
         self.workdir = workdir
@@ -254,6 +256,7 @@ class Stack:
         self.seed = seed
         self.fault_rate = fault_rate
         self.placement_timeout = placement_timeout
+        self.fault_kinds = fault_kinds
         self.options = options
         self.vhost = Vhost(transport_url)
         self.scratch: ScratchDatabase | None = None
@@ -301,6 +304,7 @@ class Stack:
             seed=self.seed,
             rate=self.fault_rate,
             delay=self.placement_timeout + 2.0,
+            kinds=self.fault_kinds,
         ).start()
         progress(f"Placement up ({self.placement.describe()}), proxy at {self.proxy.endpoint}")
         self.api_port = free_port()
