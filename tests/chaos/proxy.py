@@ -51,6 +51,8 @@ class ChaosProxy(FaultProxy):
     :param delay: how long ``delay`` and ``hold`` keep a request back
         (seconds): longer than the clients' ``[placement] timeout``.
     :param kinds: the kinds to draw from (default: all of :data:`KINDS`).
+    :param fault_log: a file to append one line per injected fault to
+        (time, request number, method, path, kind), to follow a violation.
     """
 
     def __init__(
@@ -60,8 +62,10 @@ class ChaosProxy(FaultProxy):
         rate: float,
         delay: float,
         kinds: tuple[str, ...] = KINDS,
+        fault_log: str | None = None,
     ) -> None:
         super().__init__(upstream, delay=delay)
+        self.fault_log = fault_log
         unknown = set(kinds) - set(KINDS)
         if unknown or not kinds:
             raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {KINDS}")
@@ -129,6 +133,10 @@ class ChaosProxy(FaultProxy):
     def _handle(self, handler: http.server.BaseHTTPRequestHandler) -> None:
         method, path = handler.command, handler.path
         number, fault = self._draw(method)
+        if fault is not None and self.fault_log:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+            with self._lock, open(self.fault_log, "a", encoding="utf-8") as log:
+                log.write(f"{stamp} #{number} {fault} {method} {path}\n")
         if fault != "hold":
             self._local.taken = (number, fault)
             return super()._handle(handler)

@@ -54,8 +54,8 @@ OUTCOME_COLUMNS = ("ok", "refused", "failed", "timeout", "unfinished", "error", 
 _UNEXPECTED = re.compile(r"Exception during message handling: ([\w.]+)")
 
 
-class Interrupted(Exception):
-    """Ctrl-C or SIGTERM."""
+class Interrupted(BaseException):
+    """Ctrl-C or SIGTERM (a BaseException: no ``except Exception`` swallows it)."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

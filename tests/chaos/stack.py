@@ -305,6 +305,7 @@ class Stack:
             rate=self.fault_rate,
             delay=self.placement_timeout + 2.0,
             kinds=self.fault_kinds,
+            fault_log=str(self.workdir / "faults.log"),
         ).start()
         progress(f"Placement up ({self.placement.describe()}), proxy at {self.proxy.endpoint}")
         self.api_port = free_port()
@@ -435,6 +436,15 @@ class Stack:
         if self.proxy is not None:
             steps.append(("the proxy", self.proxy.stop))
         if self.placement is not None:
+            placement = self.placement
+
+            def keep_log() -> None:
+                # NOTE: Placement's directory goes with it; its log may be
+                # needed to follow a violation.
+                if placement.log_path and os.path.exists(placement.log_path):
+                    shutil.copy(placement.log_path, self.workdir / "placement.log")
+
+            steps.append(("Placement's log", keep_log))
             steps.append(("Placement", self.placement.stop))
         if self.db is not None:
             steps.append(("the database engine", self.db.dispose))
