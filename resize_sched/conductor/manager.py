@@ -10,6 +10,7 @@ version history.
 import functools
 import inspect
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -134,6 +135,9 @@ class ConductorManager:
         self.compute = compute
         self.builds = BuildTask(deps)
         self.resizes = ResizeTask(deps)
+        #: when the sweep's reaper last ran (time.monotonic(); see
+        #: :func:`resize_sched.conductor.reaper.reap_if_due`)
+        self.last_reap = time.monotonic()
 
     # -- builds -----------------------------------------------------------------------
 
@@ -441,7 +445,7 @@ class ConductorManager:
             hosts |= {h for h in (migration.source_host, migration.dest_host) if h}
             self.deps.executor.release(migration)
         if not closed:
-            self.deps.executor.release_consumer(server_uuid, server.project_id, server.user_id)
+            self.deps.executor.release_server(server)
         try:
             self.db.server_delete(server_uuid, expected={"task_state": "deleting"})
         except exception.ServerNotFound:

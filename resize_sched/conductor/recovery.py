@@ -18,10 +18,21 @@ Two steps per migration:
    (the stamp below), so a server flagged ``needs_heal`` heals by itself as
    soon as its host has room again; until then nothing changes.
 
-A build has no journal (one consumer, one write): a server still ``BUILD``
-is resumed from its task state. In ``scheduling``, a claim Placement already
-holds is adopted, else the server is scheduled again; in ``spawning``, the
-spawn is sent to its host again (spawning is idempotent).
+A build journals its claim on the server (one consumer, one write: see
+:mod:`resize_sched.placement.server_executor`); a server still ``BUILD`` is
+resumed from its task state. In ``scheduling``, its journal is settled by
+reading Placement and a claim Placement already holds is adopted, else the
+server is scheduled again; in ``spawning``, the spawn is sent to its host
+again (spawning is idempotent). A deleted server's entries still
+``intended`` are settled the same way.
+
+A delete the API accepted is finished whatever state it finds the server
+in: ``deleting``, or with its ``delete`` action recorded and not carried out.
+
+The sweep (not the start) then runs the reaper
+(:mod:`resize_sched.conductor.reaper`) every ``[conductor] reap_interval``
+seconds: what our providers still hold for deleted servers and closed
+resizes, a write that landed after the delete, is given back.
 
 The same code serves the conductor's start (everything in flight) and its
 periodic sweep (only what has not changed for ``[conductor] stuck_after``
@@ -38,7 +49,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.compute.rpcapi import migration_message, server_message
-from resize_sched.conductor import heal
+from resize_sched.conductor import heal, reaper
 from resize_sched.context import admin_context
 
 LOG = logging.getLogger(__name__)
@@ -62,6 +73,7 @@ class RecoveryReport:
     reconciled: dict[str, str] = field(default_factory=dict)  # journal entry id -> state
     resumed: dict[str, str] = field(default_factory=dict)  # migration or server uuid -> action
     failed: dict[str, str] = field(default_factory=dict)  # migration or server uuid -> error
+    reaped: dict[str, str] = field(default_factory=dict)  # consumer -> what it was
 
 
 def reconcile(manager: Any, migration: Any, report: RecoveryReport) -> Any:
@@ -117,6 +129,15 @@ def release_if_deleted(manager: Any, migration: Any) -> str:
         return "nothing to do"
     manager.deps.executor.release(migration)
     return "released after the delete"
+
+
+def settle_deleted(manager: Any, server: Any) -> str:
+    """Settle the journal of a deleted server by reading its consumer."""
+    held = manager.deps.client.get_allocations(server.uuid).allocations
+    verdicts = manager.deps.executor.settle_server(server.uuid, held)
+    if held:
+        return f"journal settled {sorted(verdicts.values())}; what it holds is the reaper's"
+    return f"journal settled {sorted(verdicts.values())}"
 
 
 def resume_build(manager: Any, server: Any) -> str:
@@ -223,6 +244,18 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
             migration.uuid,
             settled(migration, lambda m: release_if_deleted(manager, m)),
         )
+    for server_uuid in sorted({e.server_uuid for e in manager.db.server_journal_pending()}):
+        # NOTE: a write to a server's own consumer whose answer never came
+        # (Placement unreachable, or the conductor stopped). A live build
+        # settles its entries when it is taken on (adopt, below); a deleted
+        # server's are settled here, and what they left is the reaper's.
+        server = manager.db.server_get(server_uuid, read_deleted=True)
+        if server.deleted_at is not None and stale(server):
+            take_on(
+                f"the journal of server {server_uuid}",
+                server_uuid,
+                lambda s=server: settle_deleted(manager, s),
+            )
     deleting: set[str] = set()
     for server in manager.db.server_list_delete_unfinished():
         # NOTE: a delete whose cast was lost, or whose conductor stopped; or
@@ -250,6 +283,16 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
                 server.uuid,
                 lambda s=server: resume_build(manager, s),
             )
+    if idle_for is not None:
+        # NOTE: a sweep: after the flows, what Placement still holds for
+        # deleted servers and closed resizes (see resize_sched.conductor.reaper).
+        try:
+            reaped = reaper.reap_if_due(manager)
+        except exception.PlacementError as exc:
+            LOG.warning("Reaper left for the next sweep: %s", exc)
+            reaped = None
+        if reaped is not None:
+            report.reaped = reaped.reaped
     if report.found:
         LOG.info(
             "Recovery: %d resize(s) and build(s) in flight, %d journal entr(ies) settled, %s",

@@ -38,6 +38,29 @@ OPTS = [
         "hypervisors, or the sweep re-sends steps that are merely slow (harmless "
         "but noisy: compute operations are idempotent).",
     ),
+    cfg.IntOpt(
+        "reap_after",
+        default=600,
+        min=0,
+        help="Seconds after a server is deleted, or a resize ends, before the sweep "
+        "gives back what this deployment's hosts still hold in Placement for it. "
+        "Such an allocation is a write that reached Placement late: sent before the "
+        "delete, held up in a slow Placement after the client timed out, and "
+        "accepted once the delete had released everything. Keep it above the "
+        "longest a Placement request can take with its retries (``[placement] "
+        "timeout`` times the attempts), so that one pass finds the late writes; "
+        "lower it to have the room back sooner.",
+    ),
+    cfg.IntOpt(
+        "reap_interval",
+        default=600,
+        min=1,
+        help="Seconds between two passes of the sweep's reaper (see reap_after). Each "
+        "pass reads the allocations of every host of this deployment from Placement "
+        "(one request per host): raise it for a large deployment, lower it to find "
+        "late writes sooner. The first pass runs this long after the conductor "
+        "starts; the sweep must be on (stuck_check_interval above 0).",
+    ),
 ]
 
 

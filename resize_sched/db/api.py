@@ -8,7 +8,8 @@ the other gets a typed conflict naming the state it found.
 The queries live in :mod:`resize_sched.db.compute_api` (flavors, servers,
 request specs), :mod:`resize_sched.db.migration_api` (migrations and their
 journal), :mod:`resize_sched.db.host_api` (services, compute nodes) and
-:mod:`resize_sched.db.action_api` (instance actions and events);
+:mod:`resize_sched.db.action_api` (instance actions and events),
+:mod:`resize_sched.db.server_journal_api` (a server's own writes to Placement);
 this module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
 the API-visible id) default to a new UUID.
 """
@@ -24,13 +25,14 @@ from resize_sched.db.compute_api import ComputeApi
 from resize_sched.db.host_api import HostApi
 from resize_sched.db.migration_api import MigrationApi
 from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
+from resize_sched.db.server_journal_api import ServerJournalApi
 
 __all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Server"]
 
 LOG = logging.getLogger(__name__)
 
 
-class Database(ComputeApi, MigrationApi, HostApi, ActionApi):
+class Database(ComputeApi, MigrationApi, ServerJournalApi, HostApi, ActionApi):
     """Flavors, servers, request specs, migrations and the journal, services and
     compute nodes, instance actions and their events, in one database."""
 

@@ -359,6 +359,38 @@ class JournalEntry(TimestampMixin, Base):
         return f"<JournalEntry {self.migration_uuid}#{self.seq} {self.phase} {self.state}>"
 
 
+class ServerJournalEntry(TimestampMixin, Base):
+    """One intended Placement write to a server's own consumer outside any
+    migration, in order (``seq``): a build's claim, the give-back of a claim
+    that lost to a delete, a delete's release, a reap.
+
+    As :class:`JournalEntry`: written ``intended`` before the write, then
+    marked ``applied`` or ``abandoned``; recovery and the reaper settle the
+    ones still ``intended`` by reading Placement. ``before`` and ``target``
+    are the consumer's allocations (``{rp: {rc: n}}``).
+    """
+
+    __tablename__ = "server_journal"
+    __table_args__ = (
+        sa.UniqueConstraint("server_uuid", "seq"),
+        sa.Index(None, "state"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    server_uuid: Mapped[str] = mapped_column(
+        sa.String(36), sa.ForeignKey("servers.uuid"), nullable=False
+    )
+    seq: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    phase: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    before: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    target: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    state: Mapped[str] = mapped_column(sa.String(16), nullable=False, default=JOURNAL_INTENDED)
+    detail: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+
+    def __repr__(self) -> str:
+        return f"<ServerJournalEntry {self.server_uuid}#{self.seq} {self.phase} {self.state}>"
+
+
 # -- services and compute nodes --------------------------------------------------------
 
 

@@ -1,7 +1,7 @@
-"""The one writer of a resize's allocations.
+"""The one writer of our consumers' allocations.
 
 Every change to what a server and its migration hold in Placement goes
-through :meth:`TransitionExecutor.apply`:
+through :meth:`TransitionExecutor.apply` (a server alone: case 5):
 
 1. work out which consumers change (none: nothing is written or journaled);
 2. journal the intent (what was held, the target) on the migration;
@@ -13,7 +13,11 @@ through :meth:`TransitionExecutor.apply`:
    the next transition starts from, so no read is needed before a write.
    The holdings are recorded with the intent; within a conductor step the
    ``applied`` waits for the step's next write (``run``), so a write that
-   lands costs no commit of its own (see :mod:`resize_sched.db.steps`).
+   lands costs no commit of its own (see :mod:`resize_sched.db.steps`);
+5. a server's own consumer, written outside any migration (a build's claim,
+   the give-back of a claim that lost to a delete, a delete's release, a
+   reap), follows the same steps with the server journal in the migration
+   journal's place: :mod:`resize_sched.placement.server_executor`.
 
 A consumer-generation conflict (someone else wrote one of the consumers)
 re-reads both consumers and retries, a bounded number of times. A capacity
@@ -37,6 +41,7 @@ from resize_sched.placement.client import (
     ConsumerWrite,
     PlacementClient,
 )
+from resize_sched.placement.server_executor import ServerTransitions
 from resize_sched.strategies.base import Holdings
 
 LOG = logging.getLogger(__name__)
@@ -77,7 +82,7 @@ def _next_generation(previous: int | None, allocations: dict) -> int | None:
     return 1 if previous is None else previous + 1
 
 
-class TransitionExecutor:
+class TransitionExecutor(ServerTransitions):
     """Applies allocation transitions for migrations, journaled and atomic.
 
     :param client: the Placement client.
@@ -439,30 +444,3 @@ class TransitionExecutor:
         """
         migration = self.db.migration_get(migration.uuid)
         return self.apply(migration, "release", Holdings(), fresh=True)
-
-    def release_consumer(
-        self, consumer: str, project_id: str, user_id: str, consumer_type: str = INSTANCE
-    ) -> bool:
-        """Empty one consumer (a server with no migration), re-reading on conflict.
-
-        :returns: whether it held anything.
-        :raises PlacementConflict: still conflicting after the retries.
-        """
-        for attempt in range(self.conflict_retries + 1):
-            held = self.client.get_allocations(consumer)
-            if held.generation is None or not held.allocations:
-                return False
-            try:
-                self.client.put_allocations(
-                    consumer,
-                    ConsumerWrite({}, project_id, user_id, held.generation, consumer_type),
-                )
-                return True
-            except exception.ConsumerGenerationConflict:
-                LOG.info("Consumer %s changed while being emptied (attempt %d)", consumer, attempt)
-        raise exception.PlacementConflict(
-            method="PUT",
-            url=f"/allocations/{consumer}",
-            placement_code="placement.concurrent_update",
-            detail=f"still conflicting after {self.conflict_retries} re-reads",
-        )

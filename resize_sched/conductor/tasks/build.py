@@ -3,6 +3,17 @@
 A build involves one consumer (the server), so its claim is a single
 ``PUT /allocations/{server}`` expecting the consumer not to exist yet; a
 refused claim moves to the next alternate, as in a resize.
+
+Every step takes the server by compare-and-swap on the state it expects
+(``BUILD``/``scheduling``, ``BUILD``/``spawning``), never while a delete is
+asked for: a delete recorded first wins over every later build step, and a
+stale step is a logged no-op. The claim is journaled before it is sent
+(:meth:`~resize_sched.placement.server_executor.ServerTransitions.claim_server`),
+under the server's lock, so none is sent once a delete is recorded; its entry
+is marked ``applied`` in the transaction that records the host. A claim that
+lands after a delete released everything (sent before, held up in a slow
+Placement) is given back by the step when its compare-and-swap fails, and
+otherwise by the reaper (:mod:`resize_sched.conductor.reaper`).
 """
 
 from typing import Any
@@ -12,10 +23,13 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
-from resize_sched.placement.client import INSTANCE, ConsumerWrite
 from resize_sched.scheduler.manager import SchedulingRequest
 
 LOG = logging.getLogger(__name__)
+
+#: The states a build step expects the server in (compare-and-swap).
+_SCHEDULING = {"status": "BUILD", "task_state": "scheduling"}
+_SPAWNING = {"status": "BUILD", "task_state": "spawning"}
 
 #: The instance-action event of scheduling a build (os-instance-actions), Nova's name.
 SCHEDULE_EVENT = "conductor_schedule_and_build_instances"
@@ -81,24 +95,26 @@ class BuildTask:
         try:
             selection = self.deps.scheduler.select_destinations(request)
             for dest in selection.destinations:
-                write = ConsumerWrite(
-                    allocations=dest.allocation_request,
-                    project_id=server.project_id,
-                    user_id=server.user_id,
-                    generation=None,
-                    consumer_type=INSTANCE,
-                )
                 try:
-                    self._claim(server_uuid, write)
+                    entry_id = self.deps.executor.claim_server(
+                        server, dest.allocation_request, expected=_SCHEDULING
+                    )
                 except exception.ClaimRefused as exc:
                     LOG.info("Build of %s: claim on %s refused (%s)", server_uuid, dest.host, exc)
                     continue
+                except (exception.ServerStateConflict, exception.ServerNotFound) as exc:
+                    # NOTE: a delete (or another run of this build) got there
+                    # first; checked under the server's lock before the write,
+                    # so nothing was claimed.
+                    LOG.info("Build of %s: not claiming on %s: %s", server_uuid, dest.host, exc)
+                    return None
                 LOG.info("Server %s placed on %s", server_uuid, dest.host)
                 try:
-                    return self.db.server_update(
+                    return self.db.server_advance(
                         server_uuid,
-                        expected={"status": "BUILD", "task_state": "scheduling"},
+                        expected=_SCHEDULING,
                         operation="place",
+                        applied=[entry_id],
                         task_state="spawning",
                         host=dest.host,
                         node=dest.host,
@@ -109,10 +125,9 @@ class BuildTask:
                     # NOTE: deleted while we were claiming: give the room back
                     # rather than leak it; unless recovery adopted this very
                     # claim meanwhile (it is the server's now).
+                    self.db.server_journal_mark(entry_id, "applied", "landed; the server moved on")
                     if not self._adopted(server_uuid, dest.provider):
-                        self.deps.executor.release_consumer(
-                            server_uuid, server.project_id, server.user_id
-                        )
+                        self._give_back(server)
                     raise
             raise exception.NoValidHost(
                 kind=exception.NoValidHost.DEFERRED,
@@ -126,7 +141,7 @@ class BuildTask:
             try:
                 self.db.server_update(
                     server_uuid,
-                    expected={"status": "BUILD", "task_state": "scheduling"},
+                    expected=_SCHEDULING,
                     operation="fail the build",
                     status="ERROR",
                     vm_state="error",
@@ -141,29 +156,13 @@ class BuildTask:
                 return None
             raise
 
-    def _claim(self, server_uuid: str, write: ConsumerWrite) -> None:
-        """Claim for a new consumer, again on a provider generation conflict.
-
-        A concurrent claim on the same provider makes Placement answer 409
-        ``placement.concurrent_update`` (at once when it is set not to retry
-        itself, see ``allocation_conflict_retry_count``); the server's own
-        consumer still does not exist, so the same claim is simply sent again.
-
-        :raises ConsumerGenerationConflict: still conflicting after
-            ``[placement] generation_conflict_retries``, or the consumer now
-            exists (another build of the same server claimed first).
-        """
-        retries = self.deps.conf.placement.generation_conflict_retries
-        for attempt in range(retries + 1):
-            try:
-                self.deps.client.put_allocations(server_uuid, write)
-                return
-            except exception.ConsumerGenerationConflict:
-                if attempt == retries:
-                    raise
-                if self.deps.client.get_allocations(server_uuid).generation is not None:
-                    raise
-                LOG.info("Build of %s: provider generation conflict, claiming again", server_uuid)
+    def _give_back(self, server: Any) -> None:
+        """Release, journaled, what a claim that lost to a delete left."""
+        try:
+            self.deps.executor.release_server(server, "give back")
+        except exception.PlacementError as exc:
+            # NOTE: the reaper gives it back once the server is deleted.
+            LOG.warning("Server %s: give-back left to the reaper: %s", server.uuid, exc)
 
     def adopt(self, server_uuid: str) -> Any | None:
         """Take on a claim that Placement holds but the database never recorded.
@@ -177,6 +176,8 @@ class BuildTask:
         :raises ServerStateConflict: the build moved on meanwhile.
         """
         held = self.deps.client.get_allocations(server_uuid)
+        # NOTE: the claims journaled for it are settled by the same read.
+        self.deps.executor.settle_server(server_uuid, held.allocations)
         if held.generation is None or not held.allocations:
             return None
         # NOTE: a build claims on one provider (compute nodes have no
@@ -186,7 +187,7 @@ class BuildTask:
         LOG.info("Server %s: adopting its claim on %s", server_uuid, host)
         return self.db.server_update(
             server_uuid,
-            expected={"status": "BUILD", "task_state": "scheduling"},
+            expected=_SCHEDULING,
             operation="adopt the claim",
             task_state="spawning",
             host=host,
@@ -206,7 +207,7 @@ class BuildTask:
         """The host spawned the server: it becomes ACTIVE."""
         return self.db.server_update(
             server_uuid,
-            expected={"status": "BUILD", "task_state": "spawning"},
+            expected=_SPAWNING,
             operation="finish the build",
             status="ACTIVE",
             vm_state="active",
@@ -226,13 +227,19 @@ class BuildTask:
         if server is None or (server.status, server.task_state) != ("BUILD", "spawning"):
             LOG.info("Build of server %s: spawn failure not due; nothing to do", server_uuid)
             return None
-        self.deps.executor.release_consumer(server_uuid, server.project_id, server.user_id)
+        try:
+            self.deps.executor.release_server(server, "spawn failed", expected=_SPAWNING)
+        except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
+            LOG.info(
+                "Build of server %s: spawn failure not due (%s); nothing to do", server_uuid, exc
+            )
+            return None
         LOG.warning("Build of server %s failed: %s", server_uuid, reason)
         # NOTE: the server is on no host now; heal must not give it room back.
         try:
             return self.db.server_update(
                 server_uuid,
-                expected={"status": "BUILD", "task_state": "spawning"},
+                expected=_SPAWNING,
                 operation="fail the build",
                 status="ERROR",
                 vm_state="error",

@@ -298,15 +298,15 @@ def test_lost_build_is_scheduled_again(make_cloud):
 
 def _before_placing(cloud, action):
     """Run ``action(server_uuid)`` once, just before a build records its host."""
-    real = cloud.db.server_update
+    real = cloud.db.server_advance
 
-    def update(uuid_, /, **kwargs):
+    def advance(uuid_, /, **kwargs):
         if kwargs.get("operation") == "place":
-            cloud.db.server_update = real
+            cloud.db.server_advance = real
             action(uuid_)
         return real(uuid_, **kwargs)
 
-    cloud.db.server_update = update
+    cloud.db.server_advance = advance
 
 
 def _raise(error):

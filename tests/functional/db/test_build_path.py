@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from resize_sched import actions, rpc
+from resize_sched import actions, exception, rpc
 from resize_sched.compute.rpcapi import ComputeAPI
-from resize_sched.conductor import recovery
+from resize_sched.conductor import audit, recovery
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.context import RequestContext, admin_context
 from resize_sched.db.api import Database
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from tests.functional.fixtures.cloud import PROJECT, USER, Cloud
 from tests.functional.fixtures.placement import PlacementInProcess
 
@@ -154,4 +155,123 @@ def test_a_stale_decision_failure_changes_nothing_on_a_server_that_moved_on(
     # Due: the server's latest migration, confirmed, from its source.
     report(second, "confirm", second.source_host)
     assert cloud.db.server_get(server.uuid).fault_message == "confirm: late report"
+    cloud.check()
+
+
+class _HeldClaim:
+    """The build's claim of ``consumer`` is held up in a slow Placement: the
+    client times out (Placement unavailable, outcome unknown) while the
+    request waits in Placement's queue; :meth:`land` lets it through, late."""
+
+    def __init__(self, cloud: Cloud, consumer: str) -> None:
+        self.real = cloud.client.put_allocations
+        self.held: list[tuple[str, Any]] = []
+
+        def put(uuid_: str, write: Any) -> Any:
+            if uuid_ == consumer and not self.held:
+                self.held.append((uuid_, write))
+                cloud.client.put_allocations = self.real  # type: ignore[method-assign]
+                raise exception.PlacementUnavailable(
+                    method="PUT", url=f"/allocations/{uuid_}", reason="read timed out"
+                )
+            return self.real(uuid_, write)
+
+        cloud.client.put_allocations = put  # type: ignore[method-assign]
+
+    def land(self) -> None:
+        ((consumer, write),) = self.held
+        self.real(consumer, write)
+
+
+def _orphans(cloud: Cloud) -> list[str]:
+    report = audit.audit(cloud.db, cloud.observer, owner_trait=DEFAULT_OWNER_TRAIT)
+    return [o.line() for o in report.orphans]
+
+
+def test_a_claim_landing_after_the_delete_is_reaped_by_the_sweep(cloud: Cloud) -> None:
+    """A build's claim held in flight reaches Placement after the delete
+    released everything, and is accepted (a consumer with no generation is
+    created again): the sweep's reaper finds it and gives it back, journaled,
+    and audit finds nothing left."""
+    flavor = cloud.flavor("old", **dict(zip(("vcpus", "memory_mb", "disk_gb"), OLD.values())))
+    server = _recorded(cloud, flavor)
+    bystander = cloud.boot("bystander", flavor)
+    manager = _manager(cloud)
+    held = _HeldClaim(cloud, server.uuid)
+    manager.build_server(admin_context(), server.uuid)  # left for the sweep
+    _api_delete(cloud, server.uuid)
+    manager.delete_server(admin_context(), server.uuid)
+    assert cloud.holds(server.uuid) == {}
+    held.land()
+    assert cloud.holds(server.uuid) != {}, "the late claim was refused: nothing to reap"
+    assert len(_orphans(cloud)) == 1
+
+    cloud.conf.set_override("reap_after", 0, group="conductor")
+    manager.last_reap = float("-inf")
+    report = recovery.recover(manager, idle_for=0)
+    assert report.failed == {}
+    assert cloud.holds(server.uuid) == {}
+    assert _orphans(cloud) == []
+    assert cloud.holds(bystander.uuid) == cloud.on(bystander.host, OLD)
+    # Journaled like any transition: the claim (settled abandoned by the
+    # delete's read, before it landed), then the reap of exactly what it claimed.
+    journal = cloud.db.server_journal_list(server.uuid)
+    assert [(e.phase, e.state) for e in journal] == [
+        ("claim", "abandoned"),
+        ("reap", "applied"),
+    ]
+    assert journal[-1].before == journal[0].target and journal[-1].target == {}
+    cloud.check()
+
+
+def test_the_reaper_waits_for_the_grace_period_and_touches_only_ours(cloud: Cloud) -> None:
+    """Within ``reap_after`` a late claim is left (writes may still be in
+    flight); a consumer that is not ours is never touched."""
+    from resize_sched.conductor import reaper
+
+    flavor = cloud.flavor("old", **dict(zip(("vcpus", "memory_mb", "disk_gb"), OLD.values())))
+    server = _recorded(cloud, flavor)
+    manager = _manager(cloud)
+    held = _HeldClaim(cloud, server.uuid)
+    manager.build_server(admin_context(), server.uuid)
+    _api_delete(cloud, server.uuid)
+    manager.delete_server(admin_context(), server.uuid)
+    held.land()
+    squatter = cloud.squat("host2", VCPU=1)
+    report = reaper.reap(manager, grace=3600)
+    assert report.reaped == {} and "grace" in report.left[server.uuid]
+    report = reaper.reap(manager, grace=0)
+    assert report.reaped == {server.uuid: "deleted server"}
+    assert squatter not in report.reaped and squatter not in report.left
+    assert cloud.holds(squatter) == {cloud.hosts["host2"]: {"VCPU": 1}}
+    assert cloud.holds(server.uuid) == {}
+    # Nothing left for the next pass.
+    assert reaper.reap(manager, grace=0).reaped == {}
+    cloud.check()
+
+
+def test_a_late_write_to_a_closed_migration_is_reaped_journaled_on_it(cloud: Cloud) -> None:
+    """A write for a resize's migration consumer that lands after the resize
+    was confirmed (sent before, held up): the reaper gives back what the
+    migration holds on our providers, journaled on the migration, and leaves
+    the live server's consumer as it is."""
+    from resize_sched.conductor import reaper
+    from resize_sched.placement.client import MIGRATION, ConsumerWrite
+
+    f_old = cloud.flavor("old", **dict(zip(("vcpus", "memory_mb", "disk_gb"), OLD.values())))
+    f_new = cloud.flavor("new", **dict(zip(("vcpus", "memory_mb", "disk_gb"), NEW.values())))
+    server = cloud.boot("vm", f_old)
+    migration, _ = cloud.resize_to_verify(server, f_new)
+    cloud.confirm(server)
+    held = cloud.holds(server.uuid)
+    late = ConsumerWrite(cloud.on("host1", OLD), PROJECT, USER, None, MIGRATION)
+    cloud.observer.put_allocations(migration.uuid, late)
+    assert len(_orphans(cloud)) == 1
+    report = reaper.reap(_manager(cloud), grace=0)
+    assert report.reaped == {migration.uuid: "migration confirmed"}
+    assert cloud.holds(migration.uuid) == {}
+    assert cloud.holds(server.uuid) == held
+    assert _orphans(cloud) == []
+    last = cloud.db.journal_list(migration.uuid)[-1]
+    assert (last.phase, last.state) == ("reap", "applied")
     cloud.check()
