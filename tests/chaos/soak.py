@@ -126,6 +126,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="[conductor] stuck_check_interval for the soak (2)",
     )
     parser.add_argument(
+        "--reap-after",
+        type=int,
+        default=30,
+        help="[conductor] reap_after: how long after a delete or the end of a resize the "
+        "sweep gives back late writes; above --placement-timeout times its attempts (30)",
+    )
+    parser.add_argument(
+        "--reap-interval",
+        type=int,
+        default=5,
+        help="[conductor] reap_interval for the soak (5)",
+    )
+    parser.add_argument(
         "--quiesce-timeout",
         type=float,
         default=240.0,
@@ -174,6 +187,8 @@ def config_text(args: argparse.Namespace) -> str:
         "conductor": {
             "stuck_check_interval": str(args.sweep_interval),
             "stuck_after": str(args.stuck_after),
+            "reap_after": str(args.reap_after),
+            "reap_interval": str(args.reap_interval),
         },
         "DEFAULT": {"report_interval": "5"},
     }
