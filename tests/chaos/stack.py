@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.parse
 import uuid
@@ -420,18 +421,29 @@ class Stack:
 
     # -- stop -------------------------------------------------------------------------
 
+    def _stop_one(self, name: str, codes: dict[str, int | None]) -> None:
+        try:
+            codes[name] = self.daemons[name].stop()
+        except Exception as exc:  # noqa: BLE001 - keep cleaning up
+            LOG.warning("stopping %s: %s", name, exc)
+
     def close(self) -> dict[str, int | None]:
         """Stop every daemon, Placement and the proxy; drop the databases and vhost.
 
         :returns: each daemon's exit code on SIGTERM (None: it had to be killed).
         """
         codes: dict[str, int | None] = {}
-        # NOTE: the API and the conductor first, so nothing new reaches a compute.
-        for name in sorted(self.daemons, key=lambda n: n.startswith("compute")):
-            try:
-                codes[name] = self.daemons[name].stop()
-            except Exception as exc:  # noqa: BLE001 - keep cleaning up
-                LOG.warning("stopping %s: %s", name, exc)
+        # NOTE: the API and the conductor first, so nothing new reaches a
+        # compute; each group stopped at once, not one after the other.
+        computes = self.compute_names()
+        for group in ([n for n in self.daemons if n not in computes], computes):
+            threads = [
+                threading.Thread(target=self._stop_one, args=(name, codes)) for name in group
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
         steps: list[tuple[str, Callable[[], None]]] = []
         if self.proxy is not None:
             steps.append(("the proxy", self.proxy.stop))
