@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from typing import Any
 
 from tests.chaos import checks
@@ -327,6 +328,8 @@ class Soak:
         for name, daemon in self.stack.daemons.items():
             if name in pending or daemon.alive():
                 continue
+            if time.monotonic() - daemon.started_at < 2.0:
+                continue  # NOTE: no restart loop faster than a supervisor's
             code = daemon.proc.returncode if daemon.proc is not None else None
             if name.startswith("compute"):
                 # NOTE: a compute that cannot reach Placement at start exits 1
@@ -513,6 +516,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise HarnessError("the clients completed no operation at all")
         except HarnessError as exc:
             print(f"\nchaos soak: harness error: {exc}", file=sys.stderr)
+            code = EXIT_HARNESS
+        except Exception:  # noqa: BLE001 - a bug of the harness, not a finding
+            print("\nchaos soak: harness error: unexpected exception", file=sys.stderr)
+            traceback.print_exc()
             code = EXIT_HARNESS
         except (Interrupted, KeyboardInterrupt) as exc:
             print(f"\nchaos soak: interrupted ({exc}); cleaning up", file=sys.stderr)

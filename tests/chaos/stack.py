@@ -161,6 +161,7 @@ class Daemon:
         self.log_path = workdir / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.started_at = 0.0
 
     def start(self, env: dict[str, str]) -> None:
         with open(self.log_path, "ab") as log:
@@ -178,6 +179,7 @@ class Daemon:
                 start_new_session=True,
             )
         self.starts += 1
+        self.started_at = time.monotonic()
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
