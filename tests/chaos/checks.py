@@ -10,7 +10,9 @@ must be once everything has settled:
     a server still in BUILD, RESIZE or REVERT_RESIZE or with a task, a
     migration in flight other than the ``finished`` one of a server in
     VERIFY_RESIZE, two migrations in flight for one server, a journal entry
-    still ``intended``, a server flagged ``needs_heal``.
+    still ``intended``, a server flagged ``needs_heal`` or a migration still
+    owing a restore (only a note, not a violation, while the server's host
+    has no room to heal it).
 ``holdings``
     a consumer holding other than exactly what its server's or migration's
     state says (the strategy tables of ``doc/design.rst``; a closed migration
@@ -41,10 +43,13 @@ Allocations = dict[str, dict[str, int]]
 
 @dataclass(frozen=True)
 class Violation:
-    """One thing found wrong."""
+    """One thing found wrong; ``blocking=False`` for a note that is not (yet) a
+    fault: a server flagged ``needs_heal`` whose host has no room to heal it,
+    as ``doc/design.rst`` allows ("Failure restores")."""
 
     kind: str
     detail: str
+    blocking: bool = True
 
     def __str__(self) -> str:
         return f"[{self.kind}] {self.detail}"
@@ -82,9 +87,12 @@ def expected_in_verify(migration: Any) -> tuple[Allocations, Allocations]:
 
 
 def _read_placement(
-    client: Any, providers: Mapping[str, str]
+    client: Any, providers: Mapping[str, str], free: dict[str, dict[str, float]]
 ) -> tuple[dict[str, Allocations], list[Violation]]:
-    """Every consumer's allocations on our providers; the usage violations."""
+    """Every consumer's allocations on our providers; the usage violations.
+
+    :param free: filled with each provider's room left, class by class.
+    """
     held: dict[str, Allocations] = {}
     found: list[Violation] = []
     for name, rp in sorted(providers.items()):
@@ -100,6 +108,7 @@ def _read_placement(
                 Violation("usage", f"{name}: usage {usage} != the sum of its allocations {summed}")
             )
         inventories, _ = client.get_inventories(rp)
+        free[rp] = {rc: rs.capacity(r) - usage.get(rc, 0) for rc, r in inventories.items()}
         for rc, amount in usage.items():
             record = inventories.get(rc)
             room = rs.capacity(record) if record else 0
@@ -121,7 +130,8 @@ def check(
     :param accepted_deletes: servers whose DELETE the API accepted.
     :returns: the violations, in a stable order.
     """
-    held, found = _read_placement(client, providers)
+    free: dict[str, dict[str, float]] = {}
+    held, found = _read_placement(client, providers, free)
     servers = {s.uuid: s for s in db.server_list(read_deleted=True)}
     migrations = db.migration_list()
     ours = set(servers) | {m.uuid for m in migrations}
@@ -152,7 +162,16 @@ def check(
                 )
             )
         if m.missing:
-            found.append(Violation("transitional", f"migration {m.uuid} still owes {m.missing}"))
+            server = servers.get(m.server_uuid)
+            waits = server is not None and not _room_to_heal(server, holds(server.uuid), free)
+            found.append(
+                Violation(
+                    "transitional",
+                    f"migration {m.uuid} still owes {m.missing}"
+                    + (" (no room on its host yet)" if waits else ""),
+                    blocking=not waits,
+                )
+            )
 
     for entry in db.journal_pending():
         found.append(
@@ -163,7 +182,7 @@ def check(
         )
 
     for uuid, server in sorted(servers.items()):
-        found += _check_server(server, in_flight.get(uuid), holds)
+        found += _check_server(server, in_flight.get(uuid), holds, free)
 
     for uuid in sorted(set(accepted_deletes)):
         server = servers.get(uuid)
@@ -180,7 +199,23 @@ def check(
     return found
 
 
-def _check_server(server: Any, migration: Any, holds: Any) -> list[Violation]:
+def _room_to_heal(server: Any, mine: Allocations, free: Mapping[str, Mapping[str, float]]) -> bool:
+    """Whether the server's host has room for what it lacks of its flavor."""
+    if not server.rp_uuid:
+        return True
+    flavor = rs.flavor_request(server.flavor).resources
+    have = mine.get(server.rp_uuid, {})
+    room = free.get(server.rp_uuid, {})
+    return all(
+        amount - have.get(rc, 0) <= room.get(rc, 0)
+        for rc, amount in flavor.items()
+        if amount > have.get(rc, 0)
+    )
+
+
+def _check_server(
+    server: Any, migration: Any, holds: Any, free: Mapping[str, Mapping[str, float]]
+) -> list[Violation]:
     """The violations of one server and its migration in flight."""
     where = f"server {server.uuid} ({server.name}, {server.status}/{server.task_state})"
     mine = holds(server.uuid)
@@ -193,7 +228,15 @@ def _check_server(server: Any, migration: Any, holds: Any) -> list[Violation]:
     if server.status not in RESTING or server.task_state is not None:
         return [Violation("transitional", f"{where} left in flight")]
     if server.needs_heal:
-        found.append(Violation("transitional", f"{where} flagged needs_heal, holds {mine}"))
+        waits = not _room_to_heal(server, mine, free)
+        found.append(
+            Violation(
+                "transitional",
+                f"{where} flagged needs_heal, holds {mine}"
+                + (" (no room on its host to heal it yet)" if waits else ""),
+                blocking=not waits,
+            )
+        )
     if server.status == models.STATUS_VERIFY_RESIZE:
         if migration is None or migration.status != models.MIGRATION_FINISHED:
             status = migration.status if migration is not None else "none"

@@ -219,6 +219,7 @@ class Soak:
         self.violations: list[checks.Violation] = []
         self.timings: dict[str, float] = {}
         self.checks_run = 0
+        self.notes: list[checks.Violation] = []
         self.stack = Stack(
             workdir,
             args.transport_url,
@@ -366,7 +367,9 @@ class Soak:
         found: list[checks.Violation] = []
         while True:
             self.watch(pending=set())
-            found = checks.check(stack.db, client, stack.providers, self.tally.deletes)
+            everything = checks.check(stack.db, client, stack.providers, self.tally.deletes)
+            found = [v for v in everything if v.blocking]
+            self.notes = [v for v in everything if not v.blocking]
             self.checks_run += 1
             now = time.monotonic()
             if not found:
@@ -408,6 +411,7 @@ class Soak:
             "restarts_after_exit": dict(self.restarts_after_exit),
             "api_5xx": list(self.tally.server_errors),
             "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
+            "notes": [{"kind": v.kind, "detail": v.detail} for v in self.notes],
             "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
             "tracebacks": self.tracebacks(),
             "unexpected_exceptions": self.unexpected_exceptions(),
@@ -477,6 +481,10 @@ class Soak:
         for what, n in sorted(figures["unexpected_exceptions"].items()):
             print(f"  handler ended in {what}: {n}")
         print("timings: " + ", ".join(f"{k} {v} s" for k, v in figures["timings_s"].items()))
+        if figures["notes"]:
+            print(f"\nnotes (not violations): {len(figures['notes'])}")
+            for v in figures["notes"]:
+                print(f"  [{v['kind']}] {v['detail']}")
         print(f"\nviolations: {len(figures['violations'])}")
         for v in figures["violations"]:
             print(f"  [{v['kind']}] {v['detail']}")

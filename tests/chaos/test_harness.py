@@ -245,3 +245,18 @@ def test_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
         soak.parse_args(["--faults", "500,slow"])
     assert soak.main(["--seed", "1", "--transport-url", "", "--db-url", ""]) == soak.EXIT_HARNESS
     assert "harness error" in capsys.readouterr().err
+
+
+def test_a_server_waiting_for_room_to_heal_is_a_note_not_a_violation() -> None:
+    flagged = _server(
+        "flagged", needs_heal=True, flavor={"vcpus": 4, "memory_mb": 512, "root_gb": 5}
+    )
+    db = _Db([flagged, _server("big", flavor={"vcpus": 6, "memory_mb": 512, "root_gb": 5})], [])
+    full = _Placement({"src": {"big": {"VCPU": 6, "MEMORY_MB": 512, "DISK_GB": 5}}})
+    (note,) = checks.check(db, full, PROVIDERS, accepted_deletes=[])
+    assert (note.kind, note.blocking) == ("transitional", False)
+    assert "no room" in note.detail
+    # With room on the host, a server still flagged is a violation.
+    db.servers = [flagged]
+    (found,) = checks.check(db, _Placement({}), PROVIDERS, accepted_deletes=[])
+    assert (found.kind, found.blocking) == ("transitional", True)
