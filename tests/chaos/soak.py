@@ -539,9 +539,7 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(sig, signal.SIG_IGN)
             if soak.stack.proxy is not None:
                 soak.stack.proxy.chaos(False)
-            if not figures and code != EXIT_HARNESS:
-                figures = soak.figures()
-            elif not figures:
+            if not figures:
                 try:
                     figures = soak.figures()
                 except Exception:  # noqa: BLE001 - the stack never came up
