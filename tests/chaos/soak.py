@@ -53,6 +53,8 @@ FLAVORS = (
 OUTCOME_COLUMNS = ("ok", "refused", "failed", "timeout", "unfinished", "error", "interrupted")
 #: What the conductor logs when a handler ends in an exception it did not expect.
 _UNEXPECTED = re.compile(r"Exception during message handling: ([\w.]+)")
+#: What the sweep's reaper logs when it gives back what a late write left.
+_REAPED = re.compile(r"Reaper gave back what (\d+) consumer")
 
 
 class Interrupted(BaseException):
@@ -415,6 +417,7 @@ class Soak:
             "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
             "tracebacks": self.tracebacks(),
             "unexpected_exceptions": self.unexpected_exceptions(),
+            "reaped": self.reaped(),
         }
 
     def tracebacks(self) -> dict[str, int]:
@@ -437,6 +440,15 @@ class Soak:
                 continue
             found.update(f"{daemon.name}: {m[1]}" for m in _UNEXPECTED.finditer(text))
         return dict(found)
+
+    def reaped(self) -> int:
+        """Consumers the sweep's reaper gave back (late writes it caught)."""
+        daemon = self.stack.daemons.get("conductor")
+        try:
+            text = daemon.log_path.read_text(errors="replace") if daemon else ""
+        except OSError:
+            return 0
+        return sum(int(m[1]) for m in _REAPED.finditer(text))
 
     def report(self, figures: dict[str, Any]) -> None:
         print()
@@ -480,6 +492,7 @@ class Soak:
         )
         for what, n in sorted(figures["unexpected_exceptions"].items()):
             print(f"  handler ended in {what}: {n}")
+        print(f"consumers the sweep's reaper gave back (late writes): {figures['reaped']}")
         print("timings: " + ", ".join(f"{k} {v} s" for k, v in figures["timings_s"].items()))
         if figures["notes"]:
             print(f"\nnotes (not violations): {len(figures['notes'])}")
