@@ -418,8 +418,11 @@ class ConductorManager:
         which the API has normally done already): the server is ``deleting``
         and its resize in flight is closed, so no later step can write for
         it (Nova bug 1848343). Each consumer is then emptied from a fresh
-        read, again on a generation conflict; a step whose write lands after
-        this gives it back itself when its own compare-and-swap fails.
+        read, again on a generation conflict, journaled; a step whose write
+        lands after this gives it back itself when its own compare-and-swap
+        fails, and a write that lands later still (held up in a slow
+        Placement) is given back by the sweep's reaper
+        (:mod:`resize_sched.conductor.reaper`).
         """
         try:
             server = actions.begin_delete(self.db, server_uuid)

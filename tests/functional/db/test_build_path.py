@@ -275,3 +275,29 @@ def test_a_late_write_to_a_closed_migration_is_reaped_journaled_on_it(cloud: Clo
     last = cloud.db.journal_list(migration.uuid)[-1]
     assert (last.phase, last.state) == ("reap", "applied")
     cloud.check()
+
+
+def test_no_claim_is_sent_once_a_delete_is_recorded(cloud: Cloud) -> None:
+    """A delete recorded between the scheduler's answer and the claim wins:
+    the claim's intent is refused under the server's lock, so nothing is
+    written to Placement for it, and the build step is a logged no-op."""
+    flavor = cloud.flavor("old", **dict(zip(("vcpus", "memory_mb", "disk_gb"), OLD.values())))
+    server = _recorded(cloud, flavor)
+    manager = _manager(cloud)
+    writes: list[str] = []
+    real = cloud.client.put_allocations
+
+    def put(uuid_: str, write: Any) -> Any:
+        writes.append(uuid_)
+        return real(uuid_, write)
+
+    cloud.client.put_allocations = put  # type: ignore[method-assign]
+    cloud.after_scheduling(lambda selection: _api_delete(cloud, server.uuid))
+    manager.build_server(admin_context(), server.uuid)
+    assert writes == []
+    row = cloud.db.server_get(server.uuid)
+    assert (row.status, row.task_state, row.host) == ("BUILD", "deleting", None)
+    manager.delete_server(admin_context(), server.uuid)
+    assert cloud.db.server_get(server.uuid, read_deleted=True).status == "DELETED"
+    assert cloud.holds(server.uuid) == {}
+    cloud.check()
