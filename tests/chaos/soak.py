@@ -36,7 +36,7 @@ import time
 import traceback
 from typing import Any
 
-from tests.chaos import checks
+from tests.chaos import checks, report
 from tests.chaos.clients import OPERATIONS, Client, Tally
 from tests.chaos.proxy import KINDS
 from tests.chaos.stack import HarnessError, Stack
@@ -50,11 +50,6 @@ FLAVORS = (
     ("chaos-medium", 2, 2048, 20),
     ("chaos-large", 4, 4096, 40),
 )
-OUTCOME_COLUMNS = ("ok", "refused", "failed", "timeout", "unfinished", "error", "interrupted")
-#: What the conductor logs when a handler ends in an exception it did not expect.
-_UNEXPECTED = re.compile(r"Exception during message handling: ([\w.]+)")
-#: What the sweep's reaper logs when it gives back what a late write left.
-_REAPED = re.compile(r"Reaper gave back what (\d+) consumer")
 
 
 class Interrupted(BaseException):
@@ -393,9 +388,10 @@ class Soak:
     # -- the report ---------------------------------------------------------------------
 
     def figures(self) -> dict[str, Any]:
+        """Everything the report prints (and ``--json`` writes)."""
         proxy = self.stack.proxy
         ops = {
-            op: {outcome: self.tally.ops[(op, outcome)] for outcome in OUTCOME_COLUMNS}
+            op: {outcome: self.tally.ops[(op, outcome)] for outcome in report.OUTCOME_COLUMNS}
             for op in OPERATIONS
         }
         return {
@@ -415,92 +411,8 @@ class Soak:
             "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
             "notes": [{"kind": v.kind, "detail": v.detail} for v in self.notes],
             "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
-            "tracebacks": self.tracebacks(),
-            "unexpected_exceptions": self.unexpected_exceptions(),
-            "reaped": self.reaped(),
+            **report.from_logs(self.stack.daemons),
         }
-
-    def tracebacks(self) -> dict[str, int]:
-        """Tracebacks each daemon logged (for reading, not judged)."""
-        counts = {}
-        for name, daemon in self.stack.daemons.items():
-            try:
-                counts[name] = daemon.log_path.read_text(errors="replace").count("Traceback")
-            except OSError:
-                counts[name] = 0
-        return counts
-
-    def unexpected_exceptions(self) -> dict[str, int]:
-        """RPC handlers that ended in an exception, by its type (read, not judged)."""
-        found: collections.Counter[str] = collections.Counter()
-        for daemon in self.stack.daemons.values():
-            try:
-                text = daemon.log_path.read_text(errors="replace")
-            except OSError:
-                continue
-            found.update(f"{daemon.name}: {m[1]}" for m in _UNEXPECTED.finditer(text))
-        return dict(found)
-
-    def reaped(self) -> int:
-        """Consumers the sweep's reaper gave back (late writes it caught)."""
-        daemon = self.stack.daemons.get("conductor")
-        try:
-            text = daemon.log_path.read_text(errors="replace") if daemon else ""
-        except OSError:
-            return 0
-        return sum(int(m[1]) for m in _REAPED.finditer(text))
-
-    def report(self, figures: dict[str, Any]) -> None:
-        print()
-        print(
-            f"chaos soak: seed {figures['seed']}, strategy {figures['strategy']}, "
-            f"{figures['clients']} clients, {figures['computes']} computes, "
-            f"{figures['duration_s']:.0f} s of chaos"
-        )
-        print(f"\noperations ({figures['operations_total']}):")
-        print(f"  {'':10}" + "".join(f"{c:>12}" for c in OUTCOME_COLUMNS))
-        for op, row in figures["operations"].items():
-            print(f"  {op:10}" + "".join(f"{row[c]:>12}" for c in OUTCOME_COLUMNS))
-        during = figures["deletes_during"]
-        print(
-            "deletes accepted, by what they interrupted: "
-            + (", ".join(f"{k} {v}" for k, v in sorted(during.items())) or "none")
-        )
-        faults = figures["faults"]
-        print(
-            f"\nPlacement faults injected ({sum(faults.values())} of "
-            f"{figures['placement_requests']} requests): "
-            + ", ".join(f"{k} {v}" for k, v in faults.items())
-        )
-        kills = figures["kills"]
-        print(
-            f"SIGKILLs ({sum(kills.values())}): "
-            + (", ".join(f"{k} {v}" for k, v in kills.items()) or "none")
-        )
-        if figures["restarts_after_exit"]:
-            print(
-                "computes restarted after exiting on their own (Placement unreachable at "
-                "start): "
-                + ", ".join(f"{k} {v}" for k, v in figures["restarts_after_exit"].items())
-            )
-        if figures["api_5xx"]:
-            print(f"API 5xx answers ({len(figures['api_5xx'])}):")
-            for line in figures["api_5xx"][:10]:
-                print(f"  {line}")
-        print(
-            "tracebacks logged: " + ", ".join(f"{k} {v}" for k, v in figures["tracebacks"].items())
-        )
-        for what, n in sorted(figures["unexpected_exceptions"].items()):
-            print(f"  handler ended in {what}: {n}")
-        print(f"consumers the sweep's reaper gave back (late writes): {figures['reaped']}")
-        print("timings: " + ", ".join(f"{k} {v} s" for k, v in figures["timings_s"].items()))
-        if figures["notes"]:
-            print(f"\nnotes (not violations): {len(figures['notes'])}")
-            for v in figures["notes"]:
-                print(f"  [{v['kind']}] {v['detail']}")
-        print(f"\nviolations: {len(figures['violations'])}")
-        for v in figures["violations"]:
-            print(f"  [{v['kind']}] {v['detail']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -564,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.monotonic() - began
     if figures:
         figures["wall_s"] = round(wall, 1)
-        soak.report(figures)
+        report.print_report(figures)
         if args.json:
             pathlib.Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
     if code == EXIT_OK and soak.violations:

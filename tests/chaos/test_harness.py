@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.chaos import checks, soak
+from tests.chaos import checks, report, soak
 from tests.chaos.proxy import KINDS, ChaosProxy
 
 
@@ -260,3 +260,45 @@ def test_a_server_waiting_for_room_to_heal_is_a_note_not_a_violation() -> None:
     db.servers = [flagged]
     (found,) = checks.check(db, _Placement({}), PROVIDERS, accepted_deletes=[])
     assert (found.kind, found.blocking) == ("transitional", True)
+
+
+def test_the_report_reads_the_logs_and_prints_every_figure(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "conductor.log"
+    log.write_text(
+        "x ERROR oslo_messaging.rpc.server [-] Exception during message handling: "
+        "resize_sched.exception.PlacementUnavailable: down\nTraceback (most recent call last):\n"
+        "x WARNING resize_sched.conductor.reaper [-] Reaper gave back what 2 consumer(s) of\n"
+    )
+    logs = report.from_logs({"conductor": SimpleNamespace(log_path=log)})
+    assert logs == {
+        "tracebacks": {"conductor": 1},
+        "unexpected_exceptions": {"conductor: resize_sched.exception.PlacementUnavailable": 1},
+        "reaped": 2,
+    }
+    figures = {
+        "seed": 3,
+        "strategy": "legacy",
+        "clients": 2,
+        "computes": 3,
+        "duration_s": 10.0,
+        "operations": {"create": dict.fromkeys(report.OUTCOME_COLUMNS, 1)},
+        "operations_total": 7,
+        "deletes_during": {"create": 1},
+        "faults": dict.fromkeys(KINDS, 1),
+        "placement_requests": 100,
+        "kills": {"conductor worker": 1},
+        "restarts_after_exit": {},
+        "api_5xx": [],
+        "notes": [],
+        "violations": [{"kind": "orphan", "detail": "consumer c holds {}"}],
+        "timings_s": {"chaos": 10.0},
+        **logs,
+    }
+    report.print_report(figures)
+    out = capsys.readouterr().out
+    assert "seed 3, strategy legacy" in out
+    assert "hold 1" in out and "conductor worker 1" in out
+    assert "gave back (late writes): 2" in out
+    assert "violations: 1\n  [orphan] consumer c holds {}" in out
