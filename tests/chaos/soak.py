@@ -488,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
         EXIT_INTERRUPTED: "INTERRUPTED",
     }[code]
     print(f"\nresult: {verdict}, exit {code}, wall {wall:.0f} s", flush=True)
-    if own_dir and code == EXIT_OK:
+    # NOTE: an API 5xx is no violation, but its log is worth keeping.
+    if own_dir and code == EXIT_OK and not figures.get("api_5xx"):
         shutil.rmtree(workdir, ignore_errors=True)
     else:
         print(f"logs and configs kept in {workdir}")
