@@ -277,8 +277,10 @@ class TransitionExecutor(ServerTransitions):
         """Mark the migration's ``intended`` entries by what Placement holds now.
 
         Each equal to its target landed (``applied``); each equal to what was
-        held before has not landed (``abandoned``); any other is left as it
-        is (``unknown`` in the answer). Not landed is not never landing: a
+        held before has not landed (``abandoned``); each older than an entry
+        already ``applied`` is ``abandoned`` too, whatever is held (that later
+        write, built on generations read after it, supersedes it); any other
+        is left as it is (``unknown`` in the answer). Not landed is not never landing: a
         write whose answer was lost may still be waiting in Placement's queue.
         So before an entry is called abandoned, its consumers that hold
         something are fenced: written again unchanged, which moves their
@@ -292,17 +294,28 @@ class TransitionExecutor(ServerTransitions):
         :raises PlacementError: Placement failed while fencing or re-reading.
         """
         verdicts: dict[int, str] = {}
+        superseded: dict[int, int] = {}
         for _attempt in range(self.conflict_retries + 1):
-            pending = [e for e in self.db.journal_list(migration.uuid) if e.state == "intended"]
-            verdicts = {}
+            entries = self.db.journal_list(migration.uuid)
+            pending = [e for e in entries if e.state == "intended"]
+            last_applied = max((e.seq for e in entries if e.state == "applied"), default=0)
+            verdicts, superseded = {}, {}
             for entry in pending:
-                if actual.holdings == Holdings.from_dict(entry.target):
+                if entry.seq < last_applied:
+                    # NOTE: a later write was accepted on generations read
+                    # after this one was sent (a delete's release, a step
+                    # that re-read): if this one had not landed by then, it
+                    # can only be refused now. Placement's state no longer
+                    # says anything about it.
+                    verdicts[entry.id] = "abandoned"
+                    superseded[entry.id] = last_applied
+                elif actual.holdings == Holdings.from_dict(entry.target):
                     verdicts[entry.id] = "applied"
                 elif actual.holdings == Holdings.from_dict(entry.before):
                     verdicts[entry.id] = "abandoned"
                 else:
                     verdicts[entry.id] = "unknown"
-            if "abandoned" in verdicts.values():
+            if any(v == "abandoned" and e not in superseded for e, v in verdicts.items()):
                 try:
                     actual = self._fence(migration, actual)
                 except exception.ConsumerGenerationConflict:
@@ -318,17 +331,23 @@ class TransitionExecutor(ServerTransitions):
             state = verdicts[entry.id]
             if state == "unknown":
                 continue
+            how = (
+                f"superseded by entry {superseded[entry.id]}, applied after it"
+                if entry.id in superseded
+                else "settled by reading Placement"
+            )
             try:
-                self.db.journal_mark(entry.id, state, detail="settled by reading Placement")
+                self.db.journal_mark(entry.id, state, detail=how)
             except exception.Conflict:
                 verdicts.pop(entry.id)  # settled meanwhile, by someone else
                 continue
             LOG.info(
-                "Migration %s %s (journal entry %s): settled %s by reading Placement",
+                "Migration %s %s (journal entry %s): %s %s",
                 migration.uuid,
                 entry.phase,
                 entry.seq,
                 state,
+                how,
             )
         return actual, verdicts
 

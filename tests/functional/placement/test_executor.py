@@ -484,3 +484,38 @@ def test_a_write_settled_abandoned_cannot_land_late(rig: Rig) -> None:
         )
     assert rig.held() == known.holdings
     assert rig.usages() == (OLD, {})
+
+
+def test_an_entry_a_later_write_superseded_is_settled_abandoned(rig: Rig) -> None:
+    """A step journals its write and dies (or its write fails) before marking
+    it; a delete then releases both consumers from a fresh read. Placement
+    holds nothing, which is neither the entry's target nor what was held
+    before it, yet the entry is settled: the release was written after it on
+    newer generations, so that write, if it ever arrives, is refused."""
+    rig.apply("prepare", Holdings(migration={rig.h1: OLD}))
+    before = rig.migration
+    known = rig.executor.known(before)
+    target = Holdings(server={rig.h2: NEW}, migration={rig.h1: OLD})
+    late = rig.executor._writes(before, known, target)
+    rig.cloud.db.journal_intend(
+        before.uuid, phase="claim", before=known.to_dict(), target=target.to_dict()
+    )
+    rig.executor.release(before)
+    assert rig.held() == Holdings()
+
+    actual, verdicts = rig.executor.settle(rig.migration, rig.executor.read(rig.migration))
+
+    assert list(verdicts.values()) == ["abandoned"]
+    assert actual.holdings == Holdings()
+    assert rig.journal() == [
+        (1, "prepare", "applied"),
+        (2, "claim", "abandoned"),
+        (3, "release", "applied"),
+    ]
+    assert rig.cloud.db.journal_pending() == []
+    with pytest.raises(exception.ConsumerGenerationConflict):
+        rig.client.post_allocations(late) if len(late) > 1 else rig.client.put_allocations(
+            *next(iter(late.items()))
+        )
+    assert rig.held() == Holdings()
+    assert rig.usages() == ({}, {})

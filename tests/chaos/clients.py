@@ -1,0 +1,282 @@
+"""The soak's clients: threads driving the Compute API over plain HTTP.
+
+Each :class:`Client` owns a few servers and, with a random generator of its
+own (from the soak's seed and its index), creates them, resizes them to
+another flavor, confirms or reverts, and deletes them. After an accepted
+create, resize, confirm or revert it often deletes the server at a random
+moment instead of waiting, so deletes land during every kind of operation
+(``delete during create`` and so on in the report). Every answer is counted
+in the shared :class:`Tally` by operation and outcome:
+
+``ok``
+    accepted, and the server reached the state the operation promises.
+``refused``
+    the API answered 4xx (409 for a state the action does not fit, 404 for
+    a server a delete took meanwhile): a fair answer under races.
+``failed``
+    accepted, but it ended without its effect: no valid host, a revert
+    refused for room, ERROR.
+``timeout``
+    accepted, still moving when the client stopped waiting (``op_timeout``).
+``unfinished``
+    accepted, still moving when the soak's chaos ended (the client stops
+    waiting then; the final check judges where it ends).
+``error``
+    the API answered 5xx, or could not be reached.
+
+Every delete the API accepts is remembered: the final check requires each
+to be done.
+"""
+
+from __future__ import annotations
+
+import collections
+import random
+import threading
+import time
+from typing import Any
+
+import requests
+
+#: Statuses a server rests in (with no task).
+RESTING = ("ACTIVE", "VERIFY_RESIZE", "ERROR")
+OPERATIONS = ("create", "resize", "confirm", "revert", "delete")
+OUTCOMES = ("ok", "refused", "failed", "timeout", "unfinished", "error", "interrupted")
+
+
+class Tally:
+    """What every client did, shared and locked."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.ops: collections.Counter[tuple[str, str]] = collections.Counter()
+        #: server id -> the operation its accepted delete interrupted.
+        self.deletes: dict[str, str] = {}
+        self.during: collections.Counter[str] = collections.Counter()
+        #: API answers 5xx, with detail (each is also counted as ``error``).
+        self.server_errors: list[str] = []
+
+    def count(self, op: str, outcome: str) -> None:
+        with self._lock:
+            self.ops[(op, outcome)] += 1
+
+    def deleted(self, server_id: str, during: str) -> None:
+        with self._lock:
+            self.deletes[server_id] = during
+            self.during[during] += 1
+
+    def server_error(self, detail: str) -> None:
+        with self._lock:
+            self.server_errors.append(detail)
+
+    def total(self) -> int:
+        with self._lock:
+            return sum(self.ops.values())
+
+
+class Api:
+    """The Compute API as one noauth2 caller."""
+
+    def __init__(self, endpoint: str, tally: Tally) -> None:
+        self.endpoint = endpoint
+        self.tally = tally
+        self.session = requests.Session()
+        self.session.headers.update({"X-Auth-Token": "chaos:chaos", "Accept": "application/json"})
+
+    def call(self, method: str, path: str, body: Any = None) -> requests.Response | None:
+        """The answer, or None when the API could not be reached in time."""
+        try:
+            resp = self.session.request(method, self.endpoint + path, json=body, timeout=60)
+        except requests.RequestException:
+            return None
+        if resp.status_code >= 500:
+            self.tally.server_error(
+                f"{method} {path}: {resp.status_code} "
+                f"{resp.headers.get('x-openstack-request-id', '')} {resp.text[:200]}"
+            )
+        return resp
+
+    def show(self, server_id: str) -> dict[str, Any] | None:
+        """The server, {} when it is gone (404), None when the API did not answer."""
+        resp = self.call("GET", f"/servers/{server_id}")
+        if resp is None or resp.status_code >= 500:
+            return None
+        if resp.status_code == 404:
+            return {}
+        return resp.json().get("server") if resp.ok else None
+
+
+def _outcome_of_answer(resp: requests.Response | None) -> str | None:
+    """``refused``/``error`` for an answer that is not an acceptance, else None."""
+    if resp is None or resp.status_code >= 500:
+        return "error"
+    if resp.status_code >= 400:
+        return "refused"
+    return None
+
+
+class Client(threading.Thread):
+    """One client: a loop of operations on its own servers until ``stop``.
+
+    :param index: numbers the client (its servers' names, its generator).
+    :param seed: the soak's seed.
+    :param endpoint: the Compute API.
+    :param flavors: flavor ids to create with and resize between.
+    :param tally: where outcomes are counted.
+    :param stop: set to end the loop (waits are cut short).
+    :param max_servers: how many servers it keeps at most.
+    :param delete_during: the chance of deleting right after an accepted action.
+    :param op_timeout: how long it waits for an operation to settle.
+    """
+
+    def __init__(
+        self,
+        index: int,
+        seed: int,
+        endpoint: str,
+        flavors: list[str],
+        tally: Tally,
+        stop: threading.Event,
+        *,
+        max_servers: int = 3,
+        delete_during: float = 0.3,
+        op_timeout: float = 90.0,
+    ) -> None:
+        super().__init__(name=f"chaos-client-{index}", daemon=True)
+        self.index = index
+        self.rng = random.Random(f"client-{seed}-{index}")
+        self.api = Api(endpoint, tally)
+        self.flavors = flavors
+        self.tally = tally
+        self.stop = stop
+        self.max_servers = max_servers
+        self.delete_during = delete_during
+        self.op_timeout = op_timeout
+        self.servers: list[str] = []
+        self.made = 0
+        self.crash: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.step()
+        except BaseException as exc:  # noqa: BLE001 - reported by the soak as a harness error
+            self.crash = exc
+
+    # -- one step -----------------------------------------------------------------------
+
+    def step(self) -> None:
+        rng = self.rng
+        if not self.servers or (len(self.servers) < self.max_servers and rng.random() < 0.3):
+            self.create()
+            return
+        server_id = rng.choice(self.servers)
+        server = self.api.show(server_id)
+        if server is None:
+            self.stop.wait(1.0)
+            return
+        if not server:
+            self.servers.remove(server_id)  # gone: a delete of ours finished
+            return
+        status, task = server["status"], server.get("OS-EXT-STS:task_state")
+        if task is not None or status not in RESTING:
+            # NOTE: an earlier operation outlived our wait; deleting it is one
+            # more delete during an operation.
+            if rng.random() < 0.5:
+                self.delete(server_id, f"{status.lower()} (late)")
+            else:
+                self.stop.wait(1.0)
+            return
+        if status == "ERROR" or rng.random() < 0.12:
+            self.delete(server_id, "idle" if status != "ERROR" else "error")
+        elif status == "ACTIVE":
+            current = str(server.get("flavor", {}).get("id", ""))
+            choices = [f for f in self.flavors if f != current] or self.flavors
+            self.act(server_id, "resize", {"resize": {"flavorRef": rng.choice(choices)}})
+        else:
+            if rng.random() < 0.5:
+                self.act(server_id, "confirm", {"confirmResize": None})
+            else:
+                self.act(server_id, "revert", {"revertResize": None})
+
+    def create(self) -> None:
+        self.made += 1
+        body = {
+            "server": {
+                "name": f"chaos-{self.index}-{self.made}",
+                "flavorRef": self.rng.choice(self.flavors),
+            }
+        }
+        resp = self.api.call("POST", "/servers", body)
+        refused = _outcome_of_answer(resp)
+        if refused:
+            self.tally.count("create", refused)
+            return
+        assert resp is not None
+        server_id = resp.json()["server"]["id"]
+        self.servers.append(server_id)
+        self.settle(server_id, "create")
+
+    def act(self, server_id: str, op: str, body: dict[str, Any]) -> None:
+        resp = self.api.call("POST", f"/servers/{server_id}/action", body)
+        refused = _outcome_of_answer(resp)
+        if refused:
+            self.tally.count(op, refused)
+            return
+        self.settle(server_id, op)
+
+    def settle(self, server_id: str, op: str) -> None:
+        """After an accepted ``op``: delete at a random moment, or wait and judge."""
+        if self.rng.random() < self.delete_during:
+            self.stop.wait(self.rng.uniform(0.0, 2.0))
+            self.tally.count(op, "interrupted")
+            self.delete(server_id, op)
+            return
+        server = self.wait(server_id)
+        if server is None:
+            self.tally.count(op, "unfinished" if self.stop.is_set() else "timeout")
+            return
+        self.tally.count(op, self.judge(op, server))
+
+    def judge(self, op: str, server: dict[str, Any]) -> str:
+        status = server.get("status")
+        wanted = {
+            "create": "ACTIVE",
+            "resize": "VERIFY_RESIZE",
+            "confirm": "ACTIVE",
+            "revert": "ACTIVE",
+        }[op]
+        return "ok" if status == wanted else "failed"
+
+    def delete(self, server_id: str, during: str) -> None:
+        resp = self.api.call("DELETE", f"/servers/{server_id}")
+        refused = _outcome_of_answer(resp)
+        if refused:
+            self.tally.count("delete", refused)
+            if resp is not None and resp.status_code == 404:
+                self.servers.remove(server_id)
+            return
+        self.tally.deleted(server_id, during)
+        self.servers.remove(server_id)
+        deadline = time.monotonic() + self.op_timeout
+        while not self.stop.is_set():
+            server = self.api.show(server_id)
+            if server == {}:
+                self.tally.count("delete", "ok")
+                return
+            if time.monotonic() > deadline:
+                break
+            self.stop.wait(0.5)
+        self.tally.count("delete", "unfinished" if self.stop.is_set() else "timeout")
+
+    def wait(self, server_id: str) -> dict[str, Any] | None:
+        """The server once it rests; None when it did not in time (or we stop)."""
+        deadline = time.monotonic() + self.op_timeout
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            server = self.api.show(server_id)
+            if server == {}:
+                return {"status": "DELETED"}
+            if server and server["status"] in RESTING and not server.get("OS-EXT-STS:task_state"):
+                return server
+            self.stop.wait(0.5)
+        return None

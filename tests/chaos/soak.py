@@ -1,0 +1,500 @@
+"""The chaos soak: the real multi-process deployment under faults, then a check.
+
+    python -m tests.chaos.soak --seed 7 --duration 90
+
+Starts the deployment of :mod:`tests.chaos.stack` (API, a two-worker
+conductor, compute daemons over RabbitMQ, Placement in its own processes on
+MariaDB behind the fault proxy), lets ``--clients`` threads create, resize,
+confirm, revert and delete servers for ``--duration`` seconds while Placement
+requests get random faults and conductor workers and compute daemons are
+SIGKILLed, then stops the chaos, waits for the sweep to settle everything and
+checks Placement against the database (:mod:`tests.chaos.checks`).
+``doc/chaos-soak.rst`` describes the options and the output.
+
+Exit codes: 0 no violation; 1 violations (each printed); 2 the harness could
+not run (a backend missing, a daemon that did not start, a client that
+crashed): not a finding about resize_sched; 130 interrupted (Ctrl-C or
+SIGTERM). Every process, scratch database and virtual host is removed on
+every exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import pathlib
+import random
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from typing import Any
+
+from tests.chaos import checks, report
+from tests.chaos.clients import OPERATIONS, Client, Tally
+from tests.chaos.proxy import KINDS
+from tests.chaos.stack import HarnessError, Stack
+
+EXIT_OK, EXIT_VIOLATIONS, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
+STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
+#: The flavors the clients create with and resize between: name, vcpus, MB, GB.
+FLAVORS = (
+    ("chaos-tiny", 1, 512, 5),
+    ("chaos-small", 1, 1024, 10),
+    ("chaos-medium", 2, 2048, 20),
+    ("chaos-large", 4, 4096, 40),
+)
+
+
+class Interrupted(BaseException):
+    """Ctrl-C or SIGTERM (a BaseException: no ``except Exception`` swallows it)."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.chaos.soak",
+        description="Run resize_sched's real multi-process deployment under random "
+        "Placement faults and SIGKILLs with concurrent clients, then check Placement "
+        "against the database. See doc/chaos-soak.rst.",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seeds every random choice (default: a random seed, printed)",
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=90.0,
+        help="seconds of chaos, start-up and checks not counted (default 90)",
+    )
+    parser.add_argument(
+        "--strategy",
+        choices=(*STRATEGIES, "seed"),
+        default="seed",
+        help="the deployment's claim strategy; 'seed' (default) picks it "
+        "from the seed (seed mod 3 in the order legacy, drop_and_reclaim, "
+        "max_flavor)",
+    )
+    parser.add_argument("--clients", type=int, default=6, help="concurrent clients (6)")
+    parser.add_argument(
+        "--servers-per-client", type=int, default=3, help="servers each client keeps at most (3)"
+    )
+    parser.add_argument("--computes", type=int, default=3, help="compute daemons (3)")
+    parser.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.05,
+        help="chance that one Placement request gets a fault (0.05)",
+    )
+    parser.add_argument(
+        "--faults",
+        default=",".join(KINDS),
+        help=f"the Placement fault kinds to draw from, comma-separated ({','.join(KINDS)})",
+    )
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        nargs=2,
+        default=(8.0, 20.0),
+        metavar=("MIN", "MAX"),
+        help="seconds between SIGKILLs, drawn uniformly (8 20)",
+    )
+    parser.add_argument(
+        "--placement-timeout",
+        type=float,
+        default=4.0,
+        help="the daemons' [placement] timeout; delay and hold faults "
+        "keep a request 2 s longer (4)",
+    )
+    parser.add_argument(
+        "--stuck-after", type=int, default=20, help="[conductor] stuck_after for the soak (20)"
+    )
+    parser.add_argument(
+        "--sweep-interval",
+        type=int,
+        default=2,
+        help="[conductor] stuck_check_interval for the soak (2)",
+    )
+    parser.add_argument(
+        "--reap-after",
+        type=int,
+        default=30,
+        help="[conductor] reap_after: how long after a delete or the end of a resize the "
+        "sweep gives back late writes; above --placement-timeout times its attempts (30)",
+    )
+    parser.add_argument(
+        "--reap-interval",
+        type=int,
+        default=5,
+        help="[conductor] reap_interval for the soak (5)",
+    )
+    parser.add_argument(
+        "--quiesce-timeout",
+        type=float,
+        default=240.0,
+        help="seconds to wait for everything to settle after the chaos (240)",
+    )
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="GROUP.NAME=VALUE",
+        help="one more option in every daemon's config (repeatable)",
+    )
+    parser.add_argument(
+        "--transport-url",
+        default=os.environ.get("RESIZE_SCHED_TEST_RABBIT_URL", ""),
+        help="RabbitMQ (default $RESIZE_SCHED_TEST_RABBIT_URL)",
+    )
+    parser.add_argument(
+        "--db-url",
+        default=os.environ.get("RESIZE_SCHED_TEST_MYSQL_URL", ""),
+        help="a MariaDB/MySQL server for the scratch databases "
+        "(default $RESIZE_SCHED_TEST_MYSQL_URL)",
+    )
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="where configs and logs go (default: a temporary directory, "
+        "removed after a clean run, kept and printed otherwise)",
+    )
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 1_000_000)
+    args.faults = tuple(k.strip() for k in args.faults.split(",") if k.strip())
+    unknown = set(args.faults) - set(KINDS)
+    if unknown or not args.faults:
+        parser.error(f"--faults: unknown kinds {sorted(unknown)}; known: {','.join(KINDS)}")
+    if args.strategy == "seed":
+        args.strategy = STRATEGIES[args.seed % 3]
+    return args
+
+
+def config_text(args: argparse.Namespace) -> str:
+    """The soak's own options, then each ``--option``."""
+    groups: dict[str, dict[str, str]] = {
+        "conductor": {
+            "stuck_check_interval": str(args.sweep_interval),
+            "stuck_after": str(args.stuck_after),
+            "reap_after": str(args.reap_after),
+            "reap_interval": str(args.reap_interval),
+        },
+        "DEFAULT": {"report_interval": "5"},
+    }
+    for option in args.option:
+        match = re.fullmatch(r"([A-Za-z_]+)\.([A-Za-z0-9_]+)=(.*)", option)
+        if match is None:
+            raise SystemExit(f"--option {option!r}: expected GROUP.NAME=VALUE")
+        groups.setdefault(match[1], {})[match[2]] = match[3]
+    return "".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in values.items())
+        for group, values in groups.items()
+    )
+
+
+class Soak:
+    """One run: the stack, the clients, the killer, the check, the figures."""
+
+    def __init__(self, args: argparse.Namespace, workdir: pathlib.Path) -> None:
+        self.args = args
+        self.workdir = workdir
+        self.rng = random.Random(f"kills-{args.seed}")
+        self.tally = Tally()
+        self.stop_clients = threading.Event()
+        self.clients: list[Client] = []
+        self.kills: collections.Counter[str] = collections.Counter()
+        self.restarts_after_exit: collections.Counter[str] = collections.Counter()
+        self.violations: list[checks.Violation] = []
+        self.timings: dict[str, float] = {}
+        self.checks_run = 0
+        self.notes: list[checks.Violation] = []
+        self.stack = Stack(
+            workdir,
+            args.transport_url,
+            args.db_url,
+            strategy=args.strategy,
+            computes=args.computes,
+            seed=args.seed,
+            fault_rate=args.fault_rate,
+            placement_timeout=args.placement_timeout,
+            fault_kinds=args.faults,
+            options=config_text(args),
+        )
+
+    @staticmethod
+    def progress(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    # -- phases -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        started = time.monotonic()
+        self.stack.start(self.progress)
+        self.timings["start-up"] = time.monotonic() - started
+        db = self.stack.db
+        assert db is not None
+        flavors = [db.flavor_create(*spec).flavorid for spec in FLAVORS]
+        for i in range(self.args.clients):
+            self.clients.append(
+                Client(
+                    i,
+                    self.args.seed,
+                    self.stack.endpoint,
+                    flavors,
+                    self.tally,
+                    self.stop_clients,
+                    max_servers=self.args.servers_per_client,
+                )
+            )
+        self.chaos()
+        self.quiesce()
+
+    def chaos(self) -> None:
+        args, stack = self.args, self.stack
+        assert stack.proxy is not None
+        self.progress(
+            f"chaos for {args.duration:.0f} s: {args.clients} clients, faults on "
+            f"{args.fault_rate:.0%} of Placement requests, a SIGKILL every "
+            f"{args.kill_every[0]:.0f}-{args.kill_every[1]:.0f} s"
+        )
+        started = time.monotonic()
+        end = started + args.duration
+        stack.proxy.chaos(True)
+        for client in self.clients:
+            client.start()
+        next_kill = started + self.rng.uniform(*args.kill_every)
+        restarts: list[tuple[float, str]] = []
+        last_note = started
+        while time.monotonic() < end:
+            now = time.monotonic()
+            if now >= next_kill:
+                restarts += self.kill_one()
+                next_kill = now + self.rng.uniform(*args.kill_every)
+            for due, name in list(restarts):
+                if now >= due:
+                    restarts.remove((due, name))
+                    stack.daemons[name].start(stack.env)
+            self.watch(pending={name for _, name in restarts})
+            self.check_clients()
+            if now - last_note >= 30:
+                last_note = now
+                self.progress(
+                    f"  {now - started:.0f} s: {self.tally.total()} operations, "
+                    f"{sum(stack.proxy.counts.values())} faults, {sum(self.kills.values())} kills"
+                )
+            time.sleep(0.2)
+        stack.proxy.chaos(False)
+        self.stop_clients.set()
+        self.progress("chaos over: faults off, kills stopped, clients stopping")
+        for client in self.clients:
+            client.join(timeout=90)
+        self.check_clients()
+        for _, name in restarts:
+            stack.daemons[name].start(stack.env)
+        self.timings["chaos"] = time.monotonic() - started
+
+    def kill_one(self) -> list[tuple[float, str]]:
+        """SIGKILL a conductor worker or a compute daemon; the restarts to make."""
+        stack = self.stack
+        if self.rng.random() < 0.5:
+            victim = stack.kill_conductor_worker(self.rng)
+            if victim is not None:
+                self.kills["conductor worker"] += 1
+                self.progress(f"  SIGKILL {victim}")
+            return []
+        running = [n for n in stack.compute_names() if stack.daemons[n].alive()]
+        if not running:
+            return []
+        name = self.rng.choice(sorted(running))
+        stack.daemons[name].kill()
+        self.kills["compute daemon"] += 1
+        self.progress(f"  SIGKILL {name}")
+        return [(time.monotonic() + self.rng.uniform(1.0, 5.0), name)]
+
+    def watch(self, pending: set[str]) -> None:
+        """Restart a compute daemon that exited on its own (as systemd would); a
+        dead API or conductor is a finding, and is restarted too."""
+        for name, daemon in self.stack.daemons.items():
+            if name in pending or daemon.alive():
+                continue
+            if time.monotonic() - daemon.started_at < 2.0:
+                continue  # NOTE: no restart loop faster than a supervisor's
+            code = daemon.proc.returncode if daemon.proc is not None else None
+            if name.startswith("compute"):
+                # NOTE: a compute that cannot reach Placement at start exits 1
+                # for its supervisor to restart it: expected under faults.
+                self.restarts_after_exit[name] += 1
+            else:
+                self.violations.append(
+                    checks.Violation("daemon", f"{name} exited with {code} during the soak")
+                )
+            self.progress(f"  {name} exited with {code}; restarting it")
+            daemon.start(self.stack.env)
+
+    def check_clients(self) -> None:
+        for client in self.clients:
+            if client.crash is not None:
+                raise HarnessError(f"client {client.index} crashed: {client.crash!r}")
+
+    def quiesce(self) -> None:
+        """Wait until two checks in a row, ten seconds apart, find nothing wrong."""
+        stack, args = self.stack, self.args
+        assert stack.proxy is not None and stack.db is not None
+        started = time.monotonic()
+        deadline = started + args.quiesce_timeout
+        self.progress("quiescence: waiting for held writes, workers and computes")
+        if not stack.proxy.wait_no_holds(timeout=60):
+            raise HarnessError("held Placement writes were not delivered within 60 s")
+        stack._wait(lambda: len(stack.conductor_workers()) == 2, "two conductor workers")
+        stack._wait(
+            lambda: all(stack.daemons[n].alive() for n in stack.compute_names()),
+            "every compute daemon",
+        )
+        client = stack.placement.client()
+        clean_since: float | None = None
+        found: list[checks.Violation] = []
+        while True:
+            self.watch(pending=set())
+            everything = checks.check(stack.db, client, stack.providers, self.tally.deletes)
+            found = [v for v in everything if v.blocking]
+            self.notes = [v for v in everything if not v.blocking]
+            self.checks_run += 1
+            now = time.monotonic()
+            if not found:
+                if clean_since is not None and now - clean_since >= 10:
+                    break
+                clean_since = clean_since or now
+            else:
+                clean_since = None
+            if now > deadline:
+                break
+            time.sleep(3)
+        self.violations += found
+        self.timings["quiescence"] = time.monotonic() - started
+        self.progress(
+            f"quiescence: {'settled' if not found else 'NOT settled'} after "
+            f"{self.timings['quiescence']:.0f} s ({self.checks_run} checks)"
+        )
+
+    # -- the report ---------------------------------------------------------------------
+
+    def figures(self) -> dict[str, Any]:
+        """Everything the report prints (and ``--json`` writes)."""
+        proxy = self.stack.proxy
+        ops = {
+            op: {outcome: self.tally.ops[(op, outcome)] for outcome in report.OUTCOME_COLUMNS}
+            for op in OPERATIONS
+        }
+        return {
+            "seed": self.args.seed,
+            "strategy": self.args.strategy,
+            "clients": self.args.clients,
+            "computes": self.args.computes,
+            "duration_s": self.args.duration,
+            "operations": ops,
+            "operations_total": self.tally.total(),
+            "deletes_during": dict(self.tally.during),
+            "faults": {k: proxy.counts[k] for k in KINDS} if proxy else {},
+            "placement_requests": proxy.count if proxy else 0,
+            "kills": dict(self.kills),
+            "restarts_after_exit": dict(self.restarts_after_exit),
+            "api_5xx": list(self.tally.server_errors),
+            "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
+            "notes": [{"kind": v.kind, "detail": v.detail} for v in self.notes],
+            "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
+            **report.from_logs(self.stack.daemons),
+        }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    missing = [
+        what
+        for what, value in (
+            ("--transport-url or RESIZE_SCHED_TEST_RABBIT_URL", args.transport_url),
+            ("--db-url or RESIZE_SCHED_TEST_MYSQL_URL", args.db_url),
+        )
+        if not value
+    ]
+    if missing:
+        print(f"chaos soak: harness error: set {' and '.join(missing)}", file=sys.stderr)
+        return EXIT_HARNESS
+    own_dir = args.workdir is None
+    workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="rs-chaos-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    soak = Soak(args, workdir)
+    code = EXIT_OK
+    figures: dict[str, Any] = {}
+    Soak.progress(f"chaos soak: seed {args.seed}, strategy {args.strategy}, workdir {workdir}")
+    try:
+        try:
+            soak.run()
+            figures = soak.figures()
+            if soak.tally.total() == 0:
+                raise HarnessError("the clients completed no operation at all")
+        except HarnessError as exc:
+            print(f"\nchaos soak: harness error: {exc}", file=sys.stderr)
+            code = EXIT_HARNESS
+        except Exception:  # noqa: BLE001 - a bug of the harness, not a finding
+            print("\nchaos soak: harness error: unexpected exception", file=sys.stderr)
+            traceback.print_exc()
+            code = EXIT_HARNESS
+        except (Interrupted, KeyboardInterrupt) as exc:
+            print(f"\nchaos soak: interrupted ({exc}); cleaning up", file=sys.stderr)
+            code = EXIT_INTERRUPTED
+        finally:
+            soak.stop_clients.set()
+            # NOTE: a second Ctrl-C must not cut the clean-up short.
+            for sig in previous:
+                signal.signal(sig, signal.SIG_IGN)
+            if soak.stack.proxy is not None:
+                soak.stack.proxy.chaos(False)
+            if not figures:
+                try:
+                    figures = soak.figures()
+                except Exception:  # noqa: BLE001 - the stack never came up
+                    figures = {}
+            soak.stack.close()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    wall = time.monotonic() - began
+    if figures:
+        figures["wall_s"] = round(wall, 1)
+        report.print_report(figures)
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    if code == EXIT_OK and soak.violations:
+        code = EXIT_VIOLATIONS
+    verdict = {
+        EXIT_OK: "PASS",
+        EXIT_VIOLATIONS: "FAIL (violations)",
+        EXIT_HARNESS: "HARNESS ERROR (not a finding about resize_sched)",
+        EXIT_INTERRUPTED: "INTERRUPTED",
+    }[code]
+    print(f"\nresult: {verdict}, exit {code}, wall {wall:.0f} s", flush=True)
+    # NOTE: an API 5xx is no violation, but its log is worth keeping.
+    if own_dir and code == EXIT_OK and not figures.get("api_5xx"):
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print(f"logs and configs kept in {workdir}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
