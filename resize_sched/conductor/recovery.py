@@ -162,7 +162,9 @@ def resume_build(manager: Any, server: Any) -> str:
         if adopted is None:
             manager.build_server(ctxt, server.uuid)
             after = manager.db.server_get(server.uuid)
-            if after.task_state == "spawning":
+            # NOTE: a quick host may have finished the spawn already (ACTIVE):
+            # what matters is that the build was placed and sent.
+            if after.host and after.task_state in ("spawning", None):
                 return f"scheduled again, spawn sent to {after.host}"
             return f"scheduled again, now {after.status}/{after.task_state}"
         server = adopted

@@ -64,7 +64,7 @@ TIMEOUT = 0.5
 PATIENT_TIMEOUT = 30.0
 #: ... and in the regression tests, which need the requests numbered exactly
 #: as without faults up to the one planned.
-SURE_TIMEOUT = 1.0
+SURE_TIMEOUT = 2.5
 #: How much longer than the client's time-out a ``delay`` fault holds an
 #: answer back.
 PAST_TIMEOUT = 0.3

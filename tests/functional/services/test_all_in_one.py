@@ -289,7 +289,8 @@ def test_the_command_writes_a_config_for_the_tools_and_logs_to_a_file(tmp_path, 
             capsys.readouterr()
             assert status.main([*args, "upgrade", "check", "--json"]) == 0
             checks = json.loads(capsys.readouterr().out)["checks"]
-            assert [c["result"] for c in checks] == [0] * 5
+            assert len(checks) >= 5
+            assert {c["check"]: c["result"] for c in checks} == {c["check"]: 0 for c in checks}
             assert manage.main([*args, "placement", "audit"]) == 0
             assert "no orphaned allocations" in capsys.readouterr().out
         finally:
