@@ -80,6 +80,54 @@ def on(provider: str, resources: Mapping[str, int]) -> Allocations:
     return normalize_allocations({provider: resources})
 
 
+def shrink(
+    allocations: Mapping[str, Mapping[str, int]], amounts: Mapping[str, int]
+) -> Allocations:
+    """``allocations`` lowered, class by class, to hold ``amounts`` in all.
+
+    Each provider keeps what it holds of a class while the total allows it;
+    what must go is taken from the providers last in ``allocations``' order
+    first, so a device kept on a child stays where it is. A class not in
+    ``amounts`` goes entirely; nothing is ever added (a class ``amounts``
+    holds more of than ``allocations`` stays at what is held).
+
+    :param allocations: provider -> class -> amount, e.g. ``max(old, new)``
+        on a host, held while a same-host resize waits.
+    :param amounts: class -> the total to keep, e.g. the new flavor.
+    :returns: new, normalised allocations.
+    """
+    out: Allocations = {rp: dict(resources) for rp, resources in allocations.items()}
+    held = total(allocations)
+    for rc, amount in held.items():
+        excess = amount - amounts.get(rc, 0)
+        for rp in reversed(list(out)):
+            if excess <= 0:
+                break
+            taken = min(out[rp].get(rc, 0), excess)
+            if taken:
+                out[rp][rc] -= taken
+                excess -= taken
+    return normalize_allocations(out)
+
+
+def spread(
+    allocations: Mapping[str, Mapping[str, int]], amounts: Mapping[str, int]
+) -> Allocations | None:
+    """``amounts`` put on the providers that already hold each class in
+    ``allocations`` (the first of them, when a class is held on several).
+
+    :returns: provider -> class -> amount, or None when ``allocations`` holds
+        none of some class of ``amounts`` (Placement must say where it goes).
+    """
+    out: Allocations = {}
+    for rc, amount in normalize(amounts).items():
+        holder = next((rp for rp, res in allocations.items() if res.get(rc, 0) > 0), None)
+        if holder is None:
+            return None
+        out.setdefault(holder, {})[rc] = amount
+    return normalize_allocations(out)
+
+
 def total(allocations: Mapping[str, Mapping[str, int]]) -> Resources:
     """Everything a consumer holds, summed over providers."""
     out: Resources = {}

@@ -58,6 +58,9 @@ OWNER_TRAIT_PREFIX = "CUSTOM_RESIZE_SCHED_"
 #: The standard trait on the root provider of a host that takes no new work
 #: (os-traits; Nova sets it on the compute nodes of a disabled service).
 DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
+#: The standard trait of a provider whose inventory the hosts of its
+#: aggregates share (a storage pool's DISK_GB).
+SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 #: The standard trait Nova puts on the root provider of its compute nodes.
 NOVA_COMPUTE_TRAIT = "COMPUTE_NODE"
 
@@ -340,6 +343,27 @@ class PlacementClient:
         path = f"/resource_providers/{rp_uuid}/inventories"
         body = self._request("GET", path, self._pin()).json()
         return body["inventories"], body["resource_provider_generation"]
+
+    def get_aggregates(self, rp_uuid: str) -> tuple[frozenset[str], int]:
+        """Read a provider's aggregates.
+
+        :returns: (aggregate uuids, provider generation).
+        :raises PlacementNotFound: there is no such provider.
+        """
+        path = f"/resource_providers/{rp_uuid}/aggregates"
+        body = self._request("GET", path, self._pin()).json()
+        return frozenset(body["aggregates"]), body["resource_provider_generation"]
+
+    def set_aggregates(self, rp_uuid: str, aggregates: Iterable[str], generation: int) -> int:
+        """Replace a provider's aggregates, checked against ``generation``.
+
+        :returns: the provider's new generation.
+        :raises ConsumerGenerationConflict: the provider changed since ``generation``.
+        """
+        body = {"aggregates": sorted(set(aggregates)), "resource_provider_generation": generation}
+        path = f"/resource_providers/{rp_uuid}/aggregates"
+        resp = self._request("PUT", path, self._pin(), json=body)
+        return resp.json()["resource_provider_generation"]
 
     def trait_exists(self, name: str) -> bool:
         """Whether Placement knows the trait ``name`` (a query naming an unknown one is a 400)."""

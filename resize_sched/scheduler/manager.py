@@ -73,6 +73,7 @@ from resize_sched import resources as rs
 from resize_sched.db import host_api
 from resize_sched.placement.client import (
     DISABLED_TRAIT,
+    SHARING_TRAIT,
     Candidates,
     PlacementClient,
     owner_trait,
@@ -126,6 +127,9 @@ class SchedulingRequest:
     :ivar ignore_hosts: host names never to choose.
     :ivar force_hosts: when given, only these host names may be chosen.
     :ivar ignore_providers: provider uuids never to choose (hosts already tried).
+    :ivar source_placement: ``source_request`` provider by provider, when it
+        must be free beside what the server holds there (a child's vGPU, a
+        sharing provider's disk); empty: anywhere in the source's tree.
     :ivar source_holds: what the resize already holds on the source (both
         consumers; empty when unknown): the source's usage is at least that,
         which bounds how well it can weigh without asking Placement.
@@ -142,6 +146,7 @@ class SchedulingRequest:
     force_hosts: frozenset[str] = frozenset()
     ignore_providers: frozenset[str] = frozenset()
     source_holds: Resources = field(default_factory=dict)
+    source_placement: Allocations = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -357,6 +362,8 @@ class Scheduler:
     def _about_source(self, request: SchedulingRequest, amounts: Resources) -> _SourceAnswer:
         """The source's compute node when it can be judged from it, else
         Placement's answer for the source alone (``in_tree``)."""
+        if set(request.source_placement) - {request.source}:
+            return _SourceAnswer(judged=self._judge_tree(request))
         node = self._reported_source(request, amounts)
         if node is not None and node.disabled:
             LOG.debug("Source %s is disabled", node.host)
@@ -366,6 +373,55 @@ class Scheduler:
         candidates = self._query(amounts, request, in_tree=request.source)
         scored = self._score(candidates, request, keep_source=True)
         return _SourceAnswer(judged=scored[0] if scored else None)
+
+    def _judge_tree(self, request: SchedulingRequest) -> tuple[float, Destination] | None:
+        """Whether the source has ``source_placement`` free, provider by provider.
+
+        A candidates query cannot pin an amount to one provider of a tree, and
+        ``in_tree=<source>`` leaves a sharing provider out altogether, so each
+        provider named is judged from its own inventory (the root's as its
+        service reported it, when it did) and usage: two light requests per
+        provider. The claim that follows is judged by Placement all the same.
+        """
+        source = request.source
+        assert source is not None
+        node = None
+        if self.db is not None:
+            node = host_api.compute_node_for_source(self.db, source)
+            if node is not None and node.disabled:
+                LOG.debug("Source %s is disabled", node.host)
+                return None
+        if (node is None or request.required_traits or request.member_of) and (
+            not self._source_usable(request)
+        ):
+            return None
+        wanted = dict(request.source_placement)
+        if source not in wanted:
+            wanted[source] = {}  # read for its free RAM, which weighs it
+        free_ram = 0.0
+        for provider, amounts in wanted.items():
+            try:
+                if node is not None and provider == source:
+                    inventory = node.inventory
+                else:
+                    inventory = self.client.get_inventories(provider)[0]
+                used = self.client.get_usages(provider)
+            except exception.PlacementNotFound:
+                return None  # gone: a claim there would be refused
+            if not _fits(inventory, amounts, used):
+                LOG.debug(
+                    "Source %s: provider %s lacks %s",
+                    source,
+                    provider,
+                    rs.format_resources(amounts),
+                )
+                return None
+            if provider == source and rs.MEMORY_MB in inventory:
+                free_ram = rs.capacity(inventory[rs.MEMORY_MB]) - used.get(rs.MEMORY_MB, 0)
+        host = node.host if node is not None else self._host_name(source)
+        weight = self.conf.scheduler.ram_weight_multiplier * free_ram
+        placement = rs.normalize_allocations(request.source_placement)
+        return (weight, Destination(source, host, placement, same_host=True))
 
     def _reported_source(
         self, request: SchedulingRequest, amounts: Resources
@@ -515,9 +571,22 @@ class Scheduler:
 
     @staticmethod
     def _root_of(allocation_request: Allocations, candidates: Candidates) -> str:
+        """The root of the host a candidate is on.
+
+        A sharing provider (``MISC_SHARES_VIA_AGGREGATE``, e.g. a disk pool)
+        is a root of its own tree: it names no host unless the candidate
+        holds nothing else.
+        """
+        shared = None
         for rp in allocation_request:
-            summary = candidates.provider_summaries.get(rp)
-            return (summary and summary.get("root_provider_uuid")) or rp
+            summary = candidates.provider_summaries.get(rp) or {}
+            root = summary.get("root_provider_uuid") or rp
+            if SHARING_TRAIT in summary.get("traits", ()) and root == rp:
+                shared = shared or rp
+                continue
+            return root
+        if shared is not None:
+            return shared
         raise ValueError("empty allocation request")
 
     def _filter(
@@ -656,7 +725,7 @@ class Scheduler:
         for rp in allowed:
             if rp not in reported:
                 unreported.append(rp)
-            elif _fits_empty(reported[rp][1], wanted):
+            elif self._tree_fits_empty(rp, reported[rp][1], wanted):
                 return True
         for rp in unreported:
             LOG.debug("Provider %s has no compute node report; reading its inventory", rp)
@@ -664,7 +733,7 @@ class Scheduler:
                 inventories, _ = self.client.get_inventories(rp)
             except exception.PlacementNotFound:
                 continue  # deleted since the listing
-            if _fits_empty(inventories, wanted):
+            if self._tree_fits_empty(rp, inventories, wanted):
                 return True
         return False
 
@@ -680,8 +749,42 @@ class Scheduler:
         return any(
             not node.disabled
             and _host_allowed(request, node.uuid, node.host)
-            and _fits_empty(node.inventory, wanted)
+            and self._tree_fits_empty(node.uuid, node.inventory, wanted)
             for node in nodes
+        )
+
+    def _tree_fits_empty(self, root: str, inventory: dict[str, dict], wanted: Resources) -> bool:
+        """Whether the host of root provider ``root`` (its own ``inventory``)
+        could hold ``wanted`` empty.
+
+        A class the root has is judged on the root alone, as on a flat host,
+        at no cost. A class it lacks may be on a child (a vGPU, a NUMA node)
+        or on a sharing provider (a disk pool), which the compute node's
+        report does not show: Placement is asked (failure path only), the
+        providers of the host's tree and the sharing providers, each judged
+        empty. Erring towards ``deferred`` is safe: it only means a retry.
+        """
+        on_root = {rc: n for rc, n in wanted.items() if rc in inventory}
+        if not _fits_empty(inventory, on_root):
+            return False
+        elsewhere = {rc: n for rc, n in wanted.items() if rc not in inventory}
+        if not elsewhere:
+            return True
+        try:
+            others = [
+                rp["uuid"]
+                for rp in self.client.list_resource_providers(in_tree=root)
+                if rp["uuid"] != root
+            ]
+            others += [
+                rp["uuid"] for rp in self.client.list_resource_providers(required=[SHARING_TRAIT])
+            ]
+            inventories = [self.client.get_inventories(rp)[0] for rp in others]
+        except exception.PlacementNotFound:
+            return False  # the host went away meanwhile
+        return all(
+            any(_fits_empty(inv, {rc: amount}) for inv in inventories)
+            for rc, amount in elsewhere.items()
         )
 
 

@@ -101,6 +101,12 @@ class BuildTask:
                         node=dest.host,
                         rp_uuid=dest.provider,
                         placement_generation=1,
+                        # NOTE: a tree's child or a sharing provider holds part.
+                        allocations=(
+                            dest.allocation_request
+                            if set(dest.allocation_request) != {dest.provider}
+                            else None
+                        ),
                     )
                 except (exception.ServerStateConflict, exception.ServerNotFound):
                     # NOTE: deleted while we were claiming: give the room back

@@ -61,6 +61,7 @@ def facts_of(migration: Any) -> ResizeFacts:
         source=migration.source_rp_uuid,
         old=migration.old_resources,
         new=migration.new_resources,
+        original=getattr(migration, "old_allocations", None) or {},
     )
 
 
@@ -84,6 +85,15 @@ def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> b
     return rs.add_allocations(held.server, held.migration) == rs.add_allocations(
         target.server, target.migration
     )
+
+
+def _recorded(allocations: dict[str, Any] | None, provider: str) -> dict[str, Any] | None:
+    """What to record as a server's ``allocations``: None when it holds
+    everything on ``provider`` alone (a flat host, the usual case), else its
+    holdings provider by provider."""
+    if not allocations or set(allocations) == {provider}:
+        return None
+    return rs.normalize_allocations(allocations)
 
 
 _SIDE_POOL: futures.ThreadPoolExecutor | None = None
@@ -332,6 +342,7 @@ class ResizeTask:
             required_traits=request.required_traits,
             source=facts.source,
             source_request=strategy.source_request(facts),
+            source_placement=strategy.source_placement(facts),
             source_holds=_held_on(migration, facts.source),
             allow_same_host=conf.resize.allow_same_host,
             prefer_same_host=conf.resize.prefer_same_host,
@@ -553,7 +564,8 @@ class ResizeTask:
             except exception.PlacementError as exc:
                 self._undecide(migration, run, status, exc)
                 raise
-        generations = (migration.holdings or {}).get("generations", {})
+        known_after = migration.holdings or {}
+        generations = known_after.get("generations", {})
         if decision == "confirm":
             values = {
                 "flavor": migration.new_flavor,
@@ -580,6 +592,7 @@ class ResizeTask:
                 "vm_state": "active",
                 "task_state": None,
                 "placement_generation": generations.get("server"),
+                "allocations": _recorded(known_after.get("server"), values["rp_uuid"]),
                 **values,
             },
         )
@@ -675,6 +688,7 @@ class ResizeTask:
             ) from exc
         generations = (migration.holdings or {}).get("generations", {})
         server_values["placement_generation"] = generations.get("server")
+        server_values["allocations"] = _recorded(facts.original, migration.source_rp_uuid)
         return self.db.migration_advance(
             migration.uuid, error_reason=reason, server_values=server_values, **ending
         )
