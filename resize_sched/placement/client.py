@@ -149,6 +149,23 @@ def owner_trait(deployment_name: str) -> str:
     return OWNER_TRAIT_PREFIX + deployment_name.upper()
 
 
+#: The child trait of a deployment is this prefix and its upper-cased
+#: ``[placement] deployment_name`` (see :func:`child_trait`).
+CHILD_TRAIT_PREFIX = "CUSTOM_RSCHED_CHILD_"
+
+
+def child_trait(owner: str) -> str:
+    """The trait our compute services put on the child providers they create.
+
+    Kept apart from the owner trait, which marks hosts (roots) only: a child
+    with the owner trait would be listed, and scheduled to, as a host.
+
+    :param owner: the deployment's owner trait (:func:`owner_trait`).
+    :returns: ``CUSTOM_RSCHED_CHILD_<NAME>``.
+    """
+    return CHILD_TRAIT_PREFIX + owner[len(OWNER_TRAIT_PREFIX) :]
+
+
 def parse_version(text: str) -> tuple[int, int]:
     """``"1.39"`` -> ``(1, 39)``."""
     major, _, minor = text.partition(".")

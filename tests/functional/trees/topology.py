@@ -16,6 +16,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from resize_sched.placement.client import child_trait
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
+
 VGPU = "VGPU"
 PCI_CLASS = "CUSTOM_PCI_10DE_1EB8"
 BANDWIDTH = "NET_BW_EGR_KILOBIT_PER_SEC"
@@ -29,9 +32,19 @@ DEVICE_SPECS = {
 
 
 def add_child(
-    cloud: Any, host: str, name: str, inventory: dict[str, Any], traits: tuple[str, ...] = ()
+    cloud: Any,
+    host: str,
+    name: str,
+    inventory: dict[str, Any],
+    traits: tuple[str, ...] = (),
+    *,
+    ours: bool = False,
 ) -> str:
-    """A child provider under ``host``'s root, made through Placement's API."""
+    """A child provider under ``host``'s root, made through Placement's API:
+    by our compute service (``ours``: it carries our child trait) or by
+    another service."""
+    if ours:
+        traits = (*traits, child_trait(DEFAULT_OWNER_TRAIT))
     client = cloud.observer
     child = client.create_resource_provider(
         f"{host}_{name}", parent_provider_uuid=cloud.hosts[host]
@@ -66,6 +79,7 @@ def add_tree_host(
     memory_mb: int,
     disk_gb: int,
     devices: int = 1,
+    ours: bool = True,
 ) -> str:
     """Add host ``name`` shaped as ``topology``; return its root provider.
 
@@ -84,6 +98,7 @@ def add_tree_host(
                 f"numa{cell}",
                 {"VCPU": vcpus // 2, "MEMORY_MB": memory_mb // 2},
                 ("HW_NUMA_ROOT",),
+                ours=ours,
             )
         return root
     if topology == "sharing":
@@ -98,9 +113,9 @@ def add_tree_host(
         return root
     root = cloud.add_host(name, vcpus=vcpus, memory_mb=memory_mb, disk_gb=disk_gb)
     if topology == "vgpu":
-        add_child(cloud, name, "pgpu0", {VGPU: devices}, ("CUSTOM_VGPU_A100",))
+        add_child(cloud, name, "pgpu0", {VGPU: devices}, ("CUSTOM_VGPU_A100",), ours=ours)
     elif topology == "pci":
-        add_child(cloud, name, "pci0", {PCI_CLASS: devices})
+        add_child(cloud, name, "pci0", {PCI_CLASS: devices}, ours=ours)
     elif topology == "foreign":
         add_child(cloud, name, "br-ex", {BANDWIDTH: 10000}, ("CUSTOM_PHYSNET_PUBLIC",))
     elif topology != "flat":
