@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
@@ -31,6 +31,7 @@ from resize_sched import exception
 from resize_sched.conf import placement as placement_conf
 from resize_sched.resources import (
     Allocations,
+    RequestGroup,
     Resources,
     format_resources,
     normalize,
@@ -100,6 +101,9 @@ class Candidates:
 
     allocation_requests: list[Allocations]
     provider_summaries: dict[str, dict]
+    #: per allocation request (1.34+): request group suffix -> the providers
+    #: that satisfy it (``""``: the unnumbered group); empty when not known.
+    mappings: list[dict[str, list[str]]] = field(default_factory=list)
 
 
 def _mv(version: tuple[int, int]) -> str:
@@ -508,10 +512,18 @@ class PlacementClient:
         in_tree: str | None = None,
         root_required: Iterable[str] = (),
         limit: int | None = None,
+        groups: Iterable[RequestGroup] = (),
+        group_policy: str | None = None,
     ) -> Candidates:
         """Ask which providers could take ``resources`` now.
 
-        :param resources: class -> amount, all from one provider tree.
+        :param resources: class -> amount, all from one provider tree (the
+            unnumbered group: any providers of the tree, and sharing ones).
+        :param groups: numbered request groups (``resourcesN``,
+            ``requiredN``, ``member_ofN``), each from one provider.
+        :param group_policy: ``isolate`` or ``none``; Placement needs one
+            with two numbered groups or more (``none`` is sent then, when
+            not given).
         :param required: traits (``!TRAIT`` forbids).
         :param member_of: as for :meth:`list_resource_providers`.
         :param in_tree: only this provider's tree.
@@ -522,13 +534,27 @@ class PlacementClient:
         :raises PlacementBadRequest: e.g. no resources, or an unknown class.
         """
         params = _filters(in_tree=in_tree, required=required, member_of=member_of)
-        params.insert(0, ("resources", format_resources(resources)))
+        if normalize(resources):
+            params.insert(0, ("resources", format_resources(resources)))
+        groups = list(groups)
+        for group in groups:
+            suffix = group.suffix
+            params.append((f"resources{suffix}", format_resources(group.resources)))
+            traits = [
+                *sorted(group.required_traits),
+                *(f"!{t}" for t in sorted(group.forbidden_traits)),
+            ]
+            if traits:
+                params.append((f"required{suffix}", ",".join(traits)))
+            params.extend((f"member_of{suffix}", m) for m in group.member_of)
+        if len(groups) > 1 or group_policy:
+            params.append(("group_policy", group_policy or "none"))
         roots = ",".join(root_required)
         if roots:
             params.append(("root_required", roots))
         if limit is not None:
             params.append(("limit", str(limit)))
-        version = ROOT_REQUIRED_VERSION if roots else IN_TREE_VERSION
+        version = ROOT_REQUIRED_VERSION if roots or groups else IN_TREE_VERSION
         resp = self._request("GET", "/allocation_candidates", self._pin(version), params=params)
         body = resp.json()
         # NOTE: taken as they come: Placement only ever answers the positive
@@ -538,7 +564,8 @@ class PlacementClient:
             {rp: a["resources"] for rp, a in ar["allocations"].items()}
             for ar in body["allocation_requests"]
         ]
-        return Candidates(requests, body["provider_summaries"])
+        mappings = [ar.get("mappings") or {} for ar in body["allocation_requests"]]
+        return Candidates(requests, body["provider_summaries"], mappings)
 
     # -- allocations -------------------------------------------------------------
 

@@ -120,7 +120,11 @@ class Selection:
 class SchedulingRequest:
     """What a build or resize asks of the scheduler.
 
-    :ivar destination_request: amounts every host but the source must have free.
+    :ivar destination_request: amounts every host but the source must have free
+        (in all: the numbered ``groups`` are part of them).
+    :ivar groups: numbered request groups (a vGPU from one child), asked as
+        Placement's ``resourcesN``/``requiredN``/``member_ofN``; the rest of
+        ``destination_request`` is the unnumbered group.
     :ivar source: the source provider of a resize (``None`` for a build).
     :ivar source_request: what the source must have free (empty: it fits
         without asking); ignored without ``source``.
@@ -138,6 +142,9 @@ class SchedulingRequest:
     destination_request: Resources
     required_traits: frozenset[str] = frozenset()
     member_of: tuple[str, ...] = ()
+    forbidden_traits: frozenset[str] = frozenset()
+    groups: tuple[rs.RequestGroup, ...] = ()
+    group_policy: str | None = None
     source: str | None = None
     source_request: Resources = field(default_factory=dict)
     allow_same_host: bool = False
@@ -320,16 +327,36 @@ class Scheduler:
     def _query(
         self, amounts: Resources, request: SchedulingRequest, in_tree: str | None = None
     ) -> Candidates:
+        groups: tuple[rs.RequestGroup, ...] = ()
+        if in_tree is None and request.groups:
+            # NOTE: the whole flavor: its numbered groups as such, the rest
+            # unnumbered. A source asked for an increase alone (in_tree) asks
+            # it unnumbered: where it lands beside the groups it holds is
+            # the strategy's (source_placement).
+            groups = request.groups
+            grouped = rs.add_allocations(*({g.suffix: g.resources} for g in groups))
+            amounts = rs.normalize(
+                {
+                    rc: max(amount - rs.total(grouped).get(rc, 0), 0)
+                    for rc, amount in amounts.items()
+                }
+            )
+        required = [
+            *sorted(request.required_traits),
+            *(f"!{t}" for t in sorted(request.forbidden_traits)),
+        ]
         return hosts.unless_unknown(
             self.client,
             self.owner_trait,
             lambda: self.client.get_allocation_candidates(
                 amounts,
-                required=sorted(request.required_traits),
+                required=required,
                 member_of=request.member_of,
                 in_tree=in_tree,
                 root_required=self._usable,
                 limit=None if in_tree else self.conf.scheduler.max_placement_results,
+                groups=groups,
+                group_policy=request.group_policy,
             ),
             Candidates([], {}),
         )
@@ -391,9 +418,7 @@ class Scheduler:
             if node is not None and node.disabled:
                 LOG.debug("Source %s is disabled", node.host)
                 return None
-        if (node is None or request.required_traits or request.member_of) and (
-            not self._source_usable(request)
-        ):
+        if (node is None or _asks_placement_only(request)) and not self._source_usable(request):
             return None
         wanted = dict(request.source_placement)
         if source not in wanted:
@@ -440,7 +465,7 @@ class Scheduler:
         """
         source = request.source
         assert source is not None
-        if self.db is None or request.required_traits or request.member_of:
+        if self.db is None or _asks_placement_only(request):
             return None
         node = host_api.compute_node_for_source(self.db, source)
         if node is None or any(rc not in node.inventory for rc in amounts):
@@ -698,14 +723,18 @@ class Scheduler:
         """
         wanted = rs.normalize(request.destination_request)
         nodes = None
-        if self.db is not None and not request.required_traits and not request.member_of:
+        if self.db is not None and not _asks_placement_only(request):
             nodes = host_api.reported_compute_nodes(self.db)
             if nodes:
                 return self._could_ever_fit_reported(request, wanted, nodes)
         providers = hosts.list_owned(
             self.client,
             self.owner_trait,
-            required=[*self._enabled, *sorted(request.required_traits)],
+            required=[
+                *self._enabled,
+                *sorted(request.required_traits),
+                *(f"!{t}" for t in sorted(request.forbidden_traits)),
+            ],
             member_of=request.member_of,
         )
         allowed = []
@@ -786,6 +815,33 @@ class Scheduler:
             any(_fits_empty(inv, {rc: amount}) for inv in inventories)
             for rc, amount in elsewhere.items()
         )
+
+
+def _asks_placement_only(request: SchedulingRequest) -> bool:
+    """Whether the request asks for what Placement alone knows: traits
+    (required or forbidden) or aggregates, of any group."""
+    return bool(
+        request.required_traits
+        or request.forbidden_traits
+        or request.member_of
+        or any(g.required_traits or g.forbidden_traits or g.member_of for g in request.groups)
+    )
+
+
+def flavor_filters(flavor: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`SchedulingRequest` fields a flavor's extra specs set
+    beside its amounts: traits, aggregates and numbered groups.
+
+    :raises ValueError: malformed extra specs (see :func:`rs.flavor_request`).
+    """
+    request = rs.flavor_request(flavor)
+    return {
+        "required_traits": request.required_traits,
+        "forbidden_traits": request.forbidden_traits,
+        "member_of": request.member_of,
+        "groups": request.groups,
+        "group_policy": request.group_policy,
+    }
 
 
 def _host_allowed(request: SchedulingRequest, provider: str, name: str) -> bool:

@@ -13,7 +13,7 @@ from resize_sched import actions, exception
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
 from resize_sched.placement.client import INSTANCE, ConsumerWrite
-from resize_sched.scheduler.manager import SchedulingRequest
+from resize_sched.scheduler.manager import SchedulingRequest, flavor_filters
 
 LOG = logging.getLogger(__name__)
 
@@ -71,7 +71,10 @@ class BuildTask:
         spec = self.db.request_spec_get(server_uuid)
         request = SchedulingRequest(
             destination_request=dict(spec.resources),
-            required_traits=frozenset(spec.required_traits),
+            **{
+                **flavor_filters(server.flavor),
+                "required_traits": frozenset(spec.required_traits),
+            },
             ignore_hosts=frozenset(spec.ignore_hosts),
             force_hosts=frozenset(spec.force_hosts),
         )

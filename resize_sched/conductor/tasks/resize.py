@@ -35,7 +35,12 @@ from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
 from resize_sched.db.steps import StepEvent, StepRun
-from resize_sched.scheduler.manager import Destination, SchedulingRequest, Selection
+from resize_sched.scheduler.manager import (
+    Destination,
+    SchedulingRequest,
+    Selection,
+    flavor_filters,
+)
 from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
 
 LOG = logging.getLogger(__name__)
@@ -335,11 +340,10 @@ class ResizeTask:
         run: StepRun | None = None,
     ) -> SchedulingRequest:
         conf = self.deps.conf
-        request = rs.flavor_request(migration.new_flavor)
         spec = self._request_spec(migration.server_uuid, run)
         return SchedulingRequest(
             destination_request=strategy.destination_request(facts),
-            required_traits=request.required_traits,
+            **flavor_filters(migration.new_flavor),
             source=facts.source,
             source_request=strategy.source_request(facts),
             source_placement=strategy.source_placement(facts),
