@@ -533,13 +533,20 @@ class PlacementClient:
         :returns: the candidates; empty lists when none fits.
         :raises PlacementBadRequest: e.g. no resources, or an unknown class.
         """
-        params = _filters(in_tree=in_tree, required=required, member_of=member_of)
+        groups = list(groups)
+        unnumbered = bool(normalize(resources)) or not groups
+        # NOTE: a group with no resources is refused (400), so with the
+        # unnumbered group empty its tree limit goes to each numbered group.
+        params = _filters(
+            in_tree=in_tree if unnumbered else None, required=required, member_of=member_of
+        )
         if normalize(resources):
             params.insert(0, ("resources", format_resources(resources)))
-        groups = list(groups)
         for group in groups:
             suffix = group.suffix
             params.append((f"resources{suffix}", format_resources(group.resources)))
+            if in_tree is not None and not unnumbered:
+                params.append((f"in_tree{suffix}", in_tree))
             traits = [
                 *sorted(group.required_traits),
                 *(f"!{t}" for t in sorted(group.forbidden_traits)),

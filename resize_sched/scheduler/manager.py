@@ -134,6 +134,11 @@ class SchedulingRequest:
     :ivar source_placement: ``source_request`` provider by provider, when it
         must be free beside what the server holds there (a child's vGPU, a
         sharing provider's disk); empty: anywhere in the source's tree.
+    :ivar source_groups: numbered groups the source must satisfy as groups,
+        part of ``source_request`` (a second vGPU); Placement is asked, in
+        the source's tree.
+    :ivar source_avoid: providers none of ``source_groups`` may use (the
+        devices the server's groups hold, under ``group_policy=isolate``).
     :ivar source_holds: what the resize already holds on the source (both
         consumers; empty when unknown): the source's usage is at least that,
         which bounds how well it can weigh without asking Placement.
@@ -154,6 +159,8 @@ class SchedulingRequest:
     ignore_providers: frozenset[str] = frozenset()
     source_holds: Resources = field(default_factory=dict)
     source_placement: Allocations = field(default_factory=dict)
+    source_groups: tuple[rs.RequestGroup, ...] = ()
+    source_avoid: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -389,6 +396,8 @@ class Scheduler:
     def _about_source(self, request: SchedulingRequest, amounts: Resources) -> _SourceAnswer:
         """The source's compute node when it can be judged from it, else
         Placement's answer for the source alone (``in_tree``)."""
+        if request.source_groups:
+            return _SourceAnswer(judged=self._judge_groups(request, amounts))
         if set(request.source_placement) - {request.source}:
             return _SourceAnswer(judged=self._judge_tree(request))
         node = self._reported_source(request, amounts)
@@ -400,6 +409,50 @@ class Scheduler:
         candidates = self._query(amounts, request, in_tree=request.source)
         scored = self._score(candidates, request, keep_source=True)
         return _SourceAnswer(judged=scored[0] if scored else None)
+
+    def _judge_groups(
+        self, request: SchedulingRequest, amounts: Resources
+    ) -> tuple[float, Destination] | None:
+        """The source asked for new numbered groups and the rest of
+        ``amounts``, in its tree (``in_tree``); under ``isolate`` a candidate
+        whose ``mappings`` put a new group on a provider the server's groups
+        already hold is passed over (Placement isolates the groups of one
+        query, not a group from what is held)."""
+        source = request.source
+        assert source is not None
+        groups = request.source_groups
+        grouped = rs.total(rs.add_allocations(*({g.suffix: g.resources} for g in groups)))
+        rest = rs.normalize({rc: max(n - grouped.get(rc, 0), 0) for rc, n in amounts.items()})
+        required = [
+            *sorted(request.required_traits),
+            *(f"!{t}" for t in sorted(request.forbidden_traits)),
+        ]
+        candidates = hosts.unless_unknown(
+            self.client,
+            self.owner_trait,
+            lambda: self.client.get_allocation_candidates(
+                rest,
+                required=required,
+                member_of=request.member_of,
+                in_tree=source,
+                root_required=self._usable,
+                groups=groups,
+                group_policy=request.group_policy,
+            ),
+            Candidates([], {}),
+        )
+        suffixes = {g.suffix for g in groups}
+        for index, allocation_request in enumerate(candidates.allocation_requests):
+            mapping = candidates.mappings[index] if index < len(candidates.mappings) else {}
+            used = {rp for suffix in suffixes for rp in mapping.get(suffix, ())}
+            if used & request.source_avoid:
+                continue
+            kept = Candidates([allocation_request], candidates.provider_summaries)
+            scored = self._score(kept, request, keep_source=True)
+            if scored:
+                return scored[0]
+        LOG.debug("Source %s has no room for new groups %s", source, sorted(suffixes))
+        return None
 
     def _judge_tree(self, request: SchedulingRequest) -> tuple[float, Destination] | None:
         """Whether the source has ``source_placement`` free, provider by provider.

@@ -63,6 +63,9 @@ class ResizeFacts:
     :ivar source: resource provider uuid of the host the server runs on.
     :ivar old: the old flavor's amounts.
     :ivar new: the new flavor's amounts.
+    :ivar old_groups: / :ivar new_groups: the numbered request groups of
+        each flavor (their amounts are part of ``old`` and ``new``).
+    :ivar group_policy: the new flavor's ``group_policy``.
     :ivar original: what the server held before the resize began (normally
         ``{source: old}``); restore and revert give back exactly this.
     """
@@ -71,6 +74,9 @@ class ResizeFacts:
     old: Resources
     new: Resources
     original: Allocations = field(default_factory=dict)
+    old_groups: tuple[rs.RequestGroup, ...] = ()
+    new_groups: tuple[rs.RequestGroup, ...] = ()
+    group_policy: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "old", rs.normalize(self.old))
@@ -128,6 +134,13 @@ class ClaimStrategy(abc.ABC):
             provider of the source's tree will do, as Placement finds it.
         """
         return {}
+
+    def source_groups(self, facts: ResizeFacts) -> tuple[rs.RequestGroup, ...]:
+        """Numbered groups the source must satisfy as groups (each from one
+        provider, away from the providers the server's groups hold under
+        ``group_policy=isolate``), beside :meth:`source_placement`; none by
+        default."""
+        return ()
 
     @abc.abstractmethod
     def claim(self, facts: ResizeFacts, dest: str, allocation_request: Allocations) -> Holdings:

@@ -30,7 +30,18 @@ class MaxFlavorStrategy(ClaimStrategy):
         # max(old, new) is taken provider by provider and a kept device stays
         # on its child; a class the server does not hold yet goes wherever
         # Placement finds room in the source's tree.
+        added = self.source_groups(facts)
+        if added:
+            return {}  # NOTE: Placement places the new groups and the rest together
         return rs.spread(facts.original, facts.increase) or {}
+
+    def source_groups(self, facts: ResizeFacts) -> tuple[rs.RequestGroup, ...]:
+        # NOTE: a numbered group the old flavor did not have (a second vGPU)
+        # is a device of its own: added to the child the first one holds, it
+        # would break group_policy=isolate; Placement is asked for it as a
+        # group instead.
+        held = {group.suffix for group in facts.old_groups}
+        return tuple(group for group in facts.new_groups if group.suffix not in held)
 
     def claim(self, facts: ResizeFacts, dest: str, allocation_request: Allocations) -> Holdings:
         if dest == facts.source:

@@ -62,11 +62,16 @@ SCHEDULING_STEPS = frozenset({"schedule", "reschedule"})
 
 def facts_of(migration: Any) -> ResizeFacts:
     """The strategy's view of a migration row."""
+    old = rs.flavor_request(migration.old_flavor)
+    new = rs.flavor_request(migration.new_flavor)
     return ResizeFacts(
         source=migration.source_rp_uuid,
         old=migration.old_resources,
         new=migration.new_resources,
         original=getattr(migration, "old_allocations", None) or {},
+        old_groups=old.groups,
+        new_groups=new.groups,
+        group_policy=new.group_policy,
     )
 
 
@@ -89,6 +94,17 @@ def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> b
         return False
     return rs.add_allocations(held.server, held.migration) == rs.add_allocations(
         target.server, target.migration
+    )
+
+
+def _group_providers(facts: ResizeFacts) -> frozenset[str]:
+    """The providers the server's numbered groups hold (a device each) when
+    the new flavor isolates its groups: a new group must go elsewhere."""
+    if facts.group_policy != "isolate" or not facts.old_groups:
+        return frozenset()
+    grouped = {rc for group in facts.old_groups for rc in group.resources}
+    return frozenset(
+        rp for rp, res in facts.original.items() if rp != facts.source and grouped & set(res)
     )
 
 
@@ -347,6 +363,8 @@ class ResizeTask:
             source=facts.source,
             source_request=strategy.source_request(facts),
             source_placement=strategy.source_placement(facts),
+            source_groups=strategy.source_groups(facts),
+            source_avoid=_group_providers(facts),
             source_holds=_held_on(migration, facts.source),
             allow_same_host=conf.resize.allow_same_host,
             prefer_same_host=conf.resize.prefer_same_host,

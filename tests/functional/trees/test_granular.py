@@ -69,3 +69,29 @@ def test_mappings_say_which_provider_took_which_group(make_cloud):
         {"VCPU": 1}, groups=[group], root_required=["!COMPUTE_STATUS_DISABLED"]
     )
     assert found.mappings == [{"": [cloud.hosts["host1"]], "1": [cloud.hosts["host1/pgpu1"]]}]
+
+
+@pytest.mark.parametrize("policy", ["isolate", "none"])
+def test_max_flavor_adds_a_second_vgpu_group_where_the_policy_allows(make_cloud, policy):
+    """A vGPU resize from one group to two on a host whose first GPU has room
+    for both: ``isolate`` puts the new group on the other GPU, ``none`` may
+    share; the old group keeps its device either way."""
+    cloud = make_cloud("max_flavor")
+    cloud.add_host("host1", vcpus=4, memory_mb=4096, disk_gb=40)
+    add_child(cloud, "host1", "pgpu0", {"VGPU": 2}, (A100,), ours=True)
+    add_child(cloud, "host1", "pgpu1", {"VGPU": 1}, (A100,), ours=True)
+    one = {"resources1:VGPU": "1", f"trait1:{A100}": "required", "group_policy": policy}
+    two = {**one, "resources2:VGPU": "1", f"trait2:{A100}": "required"}
+    old = cloud.flavor("one", 2, 2048, 10, extra_specs=one)
+    new = cloud.flavor("two", 2, 2048, 10, extra_specs=two)
+    server = cloud.boot("vm", old)
+    first = _gpu(cloud, cloud.holds(server.uuid))
+    migration, dest = cloud.resize_to_verify(server, new)
+    assert dest.same_host
+    held = cloud.holds(server.uuid)
+    assert rs.total(held)["VGPU"] == 2
+    assert set(first) <= set(_gpu(cloud, held))
+    if policy == "isolate":
+        assert _gpu(cloud, held) == ["host1/pgpu0", "host1/pgpu1"]
+    cloud.confirm(server)
+    assert cloud.holds(server.uuid) == held

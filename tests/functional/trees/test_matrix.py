@@ -34,7 +34,7 @@ QUICK = {
     ("legacy", "numa", "same", "confirm"),
     ("max_flavor", "foreign", "other", "revert"),
     ("drop_and_reclaim", "pci", "other", "reschedule"),
-    ("legacy", "vgpu", "same", "revert"),
+    ("max_flavor", "sharing", "same", "confirm"),
 }
 
 
