@@ -44,7 +44,9 @@ def test_isolate_puts_each_group_on_its_own_gpu(make_cloud):
     assert rs.total(held)["VGPU"] == 2
 
 
-@pytest.mark.parametrize("strategy", ["drop_and_reclaim", "max_flavor"])
+@pytest.mark.parametrize(
+    "strategy", [pytest.param("drop_and_reclaim", marks=pytest.mark.slow), "max_flavor"]
+)
 def test_a_same_host_resize_keeps_the_group_on_its_gpu(make_cloud, strategy):
     cloud = _two_gpu_host(make_cloud, strategy)
     specs = {"resources1:VGPU": "1", f"trait1:{A100}": "required"}
@@ -71,7 +73,7 @@ def test_mappings_say_which_provider_took_which_group(make_cloud):
     assert found.mappings == [{"": [cloud.hosts["host1"]], "1": [cloud.hosts["host1/pgpu1"]]}]
 
 
-@pytest.mark.parametrize("policy", ["isolate", "none"])
+@pytest.mark.parametrize("policy", ["isolate", pytest.param("none", marks=pytest.mark.slow)])
 def test_max_flavor_adds_a_second_vgpu_group_where_the_policy_allows(make_cloud, policy):
     """A vGPU resize from one group to two on a host whose first GPU has room
     for both: ``isolate`` puts the new group on the other GPU, ``none`` may
