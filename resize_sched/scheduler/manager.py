@@ -352,6 +352,11 @@ class Scheduler:
             *sorted(request.required_traits),
             *(f"!{t}" for t in sorted(request.forbidden_traits)),
         ]
+        # NOTE: granular arguments only when there are groups: a flat request
+        # is the same call as ever.
+        granular: dict[str, Any] = (
+            {"groups": groups, "group_policy": request.group_policy} if groups else {}
+        )
         return hosts.unless_unknown(
             self.client,
             self.owner_trait,
@@ -362,8 +367,7 @@ class Scheduler:
                 in_tree=in_tree,
                 root_required=self._usable,
                 limit=None if in_tree else self.conf.scheduler.max_placement_results,
-                groups=groups,
-                group_policy=request.group_policy,
+                **granular,
             ),
             Candidates([], {}),
         )
