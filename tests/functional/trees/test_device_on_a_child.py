@@ -9,7 +9,8 @@ fails as Nova does and gives back exactly what the server held.
 
 import pytest
 
-from tests.functional.fixtures.cloud import expect_no_valid_host
+from resize_sched.placement.client import ConsumerWrite
+from tests.functional.fixtures.cloud import PROJECT, USER, expect_no_valid_host
 from tests.functional.trees.topology import DEVICE_SPECS, add_tree_host
 
 OLD = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
@@ -70,3 +71,19 @@ def test_same_host_resize_keeps_the_vgpu_on_its_child(make_cloud, strategy, deci
     assert server.status == "ACTIVE"
     expected = NEW if decision == "confirm" else OLD
     assert server.allocations == _on_tree(cloud, expected)
+
+
+def test_recovery_adopts_a_build_claim_on_a_tree_by_its_root(make_cloud):
+    """A build whose claim landed (root and vGPU child) but whose host was
+    never recorded is taken on at the root, with its holdings recorded."""
+    cloud = make_cloud("max_flavor")
+    add_tree_host(cloud, "vgpu", "host1", vcpus=4, memory_mb=4096, disk_gb=40)
+    flavor = cloud.flavor("old", 2, 2048, 20, extra_specs=DEVICE_SPECS["vgpu"])
+    server = cloud.builds.create(
+        name="vm", flavorid=flavor.flavorid, project_id=PROJECT, user_id=USER
+    )
+    claim = _on_tree(cloud, OLD)
+    cloud.observer.put_allocations(server.uuid, ConsumerWrite(claim, PROJECT, USER, None))
+    adopted = cloud.builds.adopt(server.uuid)
+    assert (adopted.host, adopted.rp_uuid) == ("host1", cloud.hosts["host1"])
+    assert adopted.allocations == claim
