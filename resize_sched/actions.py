@@ -146,11 +146,19 @@ def begin_resize(
     )
     # NOTE: what the server holds now, with its consumer generation: the
     # executor's first write needs no read.
+    # NOTE: on a host that is a tree of providers (a vGPU child, a sharing
+    # provider's disk) the server's flavor is spread over several providers,
+    # as recorded on the server; on a flat host it is all on the root.
+    original = rs.normalize_allocations(server.allocations or rs.on(server.rp_uuid, old))
     holdings = {
-        **Holdings(server=rs.on(server.rp_uuid, old)).to_dict(),
+        **Holdings(server=original).to_dict(),
         "generations": {"server": server.placement_generation, "migration": None},
     }
-    migration = db.migration_update(migration.uuid, holdings=holdings)
+    migration = db.migration_update(
+        migration.uuid,
+        holdings=holdings,
+        old_allocations=original if server.allocations else None,
+    )
     _record(db, context, server_uuid, action_api.RESIZE)
     LOG.info(
         "Resize of server %s to flavor %s begins as migration %s (strategy %s)",

@@ -80,6 +80,54 @@ def on(provider: str, resources: Mapping[str, int]) -> Allocations:
     return normalize_allocations({provider: resources})
 
 
+def shrink(
+    allocations: Mapping[str, Mapping[str, int]], amounts: Mapping[str, int]
+) -> Allocations:
+    """``allocations`` lowered, class by class, to hold ``amounts`` in all.
+
+    Each provider keeps what it holds of a class while the total allows it;
+    what must go is taken from the providers last in ``allocations``' order
+    first, so a device kept on a child stays where it is. A class not in
+    ``amounts`` goes entirely; nothing is ever added (a class ``amounts``
+    holds more of than ``allocations`` stays at what is held).
+
+    :param allocations: provider -> class -> amount, e.g. ``max(old, new)``
+        on a host, held while a same-host resize waits.
+    :param amounts: class -> the total to keep, e.g. the new flavor.
+    :returns: new, normalised allocations.
+    """
+    out: Allocations = {rp: dict(resources) for rp, resources in allocations.items()}
+    held = total(allocations)
+    for rc, amount in held.items():
+        excess = amount - amounts.get(rc, 0)
+        for rp in reversed(list(out)):
+            if excess <= 0:
+                break
+            taken = min(out[rp].get(rc, 0), excess)
+            if taken:
+                out[rp][rc] -= taken
+                excess -= taken
+    return normalize_allocations(out)
+
+
+def spread(
+    allocations: Mapping[str, Mapping[str, int]], amounts: Mapping[str, int]
+) -> Allocations | None:
+    """``amounts`` put on the providers that already hold each class in
+    ``allocations`` (the first of them, when a class is held on several).
+
+    :returns: provider -> class -> amount, or None when ``allocations`` holds
+        none of some class of ``amounts`` (Placement must say where it goes).
+    """
+    out: Allocations = {}
+    for rc, amount in normalize(amounts).items():
+        holder = next((rp for rp, res in allocations.items() if res.get(rc, 0) > 0), None)
+        if holder is None:
+            return None
+        out.setdefault(holder, {})[rc] = amount
+    return normalize_allocations(out)
+
+
 def total(allocations: Mapping[str, Mapping[str, int]]) -> Resources:
     """Everything a consumer holds, summed over providers."""
     out: Resources = {}
@@ -102,23 +150,71 @@ def format_resources(resources: Mapping[str, int]) -> str:
 
 
 @dataclass(frozen=True)
+class RequestGroup:
+    """One numbered (granular) request group: all of it from one provider.
+
+    :ivar suffix: the group's suffix (``1`` for ``resources1:VGPU``).
+    """
+
+    suffix: str
+    resources: Resources
+    required_traits: frozenset[str] = field(default_factory=frozenset)
+    forbidden_traits: frozenset[str] = field(default_factory=frozenset)
+    member_of: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ResourceRequest:
-    """What a flavor asks of one host: amounts and required traits."""
+    """What a flavor asks of one host.
+
+    :ivar resources: every class the flavor needs, summed over its groups
+        (what the server holds in all).
+    :ivar required_traits: / :ivar forbidden_traits: of the unnumbered group.
+    :ivar groups: the numbered groups, each satisfied by one provider.
+    :ivar group_policy: ``isolate`` (each numbered group on its own provider)
+        or ``none``; None when not given.
+    :ivar member_of: aggregate filters of the unnumbered group.
+    """
 
     resources: Resources
     required_traits: frozenset[str] = field(default_factory=frozenset)
+    forbidden_traits: frozenset[str] = field(default_factory=frozenset)
+    groups: tuple[RequestGroup, ...] = ()
+    group_policy: str | None = None
+    member_of: tuple[str, ...] = ()
+
+    @property
+    def unnumbered(self) -> Resources:
+        """The classes of the unnumbered group: the total less the numbered groups."""
+        out = dict(self.resources)
+        for group in self.groups:
+            for rc, amount in group.resources.items():
+                out[rc] = out.get(rc, 0) - amount
+        return normalize(out)
+
+
+_SPEC_KEY = re.compile(r"^(resources|trait|member_of)([A-Za-z0-9_-]{0,64})(?::(.*))?$")
+_GROUP_POLICIES = ("none", "isolate")
 
 
 def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
-    """Turn a flavor snapshot into the resources and traits it needs.
+    """Turn a flavor snapshot into the resources, traits and groups it asks for.
 
     As in Nova: DISK_GB is root + ephemeral + swap (swap is in MB, rounded up
     to whole GB); extra specs ``resources:CLASS=N`` override or add a class
-    (``N = 0`` removes it) and ``trait:NAME=required`` adds a required trait.
+    (``N = 0`` removes it), ``trait:NAME=required|forbidden`` requires or
+    forbids a trait; ``resourcesN:CLASS=N`` and ``traitN:NAME=...`` make a
+    numbered group (any suffix of letters, digits, ``_`` and ``-``) that one
+    provider must satisfy whole, and ``group_policy=isolate|none`` says
+    whether two numbered groups may share a provider. ``member_of`` (and
+    ``member_ofN``) is passed to Placement as its query parameter (aggregate
+    uuids, ``in:`` for any of several), for operators who tie a flavor to
+    aggregates without a request filter.
 
     :param flavor: a mapping with ``vcpus``, ``memory_mb``, ``root_gb``,
         ``ephemeral_gb``, ``swap`` and optionally ``extra_specs``.
-    :raises ValueError: a malformed ``resources:`` extra spec.
+    :raises ValueError: a malformed ``resources``, ``trait`` or
+        ``group_policy`` extra spec.
     """
     disk_gb = (
         int(flavor.get("root_gb", 0))
@@ -130,19 +226,68 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
         MEMORY_MB: int(flavor["memory_mb"]),
         DISK_GB: disk_gb,
     }
-    traits: set[str] = set()
+    required: dict[str, set[str]] = {}
+    forbidden: dict[str, set[str]] = {}
+    member_of: dict[str, list[str]] = {}
+    granular: dict[str, dict[str, int]] = {}
+    policy = None
     for key, value in (flavor.get("extra_specs") or {}).items():
-        if key.startswith(_RESOURCES_PREFIX):
-            rc = key[len(_RESOURCES_PREFIX) :]
-            if not _CLASS_NAME.match(rc):
+        if key == "group_policy":
+            policy = str(value).strip()
+            if policy not in _GROUP_POLICIES:
+                raise ValueError(f"extra spec group_policy={value!r} is not one of none, isolate")
+            continue
+        match = _SPEC_KEY.match(key)
+        if match is None:
+            continue
+        kind, suffix, name = match.groups()
+        if kind == "member_of":
+            if name is None:
+                member_of.setdefault(suffix, []).append(str(value).strip())
+            continue
+        if name is None:
+            continue
+        if kind == "resources":
+            if not _CLASS_NAME.match(name):
                 raise ValueError(
-                    f"extra spec {key}: {rc!r} is not a resource class name "
+                    f"extra spec {key}: {name!r} is not a resource class name "
                     "(upper-case letters, digits and underscores)"
                 )
             try:
-                resources[rc] = int(value)
+                amount = int(value)
             except (TypeError, ValueError):
                 raise ValueError(f"extra spec {key}={value!r} is not a whole number") from None
-        elif key.startswith(_TRAIT_PREFIX) and str(value).lower() == "required":
-            traits.add(key[len(_TRAIT_PREFIX) :])
-    return ResourceRequest(normalize(resources), frozenset(traits))
+            if amount < 0:
+                raise ValueError(f"extra spec {key}={value!r} is negative")
+            if suffix:
+                if amount:
+                    granular.setdefault(suffix, {})[name] = amount
+            else:
+                resources[name] = amount
+        else:
+            wish = str(value).strip().lower()
+            if wish == "required":
+                required.setdefault(suffix, set()).add(name)
+            elif wish == "forbidden":
+                forbidden.setdefault(suffix, set()).add(name)
+    groups = tuple(
+        RequestGroup(
+            suffix,
+            normalize(amounts),
+            frozenset(required.get(suffix, ())),
+            frozenset(forbidden.get(suffix, ())),
+            tuple(member_of.get(suffix, ())),
+        )
+        for suffix, amounts in sorted(granular.items())
+    )
+    total = normalize(resources)
+    for group in groups:
+        total = {**total, **add(total, group.resources)}
+    return ResourceRequest(
+        total,
+        frozenset(required.get("", ())),
+        frozenset(forbidden.get("", ())),
+        groups,
+        policy,
+        tuple(member_of.get("", ())),
+    )

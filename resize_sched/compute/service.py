@@ -37,6 +37,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception, rpc
 from resize_sched.compute import rpcapi as compute_rpcapi
+from resize_sched.compute import tree as provider_tree
 from resize_sched.compute.driver import base as driver_base
 from resize_sched.compute.driver.fake import FakeDriver
 from resize_sched.compute.manager import ComputeManager
@@ -75,6 +76,8 @@ def inventory_from_conf(conf: cfg.ConfigOpts) -> dict[str, dict[str, Any]]:
     c = conf.compute
     records = {}
     for rc, total_opt, reserved_opt, ratio_opt in _INVENTORY_OPTS:
+        if rc == DISK_GB and c.sharing_aggregates:
+            continue  # NOTE: the disk is a sharing provider's, not this host's
         total, reserved = getattr(c, total_opt), getattr(c, reserved_opt)
         if rc == DISK_GB:
             # NOTE: reserved disk is configured in MiB, as in Nova; Placement
@@ -196,6 +199,7 @@ class ComputeService:
         self._rpc_server = server
         try:
             self.refresh_inventory()
+            self.refresh_tree(at_start=True)
         except Exception:
             self.stop()
             raise
@@ -281,6 +285,30 @@ class ComputeService:
             )
             return True
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def refresh_tree(self, *, at_start: bool = False) -> int:
+        """Make the host's child providers and aggregates match its driver and
+        ``[compute] sharing_aggregates`` (see :mod:`resize_sched.compute.tree`).
+
+        A flat host (no children, no aggregates) costs nothing, except once
+        at start, when children it created earlier are looked for and removed.
+
+        :returns: how many providers were created, changed or deleted.
+        :raises PlacementError: Placement refused or could not be reached.
+        """
+        assert self.placement is not None and self.provider_uuid is not None
+        children = self.driver.provider_tree()
+        aggregates = self.conf.compute.sharing_aggregates
+        if not (children or aggregates or at_start):
+            return 0
+        return provider_tree.update_provider_tree(
+            self.placement,
+            self.host,
+            self.provider_uuid,
+            children,
+            mark=provider_tree.child_trait(self.conf.placement.deployment_name),
+            aggregates=aggregates,
+        )
 
     def _register_again(self) -> bool:
         LOG.warning(
@@ -372,6 +400,7 @@ class ComputeService:
                 last_refresh = now
                 try:
                     self.refresh_inventory()
+                    self.refresh_tree()
                 except exception.PlacementError as exc:
                     LOG.warning("Could not refresh the inventory of %s: %s", self.host, exc)
                 except Exception:

@@ -24,7 +24,7 @@ from oslo_log import log as logging
 from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.db import models
-from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient
+from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient, child_trait
 from resize_sched.resources import Resources
 from resize_sched.scheduler import hosts
 
@@ -96,18 +96,30 @@ def _why_orphan(rp: str, server: Any, migration: Any, in_flight: Any) -> str | N
         return "neither a server nor a migration of ours"
     if server.deleted_at is not None or server.status == models.STATUS_DELETED:
         return "server deleted"
-    if rp == server.rp_uuid:
-        return None
+    if rp == server.rp_uuid or rp in (server.allocations or {}):
+        return None  # its host, or a child of its host it holds a device on
     if in_flight is not None and (
         # NOTE: while pre-migrating a claim may land on any candidate before
         # the migration records it as the destination.
         in_flight.status == models.MIGRATION_PRE_MIGRATING
         or rp in (in_flight.source_rp_uuid, in_flight.dest_rp_uuid)
+        or rp in _providers_of(in_flight)
     ):
         return None
     if server.status == models.STATUS_BUILD and server.rp_uuid is None:
         return None  # being placed: claimed before the database records where
     return f"server runs on {server.host or 'no host'}"
+
+
+def _providers_of(migration: Any) -> set[str]:
+    """Every provider a resize holds or held for its server: what it last
+    wrote (a destination's child) and what the server held when it began."""
+    held = migration.holdings or {}
+    return (
+        set(held.get("server") or {})
+        | set(held.get("migration") or {})
+        | set(migration.old_allocations or {})
+    )
 
 
 def _lookup(db: Any, consumer: str) -> tuple[Any, Any, Any]:
@@ -200,7 +212,16 @@ def audit(
     """
     report = AuditReport()
     held: list[tuple[dict, dict[str, Resources]]] = []
-    for provider in hosts.list_owned(client, owner_trait):
+    # NOTE: our hosts' roots and the children our compute services created;
+    # a child another service put under one of our roots (Neutron, Cyborg),
+    # and a sharing provider, are not ours to audit.
+    providers = hosts.list_owned(client, owner_trait) + hosts.unless_unknown(
+        client,
+        child_trait(owner_trait),
+        lambda: client.list_resource_providers(required=[child_trait(owner_trait)]),
+        [],
+    )
+    for provider in providers:
         try:
             held.append((provider, client.get_provider_allocations(provider["uuid"])))
         except exception.PlacementNotFound:

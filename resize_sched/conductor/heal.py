@@ -177,16 +177,23 @@ def _heal_server(
     if server.rp_uuid not in owned:
         reason = f"its provider {server.rp_uuid} is not a host of this deployment"
         return HealResult(uuid, server.host, MISSING, reason=reason)
-    ours = {rp: res for rp, res in actual.allocations.items() if rp in owned}
-    theirs = {rp: res for rp, res in actual.allocations.items() if rp not in owned}
-    expected = rs.on(server.rp_uuid, rs.flavor_request(server.flavor).resources)
+    # NOTE: a server on a tree holds part of its flavor on a child (a vGPU)
+    # or a sharing provider (a disk pool), recorded on the server; those
+    # providers are its host's as much as the root is, though only the root
+    # carries the owner trait.
+    expected = rs.normalize_allocations(
+        server.allocations or rs.on(server.rp_uuid, rs.flavor_request(server.flavor).resources)
+    )
+    mine = owned | set(expected)
+    ours = {rp: res for rp, res in actual.allocations.items() if rp in mine}
+    theirs = {rp: res for rp, res in actual.allocations.items() if rp not in mine}
     pending = [m for m in db.migration_list(server_uuid=uuid, statuses=["error"]) if m.missing]
     if ours == expected and not server.needs_heal and not pending:
         report.ok += 1
         return None
     target = Holdings.from_dict(pending[-1].missing).server if pending else expected
     resources = rs.total(target)
-    if pending and (theirs or not set(target) <= owned):
+    if pending and (theirs or not set(target) <= mine):
         # NOTE: the restore writes the consumer's whole allocations; that
         # would change what it holds on a provider that is not ours.
         reason = "the restore to heal involves providers that are not hosts of this deployment"

@@ -88,6 +88,17 @@ OPTS = [
         help="Overcommit of DISK_GB, as for cpu_allocation_ratio. Keep 1.0 unless "
         "instance disks are thin-provisioned and you watch real usage.",
     ),
+    cfg.ListOpt(
+        "sharing_aggregates",
+        default=[],
+        help="Aggregate uuids this host's resource provider joins, for a DISK_GB pool "
+        "shared with the hosts through an aggregate (a provider with the "
+        "MISC_SHARES_VIA_AGGREGATE trait, created by the storage service or with "
+        "'openstack resource provider'). When set, the host reports no DISK_GB of its "
+        "own (disk_gb and reserved_host_disk_mb are ignored) and servers take their "
+        "disk from the pool; the host's other aggregates are kept. Leave it empty for "
+        "local instance storage.",
+    ),
     cfg.IntOpt(
         "update_interval",
         default=60,

@@ -5,6 +5,7 @@ chosen operations fail on chosen hosts, for demos and failure tests.
 """
 
 import copy
+import re
 from typing import Any
 
 from oslo_config import cfg, types
@@ -45,6 +46,59 @@ class FailurePoint(types.String):
         return hash(type(self))
 
 
+class ChildProvider(types.String):
+    """One ``NAME:CLASS=TOTAL[,CLASS=TOTAL...][:TRAIT[,TRAIT...]]`` item of
+    ``provider_tree``, checked when it is read."""
+
+    def __init__(self) -> None:
+        super().__init__(type_name="NAME:CLASS=TOTAL[,...][:TRAIT[,...]] value")
+
+    def __call__(self, value: Any) -> str:
+        text = super().__call__(value).strip()
+        parse_child(text)
+        return text
+
+    def __repr__(self) -> str:
+        return "ChildProvider"
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+
+_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_UPPER = re.compile(r"^[A-Z0-9_]+$")
+
+
+def parse_child(text: str) -> tuple[str, dict[str, int], tuple[str, ...]]:
+    """``pgpu0:VGPU=4:CUSTOM_VGPU_A100`` -> ``("pgpu0", {"VGPU": 4}, ("CUSTOM_VGPU_A100",))``.
+
+    :raises ValueError: the item is malformed (the message shows an example).
+    """
+    example = "for example 'pgpu0:VGPU=4:CUSTOM_VGPU_A100'"
+    name, _, rest = text.partition(":")
+    classes, _, traits = rest.partition(":")
+    if not _NAME.match(name.strip()):
+        raise ValueError(f"provider_tree item {text!r}: {name!r} is no child name ({example})")
+    inventory: dict[str, int] = {}
+    for item in classes.split(","):
+        rc, sep, total = item.strip().partition("=")
+        if not sep or not _UPPER.match(rc) or not total.strip().isdigit() or int(total) < 1:
+            raise ValueError(
+                f"provider_tree item {text!r}: {item!r} is not CLASS=TOTAL ({example})"
+            )
+        inventory[rc] = int(total)
+    names = tuple(t.strip() for t in traits.split(",") if t.strip())
+    for trait in names:
+        if not _UPPER.match(trait):
+            raise ValueError(
+                f"provider_tree item {text!r}: {trait!r} is no trait name ({example})"
+            )
+    return name.strip(), inventory, names
+
+
 GROUP = cfg.OptGroup(
     "fake_driver",
     title="Fake hypervisor options",
@@ -73,6 +127,19 @@ OPTS = [
         "the host reports to the conductor, e.g. 'compute2:prep_resize' to make the "
         "scheduler's choice refuse and exercise rescheduling. A malformed item stops "
         "the service at start.",
+    ),
+    cfg.MultiOpt(
+        "provider_tree",
+        item_type=ChildProvider(),
+        help="The devices the fake hypervisor has beside the host's own VCPU, "
+        "MEMORY_MB and DISK_GB, each reported as a child resource provider of the "
+        "host's provider, as Nova's drivers report vGPUs, PCI devices or NUMA cells. "
+        "One item per child: NAME:CLASS=TOTAL[,CLASS=TOTAL...][:TRAIT[,TRAIT...]], "
+        "e.g. 'pgpu0:VGPU=4:CUSTOM_VGPU_A100' or 'pci0:CUSTOM_PCI_10DE_1EB8=2'. "
+        "The child is named <host>_<NAME>; the service creates, updates and removes "
+        "its own children to match this list and never touches a child another "
+        "service created under the host. Set it to try flavors that ask for devices "
+        "(resources:VGPU=1) without the hardware.",
     ),
 ]
 

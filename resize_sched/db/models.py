@@ -255,6 +255,10 @@ class Server(TimestampMixin, Base):
     #: When the server first became ACTIVE (Nova's ``launched_at``); None
     #: while it never ran. Its ``deleted_at`` is Nova's ``terminated_at``.
     launched_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: What our last write gave the server in Placement, provider by provider
+    #: (a child's vGPU, a sharing provider's disk); None: its whole flavor on
+    #: ``rp_uuid``, as on a flat host.
+    allocations: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
 
     def __repr__(self) -> str:
         return f"<Server {self.uuid} {self.status}/{self.vm_state}/{self.task_state}>"
@@ -321,6 +325,10 @@ class Migration(TimestampMixin, Base):
     tried: Mapped[list[Any]] = mapped_column(sa.JSON, nullable=False, default=list)
     holdings: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
     missing: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
+    #: What the server held, provider by provider, when the resize began (a
+    #: failure and a revert give back exactly this); None: ``old_resources``
+    #: on ``source_rp_uuid``.
+    old_allocations: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
     #: The conductor step running now (a token it took with a compare-and-swap),
     #: or None. Only the owner writes Placement for this migration or moves its
     #: status; a delete or crash recovery takes it away.

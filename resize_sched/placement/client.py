@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from keystoneauth1 import adapter as ks_adapter
@@ -31,6 +31,7 @@ from resize_sched import exception
 from resize_sched.conf import placement as placement_conf
 from resize_sched.resources import (
     Allocations,
+    RequestGroup,
     Resources,
     format_resources,
     normalize,
@@ -58,6 +59,9 @@ OWNER_TRAIT_PREFIX = "CUSTOM_RESIZE_SCHED_"
 #: The standard trait on the root provider of a host that takes no new work
 #: (os-traits; Nova sets it on the compute nodes of a disabled service).
 DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
+#: The standard trait of a provider whose inventory the hosts of its
+#: aggregates share (a storage pool's DISK_GB).
+SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 #: The standard trait Nova puts on the root provider of its compute nodes.
 NOVA_COMPUTE_TRAIT = "COMPUTE_NODE"
 
@@ -97,6 +101,9 @@ class Candidates:
 
     allocation_requests: list[Allocations]
     provider_summaries: dict[str, dict]
+    #: per allocation request (1.34+): request group suffix -> the providers
+    #: that satisfy it (``""``: the unnumbered group); empty when not known.
+    mappings: list[dict[str, list[str]]] = field(default_factory=list)
 
 
 def _mv(version: tuple[int, int]) -> str:
@@ -144,6 +151,23 @@ def owner_trait(deployment_name: str) -> str:
     :returns: ``CUSTOM_RESIZE_SCHED_<NAME>``, the name upper-cased.
     """
     return OWNER_TRAIT_PREFIX + deployment_name.upper()
+
+
+#: The child trait of a deployment is this prefix and its upper-cased
+#: ``[placement] deployment_name`` (see :func:`child_trait`).
+CHILD_TRAIT_PREFIX = "CUSTOM_RSCHED_CHILD_"
+
+
+def child_trait(owner: str) -> str:
+    """The trait our compute services put on the child providers they create.
+
+    Kept apart from the owner trait, which marks hosts (roots) only: a child
+    with the owner trait would be listed, and scheduled to, as a host.
+
+    :param owner: the deployment's owner trait (:func:`owner_trait`).
+    :returns: ``CUSTOM_RSCHED_CHILD_<NAME>``.
+    """
+    return CHILD_TRAIT_PREFIX + owner[len(OWNER_TRAIT_PREFIX) :]
 
 
 def parse_version(text: str) -> tuple[int, int]:
@@ -341,6 +365,27 @@ class PlacementClient:
         body = self._request("GET", path, self._pin()).json()
         return body["inventories"], body["resource_provider_generation"]
 
+    def get_aggregates(self, rp_uuid: str) -> tuple[frozenset[str], int]:
+        """Read a provider's aggregates.
+
+        :returns: (aggregate uuids, provider generation).
+        :raises PlacementNotFound: there is no such provider.
+        """
+        path = f"/resource_providers/{rp_uuid}/aggregates"
+        body = self._request("GET", path, self._pin()).json()
+        return frozenset(body["aggregates"]), body["resource_provider_generation"]
+
+    def set_aggregates(self, rp_uuid: str, aggregates: Iterable[str], generation: int) -> int:
+        """Replace a provider's aggregates, checked against ``generation``.
+
+        :returns: the provider's new generation.
+        :raises ConsumerGenerationConflict: the provider changed since ``generation``.
+        """
+        body = {"aggregates": sorted(set(aggregates)), "resource_provider_generation": generation}
+        path = f"/resource_providers/{rp_uuid}/aggregates"
+        resp = self._request("PUT", path, self._pin(), json=body)
+        return resp.json()["resource_provider_generation"]
+
     def trait_exists(self, name: str) -> bool:
         """Whether Placement knows the trait ``name`` (a query naming an unknown one is a 400)."""
         try:
@@ -467,10 +512,18 @@ class PlacementClient:
         in_tree: str | None = None,
         root_required: Iterable[str] = (),
         limit: int | None = None,
+        groups: Iterable[RequestGroup] = (),
+        group_policy: str | None = None,
     ) -> Candidates:
         """Ask which providers could take ``resources`` now.
 
-        :param resources: class -> amount, all from one provider tree.
+        :param resources: class -> amount, all from one provider tree (the
+            unnumbered group: any providers of the tree, and sharing ones).
+        :param groups: numbered request groups (``resourcesN``,
+            ``requiredN``, ``member_ofN``), each from one provider.
+        :param group_policy: ``isolate`` or ``none``; Placement needs one
+            with two numbered groups or more (``none`` is sent then, when
+            not given).
         :param required: traits (``!TRAIT`` forbids).
         :param member_of: as for :meth:`list_resource_providers`.
         :param in_tree: only this provider's tree.
@@ -480,14 +533,35 @@ class PlacementClient:
         :returns: the candidates; empty lists when none fits.
         :raises PlacementBadRequest: e.g. no resources, or an unknown class.
         """
-        params = _filters(in_tree=in_tree, required=required, member_of=member_of)
-        params.insert(0, ("resources", format_resources(resources)))
+        groups = list(groups)
+        unnumbered = bool(normalize(resources)) or not groups
+        # NOTE: a group with no resources is refused (400), so with the
+        # unnumbered group empty its tree limit goes to each numbered group.
+        params = _filters(
+            in_tree=in_tree if unnumbered else None, required=required, member_of=member_of
+        )
+        if normalize(resources):
+            params.insert(0, ("resources", format_resources(resources)))
+        for group in groups:
+            suffix = group.suffix
+            params.append((f"resources{suffix}", format_resources(group.resources)))
+            if in_tree is not None and not unnumbered:
+                params.append((f"in_tree{suffix}", in_tree))
+            traits = [
+                *sorted(group.required_traits),
+                *(f"!{t}" for t in sorted(group.forbidden_traits)),
+            ]
+            if traits:
+                params.append((f"required{suffix}", ",".join(traits)))
+            params.extend((f"member_of{suffix}", m) for m in group.member_of)
+        if len(groups) > 1 or group_policy:
+            params.append(("group_policy", group_policy or "none"))
         roots = ",".join(root_required)
         if roots:
             params.append(("root_required", roots))
         if limit is not None:
             params.append(("limit", str(limit)))
-        version = ROOT_REQUIRED_VERSION if roots else IN_TREE_VERSION
+        version = ROOT_REQUIRED_VERSION if roots or groups else IN_TREE_VERSION
         resp = self._request("GET", "/allocation_candidates", self._pin(version), params=params)
         body = resp.json()
         # NOTE: taken as they come: Placement only ever answers the positive
@@ -497,7 +571,8 @@ class PlacementClient:
             {rp: a["resources"] for rp, a in ar["allocations"].items()}
             for ar in body["allocation_requests"]
         ]
-        return Candidates(requests, body["provider_summaries"])
+        mappings = [ar.get("mappings") or {} for ar in body["allocation_requests"]]
+        return Candidates(requests, body["provider_summaries"], mappings)
 
     # -- allocations -------------------------------------------------------------
 

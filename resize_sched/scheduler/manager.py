@@ -73,6 +73,7 @@ from resize_sched import resources as rs
 from resize_sched.db import host_api
 from resize_sched.placement.client import (
     DISABLED_TRAIT,
+    SHARING_TRAIT,
     Candidates,
     PlacementClient,
     owner_trait,
@@ -119,13 +120,25 @@ class Selection:
 class SchedulingRequest:
     """What a build or resize asks of the scheduler.
 
-    :ivar destination_request: amounts every host but the source must have free.
+    :ivar destination_request: amounts every host but the source must have free
+        (in all: the numbered ``groups`` are part of them).
+    :ivar groups: numbered request groups (a vGPU from one child), asked as
+        Placement's ``resourcesN``/``requiredN``/``member_ofN``; the rest of
+        ``destination_request`` is the unnumbered group.
     :ivar source: the source provider of a resize (``None`` for a build).
     :ivar source_request: what the source must have free (empty: it fits
         without asking); ignored without ``source``.
     :ivar ignore_hosts: host names never to choose.
     :ivar force_hosts: when given, only these host names may be chosen.
     :ivar ignore_providers: provider uuids never to choose (hosts already tried).
+    :ivar source_placement: ``source_request`` provider by provider, when it
+        must be free beside what the server holds there (a child's vGPU, a
+        sharing provider's disk); empty: anywhere in the source's tree.
+    :ivar source_groups: numbered groups the source must satisfy as groups,
+        part of ``source_request`` (a second vGPU); Placement is asked, in
+        the source's tree.
+    :ivar source_avoid: providers none of ``source_groups`` may use (the
+        devices the server's groups hold, under ``group_policy=isolate``).
     :ivar source_holds: what the resize already holds on the source (both
         consumers; empty when unknown): the source's usage is at least that,
         which bounds how well it can weigh without asking Placement.
@@ -134,6 +147,9 @@ class SchedulingRequest:
     destination_request: Resources
     required_traits: frozenset[str] = frozenset()
     member_of: tuple[str, ...] = ()
+    forbidden_traits: frozenset[str] = frozenset()
+    groups: tuple[rs.RequestGroup, ...] = ()
+    group_policy: str | None = None
     source: str | None = None
     source_request: Resources = field(default_factory=dict)
     allow_same_host: bool = False
@@ -142,6 +158,9 @@ class SchedulingRequest:
     force_hosts: frozenset[str] = frozenset()
     ignore_providers: frozenset[str] = frozenset()
     source_holds: Resources = field(default_factory=dict)
+    source_placement: Allocations = field(default_factory=dict)
+    source_groups: tuple[rs.RequestGroup, ...] = ()
+    source_avoid: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -315,16 +334,40 @@ class Scheduler:
     def _query(
         self, amounts: Resources, request: SchedulingRequest, in_tree: str | None = None
     ) -> Candidates:
+        groups: tuple[rs.RequestGroup, ...] = ()
+        if in_tree is None and request.groups:
+            # NOTE: the whole flavor: its numbered groups as such, the rest
+            # unnumbered. A source asked for an increase alone (in_tree) asks
+            # it unnumbered: where it lands beside the groups it holds is
+            # the strategy's (source_placement).
+            groups = request.groups
+            grouped = rs.add_allocations(*({g.suffix: g.resources} for g in groups))
+            amounts = rs.normalize(
+                {
+                    rc: max(amount - rs.total(grouped).get(rc, 0), 0)
+                    for rc, amount in amounts.items()
+                }
+            )
+        required = [
+            *sorted(request.required_traits),
+            *(f"!{t}" for t in sorted(request.forbidden_traits)),
+        ]
+        # NOTE: granular arguments only when there are groups: a flat request
+        # is the same call as ever.
+        granular: dict[str, Any] = (
+            {"groups": groups, "group_policy": request.group_policy} if groups else {}
+        )
         return hosts.unless_unknown(
             self.client,
             self.owner_trait,
             lambda: self.client.get_allocation_candidates(
                 amounts,
-                required=sorted(request.required_traits),
+                required=required,
                 member_of=request.member_of,
                 in_tree=in_tree,
                 root_required=self._usable,
                 limit=None if in_tree else self.conf.scheduler.max_placement_results,
+                **granular,
             ),
             Candidates([], {}),
         )
@@ -357,6 +400,10 @@ class Scheduler:
     def _about_source(self, request: SchedulingRequest, amounts: Resources) -> _SourceAnswer:
         """The source's compute node when it can be judged from it, else
         Placement's answer for the source alone (``in_tree``)."""
+        if request.source_groups:
+            return _SourceAnswer(judged=self._judge_groups(request, amounts))
+        if set(request.source_placement) - {request.source}:
+            return _SourceAnswer(judged=self._judge_tree(request))
         node = self._reported_source(request, amounts)
         if node is not None and node.disabled:
             LOG.debug("Source %s is disabled", node.host)
@@ -366,6 +413,97 @@ class Scheduler:
         candidates = self._query(amounts, request, in_tree=request.source)
         scored = self._score(candidates, request, keep_source=True)
         return _SourceAnswer(judged=scored[0] if scored else None)
+
+    def _judge_groups(
+        self, request: SchedulingRequest, amounts: Resources
+    ) -> tuple[float, Destination] | None:
+        """The source asked for new numbered groups and the rest of
+        ``amounts``, in its tree (``in_tree``); under ``isolate`` a candidate
+        whose ``mappings`` put a new group on a provider the server's groups
+        already hold is passed over (Placement isolates the groups of one
+        query, not a group from what is held)."""
+        source = request.source
+        assert source is not None
+        groups = request.source_groups
+        grouped = rs.total(rs.add_allocations(*({g.suffix: g.resources} for g in groups)))
+        rest = rs.normalize({rc: max(n - grouped.get(rc, 0), 0) for rc, n in amounts.items()})
+        required = [
+            *sorted(request.required_traits),
+            *(f"!{t}" for t in sorted(request.forbidden_traits)),
+        ]
+        candidates = hosts.unless_unknown(
+            self.client,
+            self.owner_trait,
+            lambda: self.client.get_allocation_candidates(
+                rest,
+                required=required,
+                member_of=request.member_of,
+                in_tree=source,
+                root_required=self._usable,
+                groups=groups,
+                group_policy=request.group_policy,
+            ),
+            Candidates([], {}),
+        )
+        suffixes = {g.suffix for g in groups}
+        for index, allocation_request in enumerate(candidates.allocation_requests):
+            mapping = candidates.mappings[index] if index < len(candidates.mappings) else {}
+            used = {rp for suffix in suffixes for rp in mapping.get(suffix, ())}
+            if used & request.source_avoid:
+                continue
+            kept = Candidates([allocation_request], candidates.provider_summaries)
+            scored = self._score(kept, request, keep_source=True)
+            if scored:
+                return scored[0]
+        LOG.debug("Source %s has no room for new groups %s", source, sorted(suffixes))
+        return None
+
+    def _judge_tree(self, request: SchedulingRequest) -> tuple[float, Destination] | None:
+        """Whether the source has ``source_placement`` free, provider by provider.
+
+        A candidates query cannot pin an amount to one provider of a tree, and
+        ``in_tree=<source>`` leaves a sharing provider out altogether, so each
+        provider named is judged from its own inventory (the root's as its
+        service reported it, when it did) and usage: two light requests per
+        provider. The claim that follows is judged by Placement all the same.
+        """
+        source = request.source
+        assert source is not None
+        node = None
+        if self.db is not None:
+            node = host_api.compute_node_for_source(self.db, source)
+            if node is not None and node.disabled:
+                LOG.debug("Source %s is disabled", node.host)
+                return None
+        if (node is None or _asks_placement_only(request)) and not self._source_usable(request):
+            return None
+        wanted = dict(request.source_placement)
+        if source not in wanted:
+            wanted[source] = {}  # read for its free RAM, which weighs it
+        free_ram = 0.0
+        for provider, amounts in wanted.items():
+            try:
+                if node is not None and provider == source:
+                    inventory = node.inventory
+                else:
+                    inventory = self.client.get_inventories(provider)[0]
+                used = self.client.get_usages(provider)
+            except exception.PlacementNotFound:
+                return None  # gone: a claim there would be refused
+            if not _fits(inventory, amounts, used):
+                LOG.debug(
+                    "Source %s: provider %s lacks %s",
+                    source,
+                    provider,
+                    rs.format_resources(amounts),
+                )
+                return None
+            if provider == source and rs.MEMORY_MB in inventory:
+                free_ram = rs.capacity(inventory[rs.MEMORY_MB]) - used.get(rs.MEMORY_MB, 0)
+        host = node.host if node is not None else self._host_name(source)
+        weight = self.conf.scheduler.ram_weight_multiplier * free_ram
+        placement = rs.normalize_allocations(request.source_placement)
+        return (weight, Destination(source, host, placement, same_host=True))
 
     def _reported_source(
         self, request: SchedulingRequest, amounts: Resources
@@ -384,7 +522,7 @@ class Scheduler:
         """
         source = request.source
         assert source is not None
-        if self.db is None or request.required_traits or request.member_of:
+        if self.db is None or _asks_placement_only(request):
             return None
         node = host_api.compute_node_for_source(self.db, source)
         if node is None or any(rc not in node.inventory for rc in amounts):
@@ -515,9 +653,22 @@ class Scheduler:
 
     @staticmethod
     def _root_of(allocation_request: Allocations, candidates: Candidates) -> str:
+        """The root of the host a candidate is on.
+
+        A sharing provider (``MISC_SHARES_VIA_AGGREGATE``, e.g. a disk pool)
+        is a root of its own tree: it names no host unless the candidate
+        holds nothing else.
+        """
+        shared = None
         for rp in allocation_request:
-            summary = candidates.provider_summaries.get(rp)
-            return (summary and summary.get("root_provider_uuid")) or rp
+            summary = candidates.provider_summaries.get(rp) or {}
+            root = summary.get("root_provider_uuid") or rp
+            if SHARING_TRAIT in summary.get("traits", ()) and root == rp:
+                shared = shared or rp
+                continue
+            return root
+        if shared is not None:
+            return shared
         raise ValueError("empty allocation request")
 
     def _filter(
@@ -629,14 +780,18 @@ class Scheduler:
         """
         wanted = rs.normalize(request.destination_request)
         nodes = None
-        if self.db is not None and not request.required_traits and not request.member_of:
+        if self.db is not None and not _asks_placement_only(request):
             nodes = host_api.reported_compute_nodes(self.db)
             if nodes:
                 return self._could_ever_fit_reported(request, wanted, nodes)
         providers = hosts.list_owned(
             self.client,
             self.owner_trait,
-            required=[*self._enabled, *sorted(request.required_traits)],
+            required=[
+                *self._enabled,
+                *sorted(request.required_traits),
+                *(f"!{t}" for t in sorted(request.forbidden_traits)),
+            ],
             member_of=request.member_of,
         )
         allowed = []
@@ -656,7 +811,7 @@ class Scheduler:
         for rp in allowed:
             if rp not in reported:
                 unreported.append(rp)
-            elif _fits_empty(reported[rp][1], wanted):
+            elif self._tree_fits_empty(rp, reported[rp][1], wanted):
                 return True
         for rp in unreported:
             LOG.debug("Provider %s has no compute node report; reading its inventory", rp)
@@ -664,7 +819,7 @@ class Scheduler:
                 inventories, _ = self.client.get_inventories(rp)
             except exception.PlacementNotFound:
                 continue  # deleted since the listing
-            if _fits_empty(inventories, wanted):
+            if self._tree_fits_empty(rp, inventories, wanted):
                 return True
         return False
 
@@ -680,9 +835,70 @@ class Scheduler:
         return any(
             not node.disabled
             and _host_allowed(request, node.uuid, node.host)
-            and _fits_empty(node.inventory, wanted)
+            and self._tree_fits_empty(node.uuid, node.inventory, wanted)
             for node in nodes
         )
+
+    def _tree_fits_empty(self, root: str, inventory: dict[str, dict], wanted: Resources) -> bool:
+        """Whether the host of root provider ``root`` (its own ``inventory``)
+        could hold ``wanted`` empty.
+
+        A class the root has is judged on the root alone, as on a flat host,
+        at no cost. A class it lacks may be on a child (a vGPU, a NUMA node)
+        or on a sharing provider (a disk pool), which the compute node's
+        report does not show: Placement is asked (failure path only), the
+        providers of the host's tree and the sharing providers, each judged
+        empty. Erring towards ``deferred`` is safe: it only means a retry.
+        """
+        on_root = {rc: n for rc, n in wanted.items() if rc in inventory}
+        if not _fits_empty(inventory, on_root):
+            return False
+        elsewhere = {rc: n for rc, n in wanted.items() if rc not in inventory}
+        if not elsewhere:
+            return True
+        try:
+            others = [
+                rp["uuid"]
+                for rp in self.client.list_resource_providers(in_tree=root)
+                if rp["uuid"] != root
+            ]
+            others += [
+                rp["uuid"] for rp in self.client.list_resource_providers(required=[SHARING_TRAIT])
+            ]
+            inventories = [self.client.get_inventories(rp)[0] for rp in others]
+        except exception.PlacementNotFound:
+            return False  # the host went away meanwhile
+        return all(
+            any(_fits_empty(inv, {rc: amount}) for inv in inventories)
+            for rc, amount in elsewhere.items()
+        )
+
+
+def _asks_placement_only(request: SchedulingRequest) -> bool:
+    """Whether the request asks for what Placement alone knows: traits
+    (required or forbidden) or aggregates, of any group."""
+    return bool(
+        request.required_traits
+        or request.forbidden_traits
+        or request.member_of
+        or any(g.required_traits or g.forbidden_traits or g.member_of for g in request.groups)
+    )
+
+
+def flavor_filters(flavor: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`SchedulingRequest` fields a flavor's extra specs set
+    beside its amounts: traits, aggregates and numbered groups.
+
+    :raises ValueError: malformed extra specs (see :func:`rs.flavor_request`).
+    """
+    request = rs.flavor_request(flavor)
+    return {
+        "required_traits": request.required_traits,
+        "forbidden_traits": request.forbidden_traits,
+        "member_of": request.member_of,
+        "groups": request.groups,
+        "group_policy": request.group_policy,
+    }
 
 
 def _host_allowed(request: SchedulingRequest, provider: str, name: str) -> bool:

@@ -63,6 +63,9 @@ class ResizeFacts:
     :ivar source: resource provider uuid of the host the server runs on.
     :ivar old: the old flavor's amounts.
     :ivar new: the new flavor's amounts.
+    :ivar old_groups: / :ivar new_groups: the numbered request groups of
+        each flavor (their amounts are part of ``old`` and ``new``).
+    :ivar group_policy: the new flavor's ``group_policy``.
     :ivar original: what the server held before the resize began (normally
         ``{source: old}``); restore and revert give back exactly this.
     """
@@ -71,6 +74,9 @@ class ResizeFacts:
     old: Resources
     new: Resources
     original: Allocations = field(default_factory=dict)
+    old_groups: tuple[rs.RequestGroup, ...] = ()
+    new_groups: tuple[rs.RequestGroup, ...] = ()
+    group_policy: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "old", rs.normalize(self.old))
@@ -112,11 +118,29 @@ class ClaimStrategy(abc.ABC):
         """What the source must have free, once :meth:`prepare` is applied, to
         keep the server.
 
-        The scheduler asks Placement for it with ``in_tree=<source>``, or, when
+        The scheduler asks Placement for it with ``in_tree=<source>`` (or, when
+        :meth:`source_placement` names the providers, reads their usage), or, when
         it equals :meth:`destination_request`, reads the source's answer from
         the query over every host. An empty result means the source fits
         without asking.
         """
+
+    def source_placement(self, facts: ResizeFacts) -> Allocations:
+        """Where on the source's providers :meth:`source_request` must be
+        free, provider by provider, when it must stay beside what the server
+        holds (a vGPU on its child, a disk on its sharing provider).
+
+        :returns: provider -> class -> amount; empty (the default) when any
+            provider of the source's tree will do, as Placement finds it.
+        """
+        return {}
+
+    def source_groups(self, facts: ResizeFacts) -> tuple[rs.RequestGroup, ...]:
+        """Numbered groups the source must satisfy as groups (each from one
+        provider, away from the providers the server's groups hold under
+        ``group_policy=isolate``), beside :meth:`source_placement`; none by
+        default."""
+        return ()
 
     @abc.abstractmethod
     def claim(self, facts: ResizeFacts, dest: str, allocation_request: Allocations) -> Holdings:
@@ -136,11 +160,19 @@ class ClaimStrategy(abc.ABC):
         """The resize is confirmed: only the new flavor remains, where the server runs.
 
         On the same host the server keeps ``new`` alone (whatever extra it held
-        while the resize was pending is released); on another host the
+        while the resize was pending is released, provider by provider, from
+        the providers that hold it); on another host the
         migration's holdings on the source are dropped.
         """
         if dest == facts.source:
-            return Holdings(server=rs.on(dest, facts.new))
+            # NOTE: per provider, so what stays (a vGPU on its child, a disk
+            # on a sharing provider) is released nowhere but where it is
+            # held; only a holding that does not cover the new flavor (not
+            # ours to shrink) falls back to the new flavor on the root.
+            kept = rs.shrink(current.server, facts.new)
+            if rs.total(kept) != facts.new:
+                kept = rs.on(dest, facts.new)
+            return Holdings(server=kept)
         return Holdings(server=current.server)
 
     def revert(self, facts: ResizeFacts, current: Holdings, dest: str) -> Holdings:

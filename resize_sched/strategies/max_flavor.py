@@ -1,8 +1,9 @@
 """``max_flavor``: keep what is held, ask the source only for the increase.
 
 Nothing moves before scheduling. Every other host is asked for the new flavor;
-the source is asked (``in_tree=<source>``) only for the per-class increase
-``new - old``. On the same host the server then holds ``max(old, new)`` until
+the source is asked only for the per-class increase ``new - old``, on the
+providers that already hold each class (``in_tree=<source>`` for a class the
+server does not hold yet). On the same host the server then holds ``max(old, new)`` until
 the resize is confirmed (shrink to ``new``) or reverted (shrink to ``old``);
 shrinking always fits, so a same-host revert can never be refused. On another
 host one write moves ``old`` to the migration and claims ``new`` on the
@@ -22,6 +23,25 @@ class MaxFlavorStrategy(ClaimStrategy):
 
     def source_request(self, facts: ResizeFacts) -> Resources:
         return facts.increase
+
+    def source_placement(self, facts: ResizeFacts) -> Allocations:
+        # NOTE: the increase of a class goes where the server holds that
+        # class already (its vGPU's child, its disk's sharing provider), so
+        # max(old, new) is taken provider by provider and a kept device stays
+        # on its child; a class the server does not hold yet goes wherever
+        # Placement finds room in the source's tree.
+        added = self.source_groups(facts)
+        if added:
+            return {}  # NOTE: Placement places the new groups and the rest together
+        return rs.spread(facts.original, facts.increase) or {}
+
+    def source_groups(self, facts: ResizeFacts) -> tuple[rs.RequestGroup, ...]:
+        # NOTE: a numbered group the old flavor did not have (a second vGPU)
+        # is a device of its own: added to the child the first one holds, it
+        # would break group_policy=isolate; Placement is asked for it as a
+        # group instead.
+        held = {group.suffix for group in facts.old_groups}
+        return tuple(group for group in facts.new_groups if group.suffix not in held)
 
     def claim(self, facts: ResizeFacts, dest: str, allocation_request: Allocations) -> Holdings:
         if dest == facts.source:

@@ -2,12 +2,16 @@
 
 Extra specs are how an operator asks the scheduler for more than the
 flavor's sizes: ``resources:CLASS=N`` for other resource classes (or to
-override a standard one), ``trait:NAME=required|forbidden`` for traits.
-Anyone who may see the flavor may read them; only an administrator sets or
-removes them (the ``os_compute_api:os-flavor-extra-specs:*`` policy rules).
-A change is checked as a whole (a bad ``resources:`` value is refused with
-400 and nothing written) and applies to builds and resizes from then on;
-servers keep the flavor they have.
+override a standard one), ``trait:NAME=required|forbidden`` for traits;
+``resourcesN:CLASS=N`` and ``traitN:NAME=...`` for a numbered request group
+that one provider must satisfy (a vGPU from one GPU child),
+``group_policy=isolate|none`` for how numbered groups share providers, and
+``member_of`` for aggregates, all as Placement's query parameters. Anyone
+who may see the flavor may read them; only an administrator sets or removes
+them (the ``os_compute_api:os-flavor-extra-specs:*`` policy rules). A change
+is checked as a whole (a bad ``resources`` value or ``group_policy`` is
+refused with 400 and nothing written) and applies to builds and resizes from
+then on; servers keep the flavor they have.
 """
 
 from typing import TYPE_CHECKING

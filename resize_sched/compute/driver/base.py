@@ -27,6 +27,11 @@ Migration = dict[str, Any]
 class ComputeDriver(abc.ABC):
     """What the compute manager needs from a hypervisor on one host."""
 
+    def provider_tree(self) -> list[Any]:
+        """The host's devices to report as child providers of its root (a
+        list of :class:`resize_sched.compute.tree.Child`); none by default."""
+        return []
+
     @abc.abstractmethod
     def spawn(self, server: Server) -> None:
         """Create and start ``server`` with its flavor on this host."""

@@ -22,6 +22,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.compute.driver import base
+from resize_sched.compute.tree import Child
 from resize_sched.conf import fake_driver as fake_driver_conf
 
 LOG = logging.getLogger(__name__)
@@ -56,8 +57,15 @@ class FakeDriver(base.ComputeDriver):
         :data:`resize_sched.conf.fake_driver.OPERATIONS`) that fail on this host.
     """
 
-    def __init__(self, host: str, delay_s: float = 0.0, fail_on: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        host: str,
+        delay_s: float = 0.0,
+        fail_on: Iterable[str] = (),
+        children: Iterable[Child] = (),
+    ) -> None:
         self.host = host
+        self.children = list(children)
         self.delay_s = delay_s
         self.fail_on = frozenset(fail_on)
         unknown = self.fail_on.difference(fake_driver_conf.OPERATIONS)
@@ -79,9 +87,19 @@ class FakeDriver(base.ComputeDriver):
             conf.host,
             delay_s=conf.fake_driver.delay_s,
             fail_on=fake_driver_conf.failing_operations(conf, conf.host),
+            children=[
+                Child(name, inventory, frozenset(traits))
+                for name, inventory, traits in map(
+                    fake_driver_conf.parse_child, conf.fake_driver.provider_tree or ()
+                )
+            ],
         )
 
     # -- inspection -------------------------------------------------------------
+
+    def provider_tree(self) -> list[Child]:
+        """The children ``[fake_driver] provider_tree`` describes."""
+        return list(self.children)
 
     def get_instance(self, server_uuid: str) -> FakeInstance | None:
         """A copy of the server's record on this host, or None."""

@@ -23,7 +23,8 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
-from resize_sched.scheduler.manager import SchedulingRequest
+from resize_sched.placement.client import owner_trait
+from resize_sched.scheduler.manager import SchedulingRequest, flavor_filters
 
 LOG = logging.getLogger(__name__)
 
@@ -88,7 +89,10 @@ class BuildTask:
         spec = self.db.request_spec_get(server_uuid)
         request = SchedulingRequest(
             destination_request=dict(spec.resources),
-            required_traits=frozenset(spec.required_traits),
+            **{
+                **flavor_filters(server.flavor),
+                "required_traits": frozenset(spec.required_traits),
+            },
             ignore_hosts=frozenset(spec.ignore_hosts),
             force_hosts=frozenset(spec.force_hosts),
         )
@@ -120,6 +124,12 @@ class BuildTask:
                         node=dest.host,
                         rp_uuid=dest.provider,
                         placement_generation=1,
+                        # NOTE: a tree's child or a sharing provider holds part.
+                        allocations=(
+                            dest.allocation_request
+                            if set(dest.allocation_request) != {dest.provider}
+                            else None
+                        ),
                     )
                 except (exception.ServerStateConflict, exception.ServerNotFound):
                     # NOTE: deleted while we were claiming: give the room back
@@ -180,10 +190,17 @@ class BuildTask:
         self.deps.executor.settle_server(server_uuid, held.allocations)
         if held.generation is None or not held.allocations:
             return None
-        # NOTE: a build claims on one provider (compute nodes have no
-        # children here), named after its host.
-        (rp_uuid,) = held.allocations
-        host = self.deps.client.get_resource_provider(rp_uuid)["name"]
+        # NOTE: a build claims on its host's root provider, named after the
+        # host, and on a tree also on children and a sharing disk pool: the
+        # host is the root that carries this deployment's owner trait.
+        client = self.deps.client
+        allocations = held.allocations
+        rp_uuid = next(iter(allocations))
+        if len(allocations) > 1:
+            roots = {client.get_resource_provider(rp)["root_provider_uuid"] for rp in allocations}
+            owner = owner_trait(self.deps.conf.placement.deployment_name)
+            rp_uuid = next((r for r in sorted(roots) if owner in client.get_traits(r)[0]), rp_uuid)
+        host = client.get_resource_provider(rp_uuid)["name"]
         LOG.info("Server %s: adopting its claim on %s", server_uuid, host)
         return self.db.server_update(
             server_uuid,
@@ -194,6 +211,7 @@ class BuildTask:
             node=host,
             rp_uuid=rp_uuid,
             placement_generation=held.generation,
+            allocations=allocations if set(allocations) != {rp_uuid} else None,
         )
 
     def _adopted(self, server_uuid: str, rp_uuid: str) -> bool:

@@ -36,7 +36,12 @@ from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
 from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepEvent, StepRun
-from resize_sched.scheduler.manager import Destination, SchedulingRequest, Selection
+from resize_sched.scheduler.manager import (
+    Destination,
+    SchedulingRequest,
+    Selection,
+    flavor_filters,
+)
 from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
 
 LOG = logging.getLogger(__name__)
@@ -58,10 +63,16 @@ SCHEDULING_STEPS = frozenset({"schedule", "reschedule"})
 
 def facts_of(migration: Any) -> ResizeFacts:
     """The strategy's view of a migration row."""
+    old = rs.flavor_request(migration.old_flavor)
+    new = rs.flavor_request(migration.new_flavor)
     return ResizeFacts(
         source=migration.source_rp_uuid,
         old=migration.old_resources,
         new=migration.new_resources,
+        original=getattr(migration, "old_allocations", None) or {},
+        old_groups=old.groups,
+        new_groups=new.groups,
+        group_policy=new.group_policy,
     )
 
 
@@ -85,6 +96,26 @@ def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> b
     return rs.add_allocations(held.server, held.migration) == rs.add_allocations(
         target.server, target.migration
     )
+
+
+def _group_providers(facts: ResizeFacts) -> frozenset[str]:
+    """The providers the server's numbered groups hold (a device each) when
+    the new flavor isolates its groups: a new group must go elsewhere."""
+    if facts.group_policy != "isolate" or not facts.old_groups:
+        return frozenset()
+    grouped = {rc for group in facts.old_groups for rc in group.resources}
+    return frozenset(
+        rp for rp, res in facts.original.items() if rp != facts.source and grouped & set(res)
+    )
+
+
+def _recorded(allocations: dict[str, Any] | None, provider: str) -> dict[str, Any] | None:
+    """What to record as a server's ``allocations``: None when it holds
+    everything on ``provider`` alone (a flat host, the usual case), else its
+    holdings provider by provider."""
+    if not allocations or set(allocations) == {provider}:
+        return None
+    return rs.normalize_allocations(allocations)
 
 
 _SIDE_POOL: futures.ThreadPoolExecutor | None = None
@@ -328,13 +359,15 @@ class ResizeTask:
         run: StepRun | None = None,
     ) -> SchedulingRequest:
         conf = self.deps.conf
-        request = rs.flavor_request(migration.new_flavor)
         spec = self._request_spec(migration.server_uuid, run)
         return SchedulingRequest(
             destination_request=strategy.destination_request(facts),
-            required_traits=request.required_traits,
+            **flavor_filters(migration.new_flavor),
             source=facts.source,
             source_request=strategy.source_request(facts),
+            source_placement=strategy.source_placement(facts),
+            source_groups=strategy.source_groups(facts),
+            source_avoid=_group_providers(facts),
             source_holds=_held_on(migration, facts.source),
             allow_same_host=conf.resize.allow_same_host,
             prefer_same_host=conf.resize.prefer_same_host,
@@ -556,7 +589,8 @@ class ResizeTask:
             except exception.PlacementError as exc:
                 self._undecide(migration, run, status, exc)
                 raise
-        generations = (migration.holdings or {}).get("generations", {})
+        known_after = migration.holdings or {}
+        generations = known_after.get("generations", {})
         if decision == "confirm":
             values = {
                 "flavor": migration.new_flavor,
@@ -583,6 +617,7 @@ class ResizeTask:
                 "vm_state": "active",
                 "task_state": None,
                 "placement_generation": generations.get("server"),
+                "allocations": _recorded(known_after.get("server"), values["rp_uuid"]),
                 **values,
             },
         )
@@ -678,6 +713,7 @@ class ResizeTask:
             ) from exc
         generations = (migration.holdings or {}).get("generations", {})
         server_values["placement_generation"] = generations.get("server")
+        server_values["allocations"] = _recorded(facts.original, migration.source_rp_uuid)
         return self.db.migration_advance(
             migration.uuid, error_reason=reason, server_values=server_values, **ending
         )
