@@ -52,7 +52,6 @@ def print_figures(path: str) -> None:
     except FileNotFoundError:
         rows = []
     if not rows:
-        print("No Placement request counts were recorded.")
         return
     table = {}
     for row in rows:
