@@ -46,7 +46,7 @@ while [ $# -gt 0 ]; do
         --unpatched) MODE=unpatched ;;
         --figures) FIGURES_RUN=1 ;;
         --concurrency) CONCURRENCY=$2; shift ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {print}' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument: $1" >&2; exit 2 ;;
     esac
     shift
