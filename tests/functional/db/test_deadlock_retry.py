@@ -22,6 +22,8 @@ from tests.functional.db.conftest import BACKENDS
 #: flavors the other transaction changes first, so that InnoDB (which rolls
 #: back the transaction that changed the fewest rows) picks the data API's
 _BALLAST = 10
+#: looks for the data API waiting, at most (a bound, not a timing)
+_POLLS = 6000
 
 
 @pytest.fixture
@@ -40,7 +42,12 @@ def _lock_waiters(engine: sa.Engine) -> int:
             "WHERE wait_event_type = 'Lock' AND datname = current_database()"
         )
     else:
-        query = "SELECT count(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT'"
+        # NOTE: the server is shared: only this run's database counts.
+        query = (
+            "SELECT count(*) FROM information_schema.innodb_trx t "
+            "JOIN information_schema.processlist p ON p.id = t.trx_mysql_thread_id "
+            "WHERE t.trx_state = 'LOCK WAIT' AND p.db = DATABASE()"
+        )
     with engine.connect() as conn:
         return int(conn.scalar(sa.text(query)))
 
@@ -95,8 +102,12 @@ def test_a_delete_chosen_as_deadlock_victim_is_retried(
                 migration_locked.set()
                 # NOTE: close the cycle only once the data API waits for the
                 # migration this transaction holds.
-                while _lock_waiters(holder) == 0:
+                for _ in range(_POLLS):
+                    if _lock_waiters(holder):
+                        break
                     threading.Event().wait(0.01)
+                else:
+                    raise AssertionError("the data API never waited for the migration")
                 conn.execute(
                     sa.update(servers)
                     .where(servers.c.uuid == server.uuid)
