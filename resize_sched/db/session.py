@@ -111,7 +111,7 @@ def retry_on_deadlock(method: Callable[_P, _R]) -> Callable[_P, _R]:
                 except sa.exc.DBAPIError as exc:
                     if not is_deadlock(exc):
                         raise
-                    reason = str(exc.orig).splitlines()[0] if exc.orig else type(exc).__name__
+                    reason = (str(exc.orig).splitlines() or [type(exc.orig).__name__])[0]
                     if attempt >= RETRY_ATTEMPTS:
                         LOG.warning(
                             "%s: database deadlock, giving up after %d attempts: %s",
