@@ -35,7 +35,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource
+from resize_sched.db.session import SessionSource, retry_on_deadlock
 
 LOG = logging.getLogger(__name__)
 
@@ -204,6 +204,7 @@ class ActionApi(SessionSource):
 
     # -- actions -----------------------------------------------------------------------
 
+    @retry_on_deadlock
     def action_start(
         self,
         server_uuid: str,
@@ -286,6 +287,7 @@ class ActionApi(SessionSource):
         """Mark the server's newest action among ``actions`` finished (once)."""
         self._safely(self._action_finish, server_uuid, tuple(actions))
 
+    @retry_on_deadlock
     def _action_finish(self, server_uuid: str, actions: tuple[str, ...]) -> None:
         with self._writer() as session:
             action = self._find_action(session, server_uuid, actions, None)
@@ -361,6 +363,7 @@ class ActionApi(SessionSource):
             self._event_start, server_uuid, event, tuple(actions), host, request_id
         )
 
+    @retry_on_deadlock
     def _event_start(
         self,
         server_uuid: str,
@@ -468,6 +471,7 @@ class ActionApi(SessionSource):
             request_id,
         )
 
+    @retry_on_deadlock
     def _event_finish(
         self,
         server_uuid: str,
@@ -536,6 +540,7 @@ class ActionApi(SessionSource):
             session.execute(touch, params)
         return bool(done)
 
+    @retry_on_deadlock
     def _event_discard(self, event_id: int) -> None:
         with self._writer() as session:
             self.discard_event_in(session, event_id)

@@ -16,6 +16,7 @@ from resize_sched.db.session import (
     describe,
     describe_expected,
     match,
+    retry_on_deadlock,
     text,
     update_where,
     whole_number,
@@ -132,6 +133,7 @@ class ComputeApi(SessionSource):
 
     # -- flavors ---------------------------------------------------------------
 
+    @retry_on_deadlock
     def flavor_create(
         self,
         name: str,
@@ -259,6 +261,7 @@ class ComputeApi(SessionSource):
         with self._reader() as session:
             return list(session.scalars(query))
 
+    @retry_on_deadlock
     def flavor_update_extra_specs(
         self,
         flavorid: str,
@@ -300,6 +303,7 @@ class ComputeApi(SessionSource):
         LOG.info("Flavor %s extra specs now %s", flavorid, specs)
         return flavor
 
+    @retry_on_deadlock
     def flavor_delete(self, flavorid: str) -> None:
         """Soft-delete a flavor; servers keep their snapshot of it.
 
@@ -318,6 +322,7 @@ class ComputeApi(SessionSource):
 
     # -- servers -----------------------------------------------------------------
 
+    @retry_on_deadlock
     def server_create(
         self,
         *,
@@ -492,6 +497,7 @@ class ComputeApi(SessionSource):
         check_values(models.Server, expected, what="server", compared=True)
         return self._server_swap(uuid, expected, operation, {"updated_at": models.utcnow()})
 
+    @retry_on_deadlock
     def _server_swap(
         self, uuid: str, expected: Mapping[str, Any], operation: str, values: dict[str, Any]
     ) -> models.Server:
@@ -535,6 +541,7 @@ class ComputeApi(SessionSource):
             task_state=models.TASK_RESIZE_PREP,
         )
 
+    @retry_on_deadlock
     def server_begin_delete(
         self, uuid: str, project_id: ProjectScope = ALL_PROJECTS
     ) -> models.Server:
@@ -617,6 +624,7 @@ class ComputeApi(SessionSource):
 
     # -- request specs -------------------------------------------------------------
 
+    @retry_on_deadlock
     def request_spec_create(
         self,
         server_uuid: str,
@@ -667,6 +675,7 @@ class ComputeApi(SessionSource):
             raise exception.RequestSpecNotFound(server_id=server_uuid)
         return spec
 
+    @retry_on_deadlock
     def request_spec_update(self, server_uuid: str, **values: Any) -> models.RequestSpec:
         """Change what a server asks for (e.g. the new flavor's resources).
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, text
+from resize_sched.db.session import SessionSource, retry_on_deadlock, text
 
 #: The binary name a compute service's row carries (as Nova's ``nova-compute``).
 COMPUTE_BINARY = "resize-sched-compute"
@@ -42,6 +42,7 @@ def _one(session: Session, model: type[_Row], what: str, **columns: Any) -> _Row
 class HostApi(SessionSource):
     """Services and compute nodes."""
 
+    @retry_on_deadlock
     def compute_node_report(
         self,
         *,
@@ -103,6 +104,7 @@ class HostApi(SessionSource):
             session.flush()
             return service, current
 
+    @retry_on_deadlock
     def service_report(
         self, *, host: str, binary: str, topic: str, version: str | None = None
     ) -> models.Service:
@@ -178,6 +180,7 @@ class HostApi(SessionSource):
                 binary=binary,
             )
 
+    @retry_on_deadlock
     def service_set_disabled(
         self,
         uuid: str,
@@ -218,6 +221,7 @@ class HostApi(SessionSource):
             )
         return found
 
+    @retry_on_deadlock
     def service_set_forced_down(self, uuid: str, forced_down: bool) -> models.Service:
         """Set or clear a service's ``forced_down`` flag (a forced-down service is down).
 

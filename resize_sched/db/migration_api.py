@@ -27,6 +27,7 @@ from resize_sched.db.session import (
     cas_update,
     check_values,
     match,
+    retry_on_deadlock,
     update_where,
 )
 
@@ -198,6 +199,7 @@ class MigrationApi(SessionSource):
 
     # -- migrations ------------------------------------------------------------------
 
+    @retry_on_deadlock
     def migration_create(
         self,
         *,
@@ -336,6 +338,7 @@ class MigrationApi(SessionSource):
                 .order_by(models.Migration.id.desc())
             ).first()
 
+    @retry_on_deadlock
     def migration_update(
         self,
         uuid: str,
@@ -387,6 +390,7 @@ class MigrationApi(SessionSource):
             )
         return migration
 
+    @retry_on_deadlock
     def migration_touch(self, uuid: str, *, seen: models.Migration) -> models.Migration:
         """Stamp ``updated_at`` now, if the migration is unchanged since ``seen``.
 
@@ -440,6 +444,7 @@ class MigrationApi(SessionSource):
         """
         return self.step_begin(steps.StepRun(uuid, token, step), expected_status)
 
+    @retry_on_deadlock
     def step_begin(
         self, run: steps.StepRun, expected_status: str | Iterable[str]
     ) -> models.Migration:
@@ -511,6 +516,7 @@ class MigrationApi(SessionSource):
         """Give the migration back after a step, if ``token`` still owns it."""
         self.step_end(steps.StepRun(uuid, token, "release"))
 
+    @retry_on_deadlock
     def step_end(
         self,
         run: steps.StepRun,
@@ -547,6 +553,7 @@ class MigrationApi(SessionSource):
         run.ended = True
         run.applied.clear()
 
+    @retry_on_deadlock
     def migration_advance(
         self,
         uuid: str,
@@ -658,6 +665,7 @@ class MigrationApi(SessionSource):
             ends.applied.clear()
         return migration
 
+    @retry_on_deadlock
     def server_record_step_fault(
         self,
         server_uuid: str,
@@ -730,6 +738,7 @@ class MigrationApi(SessionSource):
 
     # -- journal ---------------------------------------------------------------------
 
+    @retry_on_deadlock
     def journal_intend(
         self,
         migration_uuid: str,
@@ -898,6 +907,7 @@ class MigrationApi(SessionSource):
                 migration_id=migration_uuid, step=phase, reason="its server is being deleted"
             )
 
+    @retry_on_deadlock
     def journal_mark(
         self, entry_id: int, state: str, detail: str | None = None
     ) -> models.JournalEntry:

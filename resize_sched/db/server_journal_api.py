@@ -30,6 +30,7 @@ from resize_sched.db.session import (
     describe,
     describe_expected,
     match,
+    retry_on_deadlock,
     update_where,
 )
 
@@ -65,6 +66,7 @@ def _matches(value: Any, expected: Any) -> bool:
 class ServerJournalApi(SessionSource):
     """The server journal, and the reaper's look-up."""
 
+    @retry_on_deadlock
     def server_journal_intend(
         self,
         server_uuid: str,
@@ -160,6 +162,7 @@ class ServerJournalApi(SessionSource):
         session.flush()
         return entry
 
+    @retry_on_deadlock
     def server_journal_mark(
         self, entry_id: int, state: str, detail: str | None = None
     ) -> models.ServerJournalEntry | None:
@@ -209,6 +212,7 @@ class ServerJournalApi(SessionSource):
                 )
             )
 
+    @retry_on_deadlock
     def server_advance(
         self,
         uuid: str,

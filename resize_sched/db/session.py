@@ -6,21 +6,135 @@ it takes the write lock at ``BEGIN``; see :mod:`resize_sched.db.engines`).
 Sessions never outlive the call, and ``expire_on_commit`` is off, so the ORM
 objects returned are detached, fully loaded snapshots: change state through
 the API, never by setting attributes on them.
+
+A write transaction the database aborts to break a deadlock (or, on
+PostgreSQL, a serialization failure) is run again whole: every data API
+method that writes is decorated with :func:`retry_on_deadlock`, as Nova's
+are with oslo.db's ``wrap_db_retry(retry_on_deadlock=True)``.
 """
 
 import contextlib
 import functools
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
+from oslo_log import log as logging
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from resize_sched import exception
 from resize_sched.db import engines
 
+LOG = logging.getLogger(__name__)
+
 # Columns no update may set.
 _IMMUTABLE = frozenset({"id", "uuid", "created_at", "updated_at"})
+
+# -- retry on deadlock -------------------------------------------------------------------
+
+#: MySQL/MariaDB error numbers: 1213 deadlock found, 1205 lock wait timeout
+#: (the statement, or with innodb_rollback_on_timeout the transaction, is
+#: rolled back; the caller's rollback undoes the rest).
+_MYSQL_DEADLOCK = frozenset({1205, 1213})
+#: PostgreSQL SQLSTATEs: 40P01 deadlock_detected, 40001 serialization_failure.
+_PG_DEADLOCK = frozenset({"40P01", "40001"})
+
+#: How many times a write transaction runs at most, and the back-off before
+#: each new attempt: ``_RETRY_DELAY * 2**(attempt - 1)`` seconds at most
+#: (never more than ``_RETRY_MAX_DELAY``), drawn at random from half of that
+#: up, so that the two losers of one deadlock do not meet again.
+RETRY_ATTEMPTS = 5
+_RETRY_DELAY = 0.05
+_RETRY_MAX_DELAY = 1.0
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+# NOTE: a decorated method called from another one (server_update from
+# server_delete...) runs once: the outer one retries the whole.
+_retrying = threading.local()
+
+
+def is_deadlock(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database aborting a transaction to break a
+    deadlock or a serialization conflict, so that running it again may succeed.
+
+    :param exc: an exception a data API call raised.
+    :returns: True for MySQL/MariaDB errors 1213 and 1205, PostgreSQL
+        SQLSTATE 40P01 and 40001 (any driver), wrapped in SQLAlchemy's
+        :class:`~sqlalchemy.exc.DBAPIError`.
+    """
+    if not isinstance(exc, sa.exc.DBAPIError) or exc.connection_invalidated:
+        return False
+    orig = exc.orig
+    if orig is None:
+        return False
+    # NOTE: psycopg 3 names it sqlstate, psycopg2 pgcode.
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    if sqlstate is not None:
+        return sqlstate in _PG_DEADLOCK
+    args = getattr(orig, "args", ())
+    return bool(args) and isinstance(args[0], int) and args[0] in _MYSQL_DEADLOCK
+
+
+def _backoff(attempt: int) -> float:
+    """Seconds to wait before attempt ``attempt + 1``, jittered."""
+    ceiling = min(_RETRY_DELAY * 2 ** (attempt - 1), _RETRY_MAX_DELAY)
+    return random.uniform(ceiling / 2, ceiling)
+
+
+def retry_on_deadlock(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run a data API write again, whole, when the database aborted its
+    transaction to break a deadlock (:func:`is_deadlock`).
+
+    The transaction was rolled back, so nothing of the attempt stays: the
+    method must open its own transactions (:meth:`SessionSource._writer`)
+    and do nothing outside them that cannot be done twice (no RPC, no
+    Placement call). Up to :data:`RETRY_ATTEMPTS` runs, with a short
+    jittered back-off; each retry is logged at INFO, the last failure at
+    WARNING, and the error is raised again.
+    """
+
+    @functools.wraps(method)
+    def retried(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if getattr(_retrying, "active", False):
+            return method(*args, **kwargs)
+        _retrying.active = True
+        try:
+            attempt = 1
+            while True:
+                try:
+                    return method(*args, **kwargs)
+                except sa.exc.DBAPIError as exc:
+                    if not is_deadlock(exc):
+                        raise
+                    reason = (str(exc.orig).splitlines() or [type(exc.orig).__name__])[0]
+                    if attempt >= RETRY_ATTEMPTS:
+                        LOG.warning(
+                            "%s: database deadlock, giving up after %d attempts: %s",
+                            method.__qualname__,
+                            attempt,
+                            reason,
+                        )
+                        raise
+                    delay = _backoff(attempt)
+                    LOG.info(
+                        "%s: database deadlock (attempt %d of %d), retrying in %.2fs: %s",
+                        method.__qualname__,
+                        attempt,
+                        RETRY_ATTEMPTS,
+                        delay,
+                        reason,
+                    )
+                    time.sleep(delay)
+                    attempt += 1
+        finally:
+            _retrying.active = False
+
+    return retried
 
 
 class SessionSource:
