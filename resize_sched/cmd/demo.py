@@ -22,6 +22,7 @@ the services' log).
 """
 
 import argparse
+import logging as std_logging
 import os
 import shutil
 import sys
@@ -324,9 +325,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
 
     workdir = tempfile.mkdtemp(prefix="resize-sched-demo-")
+    # NOTE: the services log to a file in workdir; give the process its own
+    # logging back before the file goes, or a caller that goes on (a test run)
+    # would log into a removed file.
+    root = std_logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
     try:
         return _run(args, workdir)
     finally:
+        for handler in root.handlers[:]:
+            if handler not in saved_handlers:
+                root.removeHandler(handler)
+                handler.close()
+        for handler in saved_handlers:
+            if handler not in root.handlers:
+                root.addHandler(handler)
+        root.setLevel(saved_level)
         if args.keep:
             print(f"\nKept {workdir} (the services' log is {workdir}/services.log)")
         else:

@@ -1,5 +1,6 @@
 """``resize-sched-demo`` end to end: what it shows, and what it leaves on disk."""
 
+import logging
 import os
 import tempfile
 
@@ -66,6 +67,11 @@ def test_the_demo_shows_how_the_strategies_differ(tmp_path, monkeypatch, capsys)
     # Nothing of the demo's left behind (the embedded Placement's schema
     # template is the process's, removed when it exits).
     assert [n for n in os.listdir(tmp_path) if n.startswith("resize-sched-demo-")] == []
+    # ... and no handler logging into the removed directory: the process
+    # goes on logging where it did before.
+    files = [getattr(h, "baseFilename", "") for h in logging.getLogger().handlers]
+    assert [f for f in files if f.startswith(str(tmp_path))] == []
+    logging.getLogger("resize_sched.after_the_demo").warning("still logging")
 
 
 def test_keep_keeps_the_directory_and_says_where(tmp_path, monkeypatch, capsys) -> None:

@@ -83,7 +83,7 @@ def test_soft_delete_frees_the_name(db: Database) -> None:
         ({"flavorid": " bad"}, "flavorid ' bad' may only hold"),
         ({"flavorid": "a/b"}, "may only hold"),
         ({"extra_specs": {"resources:VCPU": "lots"}}, "is not a whole number"),
-        ({"extra_specs": {"resources:DISK_GB": "-1"}}, "negative amount"),
+        ({"extra_specs": {"resources:DISK_GB": "-1"}}, "resources:DISK_GB='-1' is negative"),
         ({"extra_specs": {"hw:cpu_policy": 1}}, "extra spec hw:cpu_policy must be a string"),
         ({"is_public": "yes"}, "is_public must be true or false"),
     ],
