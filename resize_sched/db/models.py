@@ -11,7 +11,7 @@ two (``autogenerate`` must find no difference) fails until it has one.
 """
 
 import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
@@ -342,7 +342,36 @@ class Migration(TimestampMixin, Base):
         return f"<Migration {self.uuid} of {self.server_uuid} {self.status}>"
 
 
-class JournalEntry(TimestampMixin, Base):
+class JournalMixin(TimestampMixin):
+    """The columns every Placement write journal shares: an entry's place in
+    its owner's sequence (``seq``), what it does (``phase``), the
+    allocations read before the write and the ones it writes (``before``,
+    ``target``), and how it ended (``state``, ``detail``).
+
+    A table using it adds the owner's column (``sort_order=-1`` keeps it
+    right after ``id``, where the migrations put it), names that column in
+    ``_owner_attr``, and declares its own ``(owner, seq)`` unique constraint.
+    """
+
+    #: The attribute naming the row's owner, for ``__repr__``.
+    _owner_attr: ClassVar[str]
+
+    id: Mapped[int] = mapped_column(
+        sa.Integer, primary_key=True, autoincrement=True, sort_order=-2
+    )
+    seq: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    phase: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    before: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    target: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
+    state: Mapped[str] = mapped_column(sa.String(16), nullable=False, default=JOURNAL_INTENDED)
+    detail: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+
+    def __repr__(self) -> str:
+        owner = getattr(self, self._owner_attr)
+        return f"<{type(self).__name__} {owner}#{self.seq} {self.phase} {self.state}>"
+
+
+class JournalEntry(JournalMixin, Base):
     """One intended Placement transition of a migration, in order (``seq``).
 
     Written ``intended`` before the Placement write, then marked ``applied``
@@ -355,22 +384,14 @@ class JournalEntry(TimestampMixin, Base):
         sa.Index(None, "state"),
     )
 
-    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    _owner_attr = "migration_uuid"
+
     migration_uuid: Mapped[str] = mapped_column(
-        sa.String(36), sa.ForeignKey("migrations.uuid"), nullable=False
+        sa.String(36), sa.ForeignKey("migrations.uuid"), nullable=False, sort_order=-1
     )
-    seq: Mapped[int] = mapped_column(sa.Integer, nullable=False)
-    phase: Mapped[str] = mapped_column(sa.String(64), nullable=False)
-    before: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
-    target: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
-    state: Mapped[str] = mapped_column(sa.String(16), nullable=False, default=JOURNAL_INTENDED)
-    detail: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
-
-    def __repr__(self) -> str:
-        return f"<JournalEntry {self.migration_uuid}#{self.seq} {self.phase} {self.state}>"
 
 
-class ServerJournalEntry(TimestampMixin, Base):
+class ServerJournalEntry(JournalMixin, Base):
     """One intended Placement write to a server's own consumer outside any
     migration, in order (``seq``): a build's claim, the give-back of a claim
     that lost to a delete, a delete's release, a reap.
@@ -387,19 +408,11 @@ class ServerJournalEntry(TimestampMixin, Base):
         sa.Index(None, "state"),
     )
 
-    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
-    server_uuid: Mapped[str] = mapped_column(
-        sa.String(36), sa.ForeignKey("servers.uuid"), nullable=False
-    )
-    seq: Mapped[int] = mapped_column(sa.Integer, nullable=False)
-    phase: Mapped[str] = mapped_column(sa.String(64), nullable=False)
-    before: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
-    target: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
-    state: Mapped[str] = mapped_column(sa.String(16), nullable=False, default=JOURNAL_INTENDED)
-    detail: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+    _owner_attr = "server_uuid"
 
-    def __repr__(self) -> str:
-        return f"<ServerJournalEntry {self.server_uuid}#{self.seq} {self.phase} {self.state}>"
+    server_uuid: Mapped[str] = mapped_column(
+        sa.String(36), sa.ForeignKey("servers.uuid"), nullable=False, sort_order=-1
+    )
 
 
 # -- services and compute nodes --------------------------------------------------------
