@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 from sqlalchemy.types import TypeEngine
 
 # -- servers, as the Compute API shows them -----------------------------------
@@ -349,12 +349,17 @@ class JournalMixin(TimestampMixin):
     ``target``), and how it ended (``state``, ``detail``).
 
     A table using it adds the owner's column (``sort_order=-1`` keeps it
-    right after ``id``, where the migrations put it), names that column in
-    ``_owner_attr``, and declares its own ``(owner, seq)`` unique constraint.
+    right after ``id``, where the migrations put it) and names that column
+    in ``_owner_attr``; ``seq`` is unique per owner, and ``state`` indexed
+    for recovery's look-up of the entries still ``intended``.
     """
 
-    #: The attribute naming the row's owner, for ``__repr__``.
+    #: The column naming the row's owner.
     _owner_attr: ClassVar[str]
+
+    @declared_attr.directive
+    def __table_args__(cls) -> tuple[Any, ...]:
+        return (sa.UniqueConstraint(cls._owner_attr, "seq"), sa.Index(None, "state"))
 
     id: Mapped[int] = mapped_column(
         sa.Integer, primary_key=True, autoincrement=True, sort_order=-2
@@ -379,11 +384,6 @@ class JournalEntry(JournalMixin, Base):
     """
 
     __tablename__ = "migration_journal"
-    __table_args__ = (
-        sa.UniqueConstraint("migration_uuid", "seq"),
-        sa.Index(None, "state"),
-    )
-
     _owner_attr = "migration_uuid"
 
     migration_uuid: Mapped[str] = mapped_column(
@@ -403,11 +403,6 @@ class ServerJournalEntry(JournalMixin, Base):
     """
 
     __tablename__ = "server_journal"
-    __table_args__ = (
-        sa.UniqueConstraint("server_uuid", "seq"),
-        sa.Index(None, "state"),
-    )
-
     _owner_attr = "server_uuid"
 
     server_uuid: Mapped[str] = mapped_column(
