@@ -5,19 +5,22 @@ A resize journals its writes on its migration
 (:mod:`resize_sched.db.server_journal_api`). Both tables have the same
 columns (:class:`resize_sched.db.models.JournalMixin`) and the same life: an
 entry is written ``intended`` before its Placement write, then marked
-``applied`` or ``abandoned``. The checks and the statement that life needs
-are here, once, for either table; how an entry is appended (which row is
-locked, what "still wanted" means) stays with its owner.
+``applied`` or ``abandoned``. The checks, statements and reads that life
+needs are here, once, for either table; how an entry is appended (which row
+is locked, what "still wanted" means) and marked (whether an entry settled
+meanwhile is an error) stays with its owner.
 """
 
 import functools
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
 from resize_sched import exception
 from resize_sched.db import models
+
+_J = TypeVar("_J", bound=models.JournalMixin)
 
 #: Attempts at taking the next seq when another writer took it first.
 SEQ_ATTEMPTS = 5
@@ -44,6 +47,22 @@ def check_mark(state: str) -> None:
         raise exception.Invalid(
             reason=f"a journal entry can be marked applied or abandoned, not {state!r}"
         )
+
+
+def entries_in(session: Any, journal: type[_J], owner: str) -> list[_J]:
+    """Within ``session``: the journal of ``owner`` (its uuid), in order of
+    ``seq`` (empty for an unknown owner)."""
+    column = getattr(journal, journal._owner_attr)
+    return list(session.scalars(sa.select(journal).where(column == owner).order_by(journal.seq)))
+
+
+def pending_in(session: Any, journal: type[_J]) -> list[_J]:
+    """Within ``session``: every entry of ``journal`` still ``intended``, oldest first."""
+    return list(
+        session.scalars(
+            sa.select(journal).where(journal.state == models.JOURNAL_INTENDED).order_by(journal.id)
+        )
+    )
 
 
 def mark_applied_in(

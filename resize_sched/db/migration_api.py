@@ -931,21 +931,9 @@ class MigrationApi(SessionSource):
         :returns: the entries by ``seq`` (empty for an unknown migration).
         """
         with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(models.JournalEntry)
-                    .where(models.JournalEntry.migration_uuid == migration_uuid)
-                    .order_by(models.JournalEntry.seq)
-                )
-            )
+            return journals.entries_in(session, models.JournalEntry, migration_uuid)
 
     def journal_pending(self) -> list[models.JournalEntry]:
         """Every entry still ``intended``, over all migrations, oldest first."""
         with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(models.JournalEntry)
-                    .where(models.JournalEntry.state == models.JOURNAL_INTENDED)
-                    .order_by(models.JournalEntry.id)
-                )
-            )
+            return journals.pending_in(session, models.JournalEntry)

@@ -165,27 +165,13 @@ class ServerJournalApi(SessionSource):
 
     def server_journal_list(self, server_uuid: str) -> list[models.ServerJournalEntry]:
         """A server's journal, in order (empty for an unknown server)."""
-        journal = models.ServerJournalEntry
         with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(journal)
-                    .where(journal.server_uuid == server_uuid)
-                    .order_by(journal.seq)
-                )
-            )
+            return journals.entries_in(session, models.ServerJournalEntry, server_uuid)
 
     def server_journal_pending(self) -> list[models.ServerJournalEntry]:
         """Every server journal entry still ``intended``, oldest first."""
-        journal = models.ServerJournalEntry
         with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(journal)
-                    .where(journal.state == models.JOURNAL_INTENDED)
-                    .order_by(journal.id)
-                )
-            )
+            return journals.pending_in(session, models.ServerJournalEntry)
 
     def server_advance(
         self,
