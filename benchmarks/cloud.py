@@ -68,21 +68,9 @@ def host_name(i: int) -> str:
 
 def inventory_records() -> dict[str, dict[str, Any]]:
     """The full inventory records a compute service sets (as ``inventory_from_conf``)."""
-    records = {}
-    for rc, total in (
-        (rs.VCPU, HOST_VCPUS),
-        (rs.MEMORY_MB, HOST_MEMORY_MB),
-        (rs.DISK_GB, HOST_DISK_GB),
-    ):
-        records[rc] = {
-            "total": total,
-            "reserved": 0,
-            "min_unit": 1,
-            "max_unit": total,
-            "step_size": 1,
-            "allocation_ratio": 1.0,
-        }
-    return records
+    return rs.inventory_records(
+        {rs.VCPU: HOST_VCPUS, rs.MEMORY_MB: HOST_MEMORY_MB, rs.DISK_GB: HOST_DISK_GB}
+    )
 
 
 class _WallTimer:

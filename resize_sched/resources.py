@@ -144,6 +144,31 @@ def capacity(inventory: Mapping[str, Any]) -> float:
     )
 
 
+def inventory_record(
+    total: int, *, reserved: int = 0, allocation_ratio: float = 1.0
+) -> dict[str, Any]:
+    """A full Placement inventory record of ``total`` units, taken one at a
+    time up to the whole (``min_unit`` 1, ``max_unit`` the total,
+    ``step_size`` 1), as a compute service sets it.
+
+    :param reserved: units kept back from consumers.
+    :param allocation_ratio: the overcommit ratio.
+    """
+    return {
+        "total": total,
+        "reserved": reserved,
+        "min_unit": 1,
+        "max_unit": total,
+        "step_size": 1,
+        "allocation_ratio": allocation_ratio,
+    }
+
+
+def inventory_records(totals: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+    """Class -> :func:`inventory_record` of that total, nothing reserved, no overcommit."""
+    return {rc: inventory_record(total) for rc, total in totals.items()}
+
+
 def format_resources(resources: Mapping[str, int]) -> str:
     """``VCPU:2,MEMORY_MB:2048``: Placement's query syntax, sorted for stable logs."""
     return ",".join(f"{rc}:{amount}" for rc, amount in sorted(normalize(resources).items()))

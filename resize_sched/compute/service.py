@@ -49,7 +49,7 @@ from resize_sched.placement.client import (
     PlacementClient,
     owner_trait,
 )
-from resize_sched.resources import DISK_GB, MEMORY_MB, VCPU
+from resize_sched.resources import DISK_GB, MEMORY_MB, VCPU, inventory_record
 
 LOG = logging.getLogger(__name__)
 
@@ -88,14 +88,9 @@ def inventory_from_conf(conf: cfg.ConfigOpts) -> dict[str, dict[str, Any]]:
                 reason=f"[compute] {reserved_opt} ({getattr(c, reserved_opt)}) reserves "
                 f"{reserved} {rc}, more than [compute] {total_opt} ({total})"
             )
-        records[rc] = {
-            "total": total,
-            "reserved": reserved,
-            "min_unit": 1,
-            "max_unit": total,
-            "step_size": 1,
-            "allocation_ratio": getattr(c, ratio_opt),
-        }
+        records[rc] = inventory_record(
+            total, reserved=reserved, allocation_ratio=getattr(c, ratio_opt)
+        )
     return records
 
 

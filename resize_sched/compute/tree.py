@@ -29,6 +29,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import exception
+from resize_sched import resources as rs
 from resize_sched.placement import client as placement_client
 from resize_sched.placement.client import PlacementClient
 
@@ -56,20 +57,6 @@ class Child:
     name: str
     inventory: Mapping[str, int]
     traits: frozenset[str] = field(default_factory=frozenset)
-
-
-def _records(inventory: Mapping[str, int]) -> dict[str, dict[str, Any]]:
-    return {
-        rc: {
-            "total": total,
-            "reserved": 0,
-            "min_unit": 1,
-            "max_unit": total,
-            "step_size": 1,
-            "allocation_ratio": 1.0,
-        }
-        for rc, total in inventory.items()
-    }
 
 
 def _same_inventory(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
@@ -118,7 +105,7 @@ def update_provider_tree(
             rp = client.create_resource_provider(name, parent_provider_uuid=root)
             LOG.info("Created child provider %s (%s) of %s", name, rp["uuid"], host)
             generation = client.set_inventory(
-                rp["uuid"], _records(child.inventory), rp["generation"]
+                rp["uuid"], rs.inventory_records(child.inventory), rp["generation"]
             )
             client.put_traits(rp["uuid"], traits, generation)
             changes += 1
@@ -133,8 +120,10 @@ def update_provider_tree(
             )
             continue
         inventory, generation = client.get_inventories(rp["uuid"])
-        if not _same_inventory(inventory, _records(child.inventory)):
-            generation = client.set_inventory(rp["uuid"], _records(child.inventory), generation)
+        if not _same_inventory(inventory, rs.inventory_records(child.inventory)):
+            generation = client.set_inventory(
+                rp["uuid"], rs.inventory_records(child.inventory), generation
+            )
             changes += 1
         if current_traits != traits:
             client.put_traits(rp["uuid"], traits, generation)

@@ -21,6 +21,7 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from resize_sched import exception, resources
 from resize_sched.db import action_api, models, steps
+from resize_sched.db import journal as journals
 from resize_sched.db.session import (
     CAS_KEY,
     SessionSource,
@@ -32,9 +33,6 @@ from resize_sched.db.session import (
 )
 
 LOG = logging.getLogger(__name__)
-
-# Attempts at taking the next journal seq when another writer took it first.
-_JOURNAL_SEQ_ATTEMPTS = 5
 
 
 def _resources(value: Mapping[str, int], name: str) -> dict[str, int]:
@@ -786,11 +784,8 @@ class MigrationApi(SessionSource):
         :raises resize_sched.exception.StepNotDue: the write is no longer wanted.
         :raises resize_sched.exception.Invalid: before/target not mappings.
         """
-        if not isinstance(before, Mapping) or not isinstance(target, Mapping):
-            raise exception.Invalid(reason="journal before and target must be mappings")
-        if not isinstance(phase, str) or not phase:
-            raise exception.Invalid(reason="a journal entry needs a phase")
-        for attempt in range(1, _JOURNAL_SEQ_ATTEMPTS + 1):
+        journals.check_intent(phase, before, target)
+        for attempt in range(1, journals.SEQ_ATTEMPTS + 1):
             try:
                 with self._writer() as session:
                     entry, updated = self._journal_append(
@@ -873,7 +868,7 @@ class MigrationApi(SessionSource):
         }
         (entry_id,) = session.execute(insert, values).inserted_primary_key
         entry = _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
-        steps.mark_applied_in(session, applied or [])
+        journals.mark_applied_in(session, models.JournalEntry, applied or [])
         if holdings is None:
             return entry, None
         recorded = json.loads(json.dumps(dict(holdings)))
@@ -919,10 +914,7 @@ class MigrationApi(SessionSource):
         :raises resize_sched.exception.NotFound: no such entry.
         :raises resize_sched.exception.Conflict: the entry is no longer intended.
         """
-        if state not in (models.JOURNAL_APPLIED, models.JOURNAL_ABANDONED):
-            raise exception.Invalid(
-                reason=f"a journal entry can be marked applied or abandoned, not {state!r}"
-            )
+        journals.check_mark(state)
         with self._writer() as session:
             result = session.execute(
                 sa.update(models.JournalEntry)
@@ -949,21 +941,9 @@ class MigrationApi(SessionSource):
         :returns: the entries by ``seq`` (empty for an unknown migration).
         """
         with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(models.JournalEntry)
-                    .where(models.JournalEntry.migration_uuid == migration_uuid)
-                    .order_by(models.JournalEntry.seq)
-                )
-            )
+            return journals.entries_in(session, models.JournalEntry, migration_uuid)
 
     def journal_pending(self) -> list[models.JournalEntry]:
         """Every entry still ``intended``, over all migrations, oldest first."""
         with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(models.JournalEntry)
-                    .where(models.JournalEntry.state == models.JOURNAL_INTENDED)
-                    .order_by(models.JournalEntry.id)
-                )
-            )
+            return journals.pending_in(session, models.JournalEntry)

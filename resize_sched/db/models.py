@@ -11,12 +11,12 @@ two (``autogenerate`` must find no difference) fails until it has one.
 """
 
 import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, declared_attr, mapped_column
 from sqlalchemy.types import TypeEngine
 
 # -- servers, as the Compute API shows them -----------------------------------
@@ -342,22 +342,27 @@ class Migration(TimestampMixin, Base):
         return f"<Migration {self.uuid} of {self.server_uuid} {self.status}>"
 
 
-class JournalEntry(TimestampMixin, Base):
-    """One intended Placement transition of a migration, in order (``seq``).
+class JournalMixin(TimestampMixin):
+    """The columns every Placement write journal shares: an entry's place in
+    its owner's sequence (``seq``), what it does (``phase``), the
+    allocations read before the write and the ones it writes (``before``,
+    ``target``), and how it ended (``state``, ``detail``).
 
-    Written ``intended`` before the Placement write, then marked ``applied``
-    or ``abandoned``; crash recovery reads the ones still ``intended``.
+    A table using it adds the owner's column (``sort_order=-1`` keeps it
+    right after ``id``, where the migrations put it) and names that column
+    in ``_owner_attr``; ``seq`` is unique per owner, and ``state`` indexed
+    for recovery's look-up of the entries still ``intended``.
     """
 
-    __tablename__ = "migration_journal"
-    __table_args__ = (
-        sa.UniqueConstraint("migration_uuid", "seq"),
-        sa.Index(None, "state"),
-    )
+    #: The column naming the row's owner.
+    _owner_attr: ClassVar[str]
 
-    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
-    migration_uuid: Mapped[str] = mapped_column(
-        sa.String(36), sa.ForeignKey("migrations.uuid"), nullable=False
+    @declared_attr.directive
+    def __table_args__(cls) -> tuple[Any, ...]:
+        return (sa.UniqueConstraint(cls._owner_attr, "seq"), sa.Index(None, "state"))
+
+    id: Mapped[int] = mapped_column(
+        sa.Integer, primary_key=True, autoincrement=True, sort_order=-2
     )
     seq: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     phase: Mapped[str] = mapped_column(sa.String(64), nullable=False)
@@ -367,10 +372,26 @@ class JournalEntry(TimestampMixin, Base):
     detail: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
 
     def __repr__(self) -> str:
-        return f"<JournalEntry {self.migration_uuid}#{self.seq} {self.phase} {self.state}>"
+        owner = getattr(self, self._owner_attr)
+        return f"<{type(self).__name__} {owner}#{self.seq} {self.phase} {self.state}>"
 
 
-class ServerJournalEntry(TimestampMixin, Base):
+class JournalEntry(JournalMixin, Base):
+    """One intended Placement transition of a migration, in order (``seq``).
+
+    Written ``intended`` before the Placement write, then marked ``applied``
+    or ``abandoned``; crash recovery reads the ones still ``intended``.
+    """
+
+    __tablename__ = "migration_journal"
+    _owner_attr = "migration_uuid"
+
+    migration_uuid: Mapped[str] = mapped_column(
+        sa.String(36), sa.ForeignKey("migrations.uuid"), nullable=False, sort_order=-1
+    )
+
+
+class ServerJournalEntry(JournalMixin, Base):
     """One intended Placement write to a server's own consumer outside any
     migration, in order (``seq``): a build's claim, the give-back of a claim
     that lost to a delete, a delete's release, a reap.
@@ -382,24 +403,11 @@ class ServerJournalEntry(TimestampMixin, Base):
     """
 
     __tablename__ = "server_journal"
-    __table_args__ = (
-        sa.UniqueConstraint("server_uuid", "seq"),
-        sa.Index(None, "state"),
-    )
+    _owner_attr = "server_uuid"
 
-    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     server_uuid: Mapped[str] = mapped_column(
-        sa.String(36), sa.ForeignKey("servers.uuid"), nullable=False
+        sa.String(36), sa.ForeignKey("servers.uuid"), nullable=False, sort_order=-1
     )
-    seq: Mapped[int] = mapped_column(sa.Integer, nullable=False)
-    phase: Mapped[str] = mapped_column(sa.String(64), nullable=False)
-    before: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
-    target: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False)
-    state: Mapped[str] = mapped_column(sa.String(16), nullable=False, default=JOURNAL_INTENDED)
-    detail: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
-
-    def __repr__(self) -> str:
-        return f"<ServerJournalEntry {self.server_uuid}#{self.seq} {self.phase} {self.state}>"
 
 
 # -- services and compute nodes --------------------------------------------------------

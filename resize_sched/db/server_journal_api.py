@@ -15,7 +15,6 @@ lives here too: which of a list of consumers are deleted servers or closed
 migrations of ours.
 """
 
-import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -23,6 +22,7 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 
 from resize_sched import exception
+from resize_sched.db import journal as journals
 from resize_sched.db import models
 from resize_sched.db.session import (
     SessionSource,
@@ -36,24 +36,8 @@ from resize_sched.db.session import (
 
 LOG = logging.getLogger(__name__)
 
-# Attempts at taking the next seq when another writer took it first.
-_SEQ_ATTEMPTS = 5
 # Consumers looked up per query by the reaper (bounded IN lists).
 _LOOKUP_CHUNK = 500
-
-
-@functools.cache
-def _mark_applied() -> sa.Update:
-    # NOTE: built once (see resize_sched.db.session.cas_update).
-    journal: sa.Table = models.ServerJournalEntry.__table__  # type: ignore[assignment]
-    return (
-        sa.update(journal)
-        .where(
-            journal.c.id.in_(sa.bindparam("ids", expanding=True)),
-            journal.c.state == models.JOURNAL_INTENDED,
-        )
-        .values(state=models.JOURNAL_APPLIED, updated_at=sa.bindparam("now"))
-    )
 
 
 def _matches(value: Any, expected: Any) -> bool:
@@ -99,13 +83,10 @@ class ServerJournalApi(SessionSource):
             ``expected``, or being deleted (unless ``releasing``).
         :raises resize_sched.exception.Invalid: a bad phase, before or target.
         """
-        if not isinstance(before, Mapping) or not isinstance(target, Mapping):
-            raise exception.Invalid(reason="journal before and target must be mappings")
-        if not isinstance(phase, str) or not phase:
-            raise exception.Invalid(reason="a journal entry needs a phase")
+        journals.check_intent(phase, before, target)
         expected = dict(expected or {})
         check_values(models.Server, expected, what="server", compared=True)
-        for attempt in range(1, _SEQ_ATTEMPTS + 1):
+        for attempt in range(1, journals.SEQ_ATTEMPTS + 1):
             try:
                 with self._writer() as session:
                     return self._server_journal_append(
@@ -172,10 +153,7 @@ class ServerJournalApi(SessionSource):
             (settled meanwhile by someone reading the same outcome).
         :raises resize_sched.exception.Invalid: another target state.
         """
-        if state not in (models.JOURNAL_APPLIED, models.JOURNAL_ABANDONED):
-            raise exception.Invalid(
-                reason=f"a journal entry can be marked applied or abandoned, not {state!r}"
-            )
+        journals.check_mark(state)
         journal = models.ServerJournalEntry
         with self._writer() as session:
             result = session.execute(
@@ -190,27 +168,13 @@ class ServerJournalApi(SessionSource):
 
     def server_journal_list(self, server_uuid: str) -> list[models.ServerJournalEntry]:
         """A server's journal, in order (empty for an unknown server)."""
-        journal = models.ServerJournalEntry
         with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(journal)
-                    .where(journal.server_uuid == server_uuid)
-                    .order_by(journal.seq)
-                )
-            )
+            return journals.entries_in(session, models.ServerJournalEntry, server_uuid)
 
     def server_journal_pending(self) -> list[models.ServerJournalEntry]:
         """Every server journal entry still ``intended``, oldest first."""
-        journal = models.ServerJournalEntry
         with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(journal)
-                    .where(journal.state == models.JOURNAL_INTENDED)
-                    .order_by(journal.id)
-                )
-            )
+            return journals.pending_in(session, models.ServerJournalEntry)
 
     @retry_on_deadlock
     def server_advance(
@@ -250,8 +214,8 @@ class ServerJournalApi(SessionSource):
         ids = list(applied)
         with self._writer() as session:
             changed, server = update_where(session, models.Server, uuid, conditions, values)
-            if changed and ids:
-                session.execute(_mark_applied(), {"ids": ids, "now": models.utcnow()})
+            if changed:
+                journals.mark_applied_in(session, models.ServerJournalEntry, ids)
         if server is None or (changed == 0 and server.deleted_at is not None):
             raise exception.ServerNotFound(server_id=uuid)
         if changed == 0:

@@ -21,12 +21,10 @@ for a schedule; none of it needs a commit of its own:
 A schedule that claims at once is thus three commits: take, intent, advance.
 """
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
-
+from resize_sched.db import journal as journals
 from resize_sched.db import models
 from resize_sched.db.action_api import ERROR, SUCCESS, ActionApi, failure_text
 
@@ -103,31 +101,6 @@ def begin_in(
         )
 
 
-def mark_applied_in(session: Any, entry_ids: list[int]) -> None:
-    """Within ``session``: mark the entries that are still intended ``applied``.
-
-    One settled meanwhile (by crash recovery, reading the same outcome) is
-    left as it is.
-    """
-    if not entry_ids:
-        return
-    session.execute(_mark_applied(), {"ids": list(entry_ids)})
-
-
-@functools.cache
-def _mark_applied() -> sa.Update:
-    # NOTE: built once (see resize_sched.db.session.cas_update).
-    journal: sa.Table = models.JournalEntry.__table__  # type: ignore[assignment]
-    return (
-        sa.update(journal)
-        .where(
-            journal.c.id.in_(sa.bindparam("ids", expanding=True)),
-            journal.c.state == models.JOURNAL_INTENDED,
-        )
-        .values(state=models.JOURNAL_APPLIED)
-    )
-
-
 def end_in(
     session: Any,
     run: StepRun,
@@ -144,7 +117,7 @@ def end_in(
     :param not_due: the step turned out not to be due: the event it opened
         is dropped, so a replay leaves nothing behind.
     """
-    mark_applied_in(session, run.applied)
+    journals.mark_applied_in(session, models.JournalEntry, run.applied)
     event = run.event
     if event is None:
         return

@@ -64,17 +64,7 @@ _BATCH = 100
 
 def inventory_records(host: Mapping[str, int] = HOST) -> dict[str, dict[str, Any]]:
     """Full inventory records for a host of that size, as a compute service sets them."""
-    return {
-        rc: {
-            "total": total,
-            "reserved": 0,
-            "min_unit": 1,
-            "max_unit": total,
-            "step_size": 1,
-            "allocation_ratio": 1.0,
-        }
-        for rc, total in host.items()
-    }
+    return rs.inventory_records(host)
 
 
 def draw_flavor(rng: random.Random, exclude: str | None = None) -> FlavorSpec:

@@ -34,14 +34,13 @@ from dataclasses import dataclass
 from resize_sched import resources as rs
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """The oracle's answer for one resize."""
+class Judged:
+    """What the oracle's three answers for a resize mean (see the module's
+    docstring); mixed into whatever carries them."""
 
     source_fits: bool
     other_fits: bool
-    #: the source has ``new`` free even with the server's ``old`` counted
-    source_free: bool = False
+    source_free: bool
 
     @property
     def feasible(self) -> bool:
@@ -50,6 +49,16 @@ class Verdict:
     @property
     def same_host_full(self) -> bool:
         return self.source_fits and not self.other_fits and not self.source_free
+
+
+@dataclass(frozen=True)
+class Verdict(Judged):
+    """The oracle's answer for one resize."""
+
+    source_fits: bool
+    other_fits: bool
+    #: the source has ``new`` free even with the server's ``old`` counted
+    source_free: bool = False
 
 
 def source_fits(

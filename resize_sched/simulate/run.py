@@ -67,7 +67,7 @@ class Arrival:
 
 
 @dataclass
-class Outcome:
+class Outcome(oracle.Judged):
     """What one resize did, and what the oracle said of it."""
 
     arrival: int
@@ -86,14 +86,6 @@ class Outcome:
     decision: str | None = None
     revert_refused: bool = False
     decision_requests: int = 0
-
-    @property
-    def feasible(self) -> bool:
-        return self.source_fits or self.other_fits
-
-    @property
-    def same_host_full(self) -> bool:
-        return self.source_fits and not self.other_fits and not self.source_free
 
     @property
     def succeeded(self) -> bool:
