@@ -1,5 +1,7 @@
 """Settings for the whole test run."""
 
+import logging
+
 import pytest
 
 
@@ -15,3 +17,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("rabbit") is not None:
             item.add_marker(pytest.mark.xdist_group("rabbit"))
+
+
+@pytest.fixture(autouse=True)
+def _logger_levels_restored():
+    """Give every test the logger levels the test before it found.
+
+    NOTE: the commands tested in-process (``resize-sched-simulate``, the
+    status and manage commands) set up logging as a process does, including
+    oslo.log's ``default_log_levels`` (``resize_sched=ERROR`` for the
+    simulation). Left in place, that silences the warnings later tests in the
+    same worker look for.
+    """
+    manager = logging.Logger.manager
+    loggers = {n: lg for n, lg in manager.loggerDict.items() if isinstance(lg, logging.Logger)}
+    saved = {n: (lg.level, lg.propagate, lg.disabled) for n, lg in loggers.items()}
+    root_level, disabled = logging.getLogger().level, manager.disable
+    yield
+    for name, logger in list(manager.loggerDict.items()):
+        if not isinstance(logger, logging.Logger):
+            continue
+        level, propagate, off = saved.get(name, (logging.NOTSET, True, False))
+        if (logger.level, logger.propagate, logger.disabled) != (level, propagate, off):
+            logger.setLevel(level)
+            logger.propagate, logger.disabled = propagate, off
+    logging.getLogger().setLevel(root_level)
+    logging.disable(disabled)
