@@ -14,7 +14,7 @@ import pytest
 from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched.placement.client import DISABLED_TRAIT, Candidates
-from resize_sched.scheduler import manager
+from resize_sched.scheduler import verdict
 from resize_sched.scheduler.manager import Destination, Scheduler, SchedulingRequest
 
 SMALL = {"VCPU": 1, "MEMORY_MB": 512}
@@ -54,7 +54,7 @@ def inv(total: int, **kw: Any) -> dict[str, Any]:
     ],
 )
 def test_fits_empty(inventories: dict, amounts: dict, fits: bool) -> None:
-    assert manager._fits_empty(inventories, amounts) is fits
+    assert verdict._fits_empty(inventories, amounts) is fits
 
 
 # -- a fake client -------------------------------------------------------------------------
