@@ -160,15 +160,21 @@ def test_fifty_concurrent_resizes_with_a_strategy_switch(deployment, capsys):
 
     def all_active() -> bool:
         now = _servers(conn, set(ids))
+        # 72 slots for 50 servers: a build that ends in ERROR is a bug, not
+        # a slow machine; say which and why at once.
+        failed = [f"{s.name}: {s.fault}" for s in now.values() if s.status == "ERROR"]
+        assert not failed, "builds failed: " + "; ".join(failed)
         return len(now) == SERVERS and all(
             s.status == "ACTIVE" and s.task_state is None for s in now.values()
         )
 
-    wait_for(
-        all_active,
-        "50 servers to boot",
-        timeout=90,
-    )
+    def states() -> str:
+        now = _servers(conn, set(ids)).values()
+        return str(Counter(f"{s.status}/{s.task_state}" for s in now))
+
+    # NOTE: 7 s alone on two cores; CI runs it beside another slow test, on
+    # a loaded machine it once took over 90 s. The wait is for progress.
+    wait_for(all_active, "50 servers to boot", timeout=300, detail=states)
     deployment["check"]()
     booted = {s.id: s.compute_host for s in _servers(conn, set(ids)).values()}
 
@@ -195,7 +201,7 @@ def test_fifty_concurrent_resizes_with_a_strategy_switch(deployment, capsys):
     # Confirm even-numbered servers, revert odd ones, as each reaches
     # VERIFY_RESIZE; wait until none is still on its way.
     decided: set[str] = set()
-    deadline = time.monotonic() + 150
+    deadline = time.monotonic() + 240  # below stuck_after
     while True:
         now = _servers(conn, set(ids))
         waiting = []
