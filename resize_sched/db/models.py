@@ -259,6 +259,10 @@ class Server(TimestampMixin, Base):
     #: (a child's vGPU, a sharing provider's disk); None: its whole flavor on
     #: ``rp_uuid``, as on a flat host.
     allocations: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
+    #: Placement's ``mappings`` for our last claim: request group suffix
+    #: (``""`` unnumbered) -> provider uuids; None when the flavor has no
+    #: numbered group.
+    group_providers: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
 
     def __repr__(self) -> str:
         return f"<Server {self.uuid} {self.status}/{self.vm_state}/{self.task_state}>"
@@ -329,6 +333,11 @@ class Migration(TimestampMixin, Base):
     #: failure and a revert give back exactly this); None: ``old_resources``
     #: on ``source_rp_uuid``.
     old_allocations: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
+    #: The server's ``group_providers`` when the resize began; a failure and
+    #: a revert give it back.
+    old_group_providers: Mapped[dict[str, Any] | None] = mapped_column(
+        NullableJSON, nullable=True
+    )
     #: The conductor step running now (a token it took with a compare-and-swap),
     #: or None. Only the owner writes Placement for this migration or moves its
     #: status; a delete or crash recovery takes it away.
@@ -463,6 +472,10 @@ class ComputeNode(TimestampMixin, Base):
     inventory: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False, default=dict)
     #: The provider generation that inventory was written at.
     provider_generation: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    #: The child providers the host's service owns and reported: uuid ->
+    #: ``{"name", "inventory", "traits"}``; None on a flat host. Not in
+    #: ``inventory``, which is the root's alone.
+    children: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
     #: When the node's service last reported it.
     reported_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
