@@ -335,9 +335,7 @@ class Migration(TimestampMixin, Base):
     old_allocations: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
     #: The server's ``group_providers`` when the resize began; a failure and
     #: a revert give it back.
-    old_group_providers: Mapped[dict[str, Any] | None] = mapped_column(
-        NullableJSON, nullable=True
-    )
+    old_group_providers: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
     #: The conductor step running now (a token it took with a compare-and-swap),
     #: or None. Only the owner writes Placement for this migration or moves its
     #: status; a delete or crash recovery takes it away.
