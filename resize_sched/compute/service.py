@@ -8,13 +8,15 @@ on topic ``compute`` with ``server=<host>``; every ``[compute]
 update_interval`` seconds a background thread puts the mark and the inventory
 right again if they drifted (or re-creates the provider if it was deleted).
 
-The service also reports to the conductor (conductor RPC API 1.2,
+The service also reports to the conductor (conductor RPC API 1.3,
 ``compute_report``) at start and every ``[DEFAULT] report_interval``
 seconds: its host and node name, its provider's uuid, the inventory it set
-there and the provider generation it last read or wrote it at, and the
-compute RPC version it speaks. That report is its heartbeat (``os-services``
-tells up from down by it) and keeps its compute node row current; a
-conductor capped below 1.2 is sent none.
+there and the provider generation it last read or wrote it at, the child
+providers it keeps under the root (see :mod:`resize_sched.compute.tree`;
+``{}`` on a flat host), and the compute RPC version it speaks. That report
+is its heartbeat (``os-services`` tells up from down by it) and keeps its
+compute node row current; a conductor capped at 1.2 is sent the report
+without the children, one capped below 1.2 none.
 
 A provider of that name already marked as someone else's (another
 deployment's owner trait, or Nova's ``COMPUTE_NODE``) is never taken over:
@@ -150,6 +152,9 @@ class ComputeService:
         self.provider_uuid: str | None = None
         #: The provider generation the inventory was last read or written at.
         self.provider_generation: int | None = None
+        #: The children of ours under the provider after the last tree
+        #: refresh: uuid -> {"name", "inventory", "traits"}; empty when flat.
+        self.children: dict[str, dict[str, Any]] = {}
         self._conductor: conductor_rpcapi.ConductorAPI | None = None
         self._transport = transport
         self._owns_transport = transport is None
@@ -296,14 +301,18 @@ class ComputeService:
         aggregates = self.conf.compute.sharing_aggregates
         if not (children or aggregates or at_start):
             return 0
-        return provider_tree.update_provider_tree(
+        owned: dict[str, dict[str, Any]] = {}
+        changes = provider_tree.update_provider_tree(
             self.placement,
             self.host,
             self.provider_uuid,
             children,
             mark=provider_tree.child_trait(self.conf.placement.deployment_name),
             aggregates=aggregates,
+            owned=owned,
         )
+        self.children = owned
+        return changes
 
     def _register_again(self) -> bool:
         LOG.warning(
@@ -379,6 +388,7 @@ class ComputeService:
                 inventory=self.inventory,
                 provider_generation=self.provider_generation,
                 service_version=compute_rpcapi.VERSION,
+                children=self.children,
             )
         except messaging.MessagingException as exc:
             LOG.warning("Could not report %s to the conductor: %s", self.host, exc)

@@ -16,6 +16,11 @@ compute service makes Placement match, under its root provider:
   happens to have a name we would give: ours carry the child trait of this
   deployment (:func:`child_trait`), theirs do not.
 
+What the update leaves of the host's own children (uuid -> name, inventory
+records and traits) is what the service reports to the conductor, which
+records it as the compute node's ``children`` (``os-hypervisors`` and
+``resize-sched-manage host show`` read it).
+
 The owner trait stays on the root alone: the scheduler's ``root_required``
 and every listing of our hosts read it there. With ``[compute]
 sharing_aggregates`` the root also joins the aggregates of a shared disk
@@ -74,6 +79,17 @@ def _same_inventory(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> bo
     )
 
 
+def _described(
+    name: str, inventory: Mapping[str, Mapping[str, Any]], traits: Iterable[str]
+) -> dict[str, Any]:
+    """One child as the compute service reports it (JSON-ready)."""
+    return {
+        "name": name,
+        "inventory": {rc: dict(record) for rc, record in inventory.items()},
+        "traits": sorted(traits),
+    }
+
+
 def update_provider_tree(
     client: PlacementClient,
     host: str,
@@ -82,6 +98,7 @@ def update_provider_tree(
     *,
     mark: str,
     aggregates: Iterable[str] = (),
+    owned: dict[str, dict[str, Any]] | None = None,
 ) -> int:
     """Make the children of ``root`` that are ours match ``children``.
 
@@ -90,10 +107,17 @@ def update_provider_tree(
     :param children: what the driver has.
     :param mark: this deployment's child trait.
     :param aggregates: aggregates the root must be in (kept beside its others).
+    :param owned: when given, filled with the children of ours left under
+        the root afterwards: uuid -> ``{"name", "inventory", "traits"}``
+        (the provider's name, its inventory records, its traits sorted). A
+        child the driver dropped whose delete Placement refused (still
+        allocated) is among them: it still holds what it holds.
     :returns: how many providers were created, changed or deleted.
     :raises PlacementError: Placement failed (the next refresh tries again).
     """
     changes = 0
+    if owned is None:
+        owned = {}
     wanted = {f"{host}_{child.name}": child for child in children}
     present = {
         rp["name"]: rp for rp in client.list_resource_providers(in_tree=root) if rp["uuid"] != root
@@ -108,6 +132,7 @@ def update_provider_tree(
                 rp["uuid"], rs.inventory_records(child.inventory), rp["generation"]
             )
             client.put_traits(rp["uuid"], traits, generation)
+            owned[rp["uuid"]] = _described(name, rs.inventory_records(child.inventory), traits)
             changes += 1
             continue
         current_traits, generation = client.get_traits(rp["uuid"])
@@ -128,6 +153,7 @@ def update_provider_tree(
         if current_traits != traits:
             client.put_traits(rp["uuid"], traits, generation)
             changes += 1
+        owned[rp["uuid"]] = _described(name, rs.inventory_records(child.inventory), traits)
     for name, rp in present.items():
         if name in wanted:
             continue
@@ -138,6 +164,11 @@ def update_provider_tree(
             client.delete_resource_provider(rp["uuid"])
         except exception.PlacementConflict as exc:
             LOG.warning("Child provider %s of %s still in use; kept for now: %s", name, host, exc)
+            try:
+                inventory, _ = client.get_inventories(rp["uuid"])
+            except exception.PlacementNotFound:
+                continue
+            owned[rp["uuid"]] = _described(name, inventory, traits)
             continue
         except exception.PlacementNotFound:
             continue

@@ -73,10 +73,13 @@ def _malformed(arguments: dict[str, Any]) -> list[str]:
     text where text belongs), before anything is read or written."""
     problems = []
     for name, value in arguments.items():
-        if value is None and name in ("migration_uuid", "host"):
+        if value is None and name in ("migration_uuid", "host", "children"):
             continue
         if name == "inventory":
             problem = reports.malformed_inventory(value)
+            problems += [problem] if problem else []
+        elif name == "children":
+            problem = reports.malformed_children(value)
             problems += [problem] if problem else []
         elif name == "provider_generation":
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -389,8 +392,12 @@ class ConductorManager:
         inventory: dict[str, Any],
         provider_generation: int | None,
         service_version: str,
+        children: dict[str, Any] | None = None,
     ) -> None:
-        """A compute service's heartbeat and compute node (:mod:`.reports`)."""
+        """A compute service's heartbeat and compute node (:mod:`.reports`).
+
+        ``children`` from 1.3; a 1.2 report has none (see the rpcapi's history).
+        """
         try:
             reports.record(
                 self.db,
@@ -402,6 +409,7 @@ class ConductorManager:
                 inventory=inventory,
                 provider_generation=provider_generation,
                 version=service_version,
+                children=children,
             )
         except exception.PlacementError as exc:
             LOG.warning("Report of %s not recorded (the next one will be): %s", host, exc)

@@ -2,9 +2,15 @@
 
 A report (conductor RPC API 1.2, ``compute_report``) carries the service's
 host, its node, the resource provider it registered, the inventory it set
-there and the provider generation it read or wrote it at. The report is the
-service's heartbeat (``services.last_seen_up``) and keeps its compute node
-current (:meth:`resize_sched.db.host_api.HostApi.compute_node_report`).
+there and the provider generation it read or wrote it at; from 1.3 also the
+child providers the service keeps under that root (uuid -> name, inventory
+records, traits; ``{}`` on a flat host), recorded as the node's
+``children``. The report is the service's heartbeat
+(``services.last_seen_up``) and keeps its compute node current
+(:meth:`resize_sched.db.host_api.HostApi.compute_node_report`). A report
+without children (an older compute service, or one whose conductor RPC is
+capped at 1.2) leaves the children last recorded as they are; the root's
+``inventory`` is the root's alone either way.
 
 Reports are casts and may be handled out of order, or late:
 
@@ -29,6 +35,7 @@ database, so ``os-services`` lists it up or down as Nova lists
 ``nova-conductor``.
 """
 
+import re
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -46,6 +53,8 @@ LOG = logging.getLogger(__name__)
 
 #: The reason recorded when a first report finds its host disabled in Placement.
 ADOPTED_REASON = "disabled in Placement before the service first reported"
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 _RECORD_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
 
@@ -72,6 +81,32 @@ def malformed_inventory(inventory: Any) -> str | None:
     return None
 
 
+def malformed_children(children: Any) -> str | None:
+    """What is wrong with a report's children, if anything.
+
+    :returns: the problem, or None when it is uuid -> ``{"name": text,
+        "inventory": records, "traits": [text, ...]}``.
+    """
+    if not isinstance(children, Mapping):
+        return f"children is not a mapping: {children!r:.80}"
+    for uuid, child in children.items():
+        if not isinstance(uuid, str) or not _UUID.match(uuid):
+            return f"children has a key that is not a uuid: {uuid!r:.80}"
+        if not isinstance(child, Mapping) or set(child) != {"name", "inventory", "traits"}:
+            return f"child {uuid} is not name, inventory and traits: {child!r:.80}"
+        name, traits = child["name"], child["traits"]
+        if not isinstance(name, str) or not name or len(name) > 200:
+            return f"child {uuid} has a bad name: {name!r:.80}"
+        problem = malformed_inventory(child["inventory"])
+        if problem:
+            return f"child {uuid}: {problem}"
+        if not isinstance(traits, list | tuple) or not all(
+            isinstance(t, str) and 0 < len(t) <= 255 for t in traits
+        ):
+            return f"child {uuid} has bad traits: {traits!r:.80}"
+    return None
+
+
 def record(
     db: Database,
     client: PlacementClient,
@@ -83,10 +118,13 @@ def record(
     inventory: Mapping[str, Mapping[str, Any]],
     provider_generation: int | None,
     version: str,
+    children: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> bool:
     """Record one report (see the module doc).
 
     :param deployment_name: ``[placement] deployment_name`` (the owner trait).
+    :param children: the service's child providers (``{}``: a flat host);
+        None: the report had none (the children recorded are kept).
     :returns: whether it was recorded (False: a stale report, dropped).
     :raises PlacementError: Placement could not be read while checking a
         provider change (nothing was recorded; the next report retries).
@@ -115,6 +153,7 @@ def record(
         inventory=inventory,
         provider_generation=provider_generation,
         version=version,
+        children=children,
     )
     if new_node:
         _agree_disabled(db, client, owner, service, rp_uuid)

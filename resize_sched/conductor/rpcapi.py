@@ -10,6 +10,11 @@ API version history:
 * 1.2 - compute_report: a compute service's periodic report (heartbeat,
   compute node, the inventory it set in Placement). Not sent to a 1.1
   conductor: such a conductor keeps no services or compute nodes.
+* 1.3 - compute_report carries ``children``: the child providers the
+  service keeps under its root, uuid -> ``{"name", "inventory", "traits"}``
+  (``{}`` on a flat host). A 1.2 conductor is sent the report without them;
+  a 1.3 conductor keeps what it last recorded when a report has none (an
+  older compute service, or one capped at 1.2).
 
 Every method is a cast: the caller has already validated the request and
 recorded its intent in the database; the outcome shows in the server's and
@@ -30,7 +35,7 @@ LOG = logging.getLogger(__name__)
 
 TOPIC = "conductor"
 NAMESPACE = "conductor"
-VERSION = "1.2"
+VERSION = "1.3"
 
 
 class ConductorAPI:
@@ -128,29 +133,43 @@ class ConductorAPI:
         inventory: Mapping[str, Mapping[str, Any]],
         provider_generation: int | None,
         service_version: str,
+        children: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> bool:
         """The periodic report of the compute service on ``host``.
 
         :param node: the compute node's (hypervisor's) name.
         :param rp_uuid: the uuid of the resource provider it registered.
-        :param inventory: the inventory records it set on that provider.
+        :param inventory: the inventory records it set on that provider
+            (the root's alone).
         :param provider_generation: the provider generation that inventory
             was read or written at.
         :param service_version: the compute RPC API version the service speaks.
+        :param children: its own child providers, uuid -> ``{"name",
+            "inventory", "traits"}`` (``{}``: a flat host); None sends none.
+            Sent from 1.3 only.
         :returns: whether it was sent (False: the conductor is capped below 1.2).
         """
         if not self.client.can_send_version("1.2"):
             LOG.debug("Conductor capped below 1.2: compute report of %s not sent", host)
             return False
-        self._cast(
-            ctxt,
-            "compute_report",
-            "1.2",
-            host=host,
-            node=node,
-            rp_uuid=rp_uuid,
-            inventory={rc: dict(record) for rc, record in inventory.items()},
-            provider_generation=provider_generation,
-            service_version=service_version,
-        )
+        kwargs: dict[str, Any] = {
+            "host": host,
+            "node": node,
+            "rp_uuid": rp_uuid,
+            "inventory": {rc: dict(record) for rc, record in inventory.items()},
+            "provider_generation": provider_generation,
+            "service_version": service_version,
+        }
+        version = "1.2"
+        if children is not None and self.client.can_send_version("1.3"):
+            version = "1.3"
+            kwargs["children"] = {
+                uuid: {
+                    "name": child["name"],
+                    "inventory": {rc: dict(r) for rc, r in child["inventory"].items()},
+                    "traits": list(child["traits"]),
+                }
+                for uuid, child in children.items()
+            }
+        self._cast(ctxt, "compute_report", version, **kwargs)
         return True

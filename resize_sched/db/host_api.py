@@ -53,13 +53,18 @@ class HostApi(SessionSource):
         provider_generation: int | None = None,
         hypervisor_type: str = "fake",
         version: str | None = None,
+        children: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> tuple[models.Service, models.ComputeNode]:
         """Record one report of a compute service: heartbeat and compute node.
 
         Creates the service and node rows on the first report. A node whose
         provider was re-created (a new ``rp_uuid`` for the same node name) is
         replaced. An older report (a lower provider generation than recorded)
-        does not overwrite a newer inventory.
+        does not overwrite a newer inventory, nor the children.
+
+        :param children: the child providers the service owns, uuid ->
+            ``{"name", "inventory", "traits"}``; ``{}`` (a flat host) records
+            None; None (a report without them) keeps what is recorded.
 
         :returns: the service and compute node as now stored.
         """
@@ -97,6 +102,11 @@ class HostApi(SessionSource):
             if not older:
                 current.inventory = {rc: dict(rec) for rc, rec in inventory.items()}
                 current.provider_generation = provider_generation
+                # NOTE: a child's changes do not bump the root's generation,
+                # so two reports at one generation are taken as they come; the
+                # next report, a report_interval later, puts a late one right.
+                if children is not None:
+                    current.children = _children_column(children)
             current.host = host
             current.hypervisor_hostname = node
             current.hypervisor_type = hypervisor_type
@@ -279,6 +289,20 @@ def _heartbeat(
     if version is not None:
         service.version = version
     return service
+
+
+def _children_column(children: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The ``children`` column of a report's children (None: a flat host)."""
+    if not children:
+        return None
+    return {
+        uuid: {
+            "name": child["name"],
+            "inventory": {rc: dict(r) for rc, r in child["inventory"].items()},
+            "traits": sorted(child["traits"]),
+        }
+        for uuid, child in sorted(children.items())
+    }
 
 
 def service_is_up(service: models.Service, down_time: float, now: Any = None) -> bool:

@@ -99,7 +99,7 @@ def test_the_conductor_is_listed_as_nova_conductor(
     heartbeat = reports.ConductorHeartbeat(cloud.db, "ctl1", interval=3600)
     assert heartbeat.beat() and heartbeat.beat()
     row = cloud.db.service_get_by_host("ctl1", CONDUCTOR_BINARY)
-    assert (row.report_count, row.topic, row.version) == (2, "conductor", "1.2")
+    assert (row.report_count, row.topic, row.version) == (2, "conductor", "1.3")
 
     listed = {s["binary"]: s for s in _services(cloud)}
     assert set(listed) == {"nova-compute", "nova-conductor"}

@@ -17,6 +17,7 @@ from oslo_config import cfg
 
 from resize_sched.compute import rpcapi as compute_rpcapi
 from resize_sched.compute.service import ComputeService
+from resize_sched.compute.tree import child_trait
 from resize_sched.conductor import reports
 from resize_sched.conductor.rpcapi import ConductorAPI
 from resize_sched.conductor.service import ConductorService
@@ -24,6 +25,7 @@ from resize_sched.context import admin_context
 from resize_sched.db.host_api import COMPUTE_BINARY
 from resize_sched.placement.client import DISABLED_TRAIT, PlacementClient
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
+from resize_sched.resources import inventory_record
 from tests.functional.compute.conftest import wait_until
 from tests.functional.fixtures.database import fresh_sqlite_database, sqlite_url
 
@@ -194,6 +196,27 @@ def test_an_older_report_does_not_overwrite_a_newer_inventory(
         {"rp_uuid": "not-a-uuid"},
         {"host": 42},
         {"host": "   "},
+        {"children": []},
+        {"children": {"not-a-uuid": {"name": "n", "inventory": {}, "traits": []}}},
+        {"children": {"7d4a3f9e-2c1b-4e6a-9f0d-3b5c8a1e2d47": {"name": "n", "inventory": {}}}},
+        {
+            "children": {
+                "7d4a3f9e-2c1b-4e6a-9f0d-3b5c8a1e2d47": {
+                    "name": "n",
+                    "inventory": {"VCPU": {"total": "4"}},
+                    "traits": [],
+                }
+            }
+        },
+        {
+            "children": {
+                "7d4a3f9e-2c1b-4e6a-9f0d-3b5c8a1e2d47": {
+                    "name": "n",
+                    "inventory": {},
+                    "traits": "HW_NUMA_ROOT",
+                }
+            }
+        },
     ],
 )
 def test_a_malformed_report_is_dropped_with_a_warning(
@@ -283,3 +306,99 @@ def test_a_first_report_adopts_a_host_disabled_in_placement(
     [row] = conductor_service.db.service_list(binary=COMPUTE_BINARY)
     assert row.disabled_reason == reports.ADOPTED_REASON
     assert DISABLED_TRAIT in placement_client.get_traits(service.provider_uuid)[0]
+
+
+NUMA = ["numa0:VCPU=4,MEMORY_MB=2048:HW_NUMA_ROOT", "numa1:VCPU=4,MEMORY_MB=2048:HW_NUMA_ROOT"]
+
+
+def test_a_tree_host_reports_its_own_children_and_a_flat_one_none(
+    start_compute: Callable[..., ComputeService],
+    conductor_service: ConductorService,
+    placement_client: PlacementClient,
+) -> None:
+    flat = start_compute("flat")
+    service = start_compute("c1", fake_driver={"provider_tree": NUMA})
+    wait_until(lambda: _node(conductor_service, "c1") is not None)
+    wait_until(lambda: _node(conductor_service, "flat") is not None)
+    assert _node(conductor_service, "flat").children is None
+    assert flat.children == {}
+
+    # Another service's child under our root is never reported as ours.
+    foreign = placement_client.create_resource_provider(
+        "c1:br-ex", parent_provider_uuid=service.provider_uuid
+    )["uuid"]
+    placement_client.set_inventory(foreign, {"VCPU": 2})
+    assert service.refresh_tree() == 0
+    assert service.report() is True
+    by_name = {
+        rp["name"]: rp["uuid"]
+        for rp in placement_client.list_resource_providers(in_tree=service.provider_uuid)
+    }
+    mark = child_trait("default")
+    wait_until(lambda: _node(conductor_service, "c1").children is not None)
+    node = _node(conductor_service, "c1")
+    assert node.children == {
+        by_name[f"c1_numa{i}"]: {
+            "name": f"c1_numa{i}",
+            "inventory": {
+                "MEMORY_MB": inventory_record(2048),
+                "VCPU": inventory_record(4),
+            },
+            "traits": sorted(["HW_NUMA_ROOT", mark]),
+        }
+        for i in (0, 1)
+    }
+    assert foreign not in node.children
+    # The root's inventory stays the root's alone (the scheduler's source
+    # shortcut reads it as such).
+    assert node.inventory == service.inventory
+
+
+def test_an_old_format_report_is_accepted_and_keeps_the_children(
+    start_compute: Callable[..., ComputeService], conductor_service: ConductorService
+) -> None:
+    service = start_compute("c1", fake_driver={"provider_tree": NUMA})
+    wait_until(lambda: _node(conductor_service, "c1") is not None)
+    wait_until(lambda: _node(conductor_service, "c1").children is not None)
+    children = _node(conductor_service, "c1").children
+    count = conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].report_count
+    bigger = {
+        rc: dict(record, total=record["total"] + 1) for rc, record in service.inventory.items()
+    }
+    # A 1.2 report (no children argument): recorded, children left as they were.
+    _report(
+        conductor_service,
+        service,
+        inventory=bigger,
+        provider_generation=service.provider_generation + 1,
+    )
+    node = _node(conductor_service, "c1")
+    assert conductor_service.db.service_list(binary=COMPUTE_BINARY)[0].report_count == count + 1
+    assert (node.inventory, node.children) == (bigger, children)
+    # A 1.3 report of a host that has become flat clears them.
+    _report(
+        conductor_service,
+        service,
+        provider_generation=service.provider_generation + 2,
+        children={},
+    )
+    assert _node(conductor_service, "c1").children is None
+
+
+def test_a_conductor_capped_at_1_2_gets_the_report_without_children(
+    make_conf: Callable[..., cfg.ConfigOpts],
+    transport: messaging.Transport,
+    conductor_service: ConductorService,
+) -> None:
+    conf = make_conf(
+        "c1",
+        compute=dict(SIZE),
+        fake_driver={"provider_tree": NUMA},
+        upgrade_levels={"conductor": "1.2"},
+    )
+    with ComputeService(conf, transport=transport) as service:
+        assert len(service.children) == 2
+        wait_until(lambda: _node(conductor_service, "c1") is not None)
+        assert service.report() is True
+        node = _node(conductor_service, "c1")
+        assert (node.inventory, node.children) == (service.inventory, None)
