@@ -18,6 +18,18 @@ add the reserved amounts as Nova counts them; ``free_*`` and
 number of our servers on the host and ``current_workload`` those of them
 with a task in progress.
 
+On a host that is a tree of providers (vGPUs, PCI devices, NUMA cells on
+child providers) the sizes count the children the host's compute service
+owns and reported (``compute_nodes.children``) beside the root: their
+``VCPU``, ``MEMORY_MB`` and ``DISK_GB`` totals, reserved amounts and usages
+are added to the root's, so a host whose CPUs and memory sit on two NUMA
+cells shows them. Device classes (``VGPU``, ``CUSTOM_PCI_*``) are not sizes
+Nova shows, so a vGPU child changes no figure; a child of another service
+under the root, a sharing pool's disk and a reported child that no longer
+carries this deployment's child trait in Placement are not counted. A flat
+host is read exactly as before; a tree host whose children hold any of those
+classes costs one listing of our children, and one usage read per such child.
+
 ``GET /os-hypervisors/statistics`` (up to 2.87, 404 from 2.88 as in Nova)
 sums the pre-2.88 sizes over the hypervisors whose compute service is
 enabled (Nova leaves disabled ones out, and counts down ones in), with
@@ -29,7 +41,8 @@ answers an empty list (there are no host aggregates here), which it reads.
 Administrators only by default.
 """
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import webob
 from oslo_log import log as logging
@@ -40,7 +53,7 @@ from resize_sched.api import faults, policy
 from resize_sched.api.request import ApiRequest, json_response, paginate, parse_bool
 from resize_sched.db import models
 from resize_sched.db.host_api import COMPUTE_BINARY, service_is_up
-from resize_sched.placement.client import owner_trait
+from resize_sched.placement.client import child_trait, owner_trait
 from resize_sched.policies import hypervisors as rules
 from resize_sched.resources import DISK_GB, MEMORY_MB, VCPU
 from resize_sched.scheduler import hosts
@@ -66,32 +79,50 @@ class PlacementUnavailable(faults.Fault):
     status = 503
 
 
-def _total(node: models.ComputeNode, rc: str) -> int:
-    return int((node.inventory.get(rc) or {}).get("total", 0))
+#: The classes the sizes show (``vcpus``, ``memory_mb``, ``local_gb``); a
+#: child counts only for these.
+HOST_CLASSES = (VCPU, MEMORY_MB, DISK_GB)
+
+#: One provider's part in the sizes: its inventory records and its usages.
+Part = tuple[Mapping[str, Mapping[str, Any]], Mapping[str, int]]
 
 
-def _reserved(node: models.ComputeNode, rc: str) -> int:
-    return int((node.inventory.get(rc) or {}).get("reserved", 0))
+class Usage(NamedTuple):
+    """What Placement says a node uses: the root's usages, and the inventory
+    and usages of each child of ours counted with it."""
+
+    root: dict[str, int]
+    children: list[Part]
+
+
+def _field(parts: list[Part], rc: str, name: str) -> int:
+    return sum(int((inventory.get(rc) or {}).get(name, 0)) for inventory, _ in parts)
 
 
 def sizes(
-    node: models.ComputeNode, usage: dict[str, int], servers: list[models.Server]
+    node: models.ComputeNode,
+    usage: dict[str, int],
+    servers: list[models.Server],
+    children: Iterable[Part] = (),
 ) -> dict[str, Any]:
     """The pre-2.88 size fields of one hypervisor.
 
-    :param node: the compute node (its totals).
+    :param node: the compute node (its root's totals).
     :param usage: its provider's usages in Placement (class -> amount).
     :param servers: our servers on its host.
+    :param children: the inventory and usages of each child counted with it.
     :returns: ``vcpus`` ... ``disk_available_least``.
     """
-    vcpus, memory_mb, local_gb = _total(node, VCPU), _total(node, MEMORY_MB), _total(node, DISK_GB)
-    memory_used = usage.get(MEMORY_MB, 0) + _reserved(node, MEMORY_MB)
-    disk_used = usage.get(DISK_GB, 0) + _reserved(node, DISK_GB)
+    parts: list[Part] = [(node.inventory, usage), *children]
+    vcpus, memory_mb, local_gb = (_field(parts, rc, "total") for rc in HOST_CLASSES)
+    used = {rc: sum(u.get(rc, 0) for _, u in parts) for rc in HOST_CLASSES}
+    memory_used = used[MEMORY_MB] + _field(parts, MEMORY_MB, "reserved")
+    disk_used = used[DISK_GB] + _field(parts, DISK_GB, "reserved")
     return {
         "vcpus": vcpus,
         "memory_mb": memory_mb,
         "local_gb": local_gb,
-        "vcpus_used": usage.get(VCPU, 0),
+        "vcpus_used": used[VCPU],
         "memory_mb_used": memory_used,
         "local_gb_used": disk_used,
         "free_ram_mb": memory_mb - memory_used,
@@ -109,7 +140,7 @@ def view(
     down_time: float,
     *,
     detail: bool,
-    usage: dict[str, int] | None = None,
+    usage: Usage | None = None,
     servers: list[models.Server] | None = None,
     with_servers: bool = False,
 ) -> dict[str, Any]:
@@ -119,7 +150,7 @@ def view(
     :param service: its host's compute service.
     :param down_time: ``[DEFAULT] service_down_time``.
     :param detail: the detail fields too.
-    :param usage: its provider's usages (detail below 2.88).
+    :param usage: its providers' usages (detail below 2.88).
     :param servers: our servers on its host.
     :param with_servers: list them (``servers``: name and uuid).
     :returns: the body of one hypervisor.
@@ -147,7 +178,8 @@ def view(
         if req.version.at_least("2.88"):
             body["uptime"] = None
         else:
-            body.update(sizes(node, usage or {}, servers or []))
+            usage = usage or Usage({}, [])
+            body.update(sizes(node, usage.root, servers or [], usage.children))
             body["cpu_info"] = {} if req.version.at_least("2.28") else "{}"
     if with_servers:
         if servers:
@@ -157,8 +189,18 @@ def view(
     return body
 
 
-def _owned_usages(state: "ApiState", nodes: list[models.ComputeNode]) -> dict[str, dict[str, int]]:
-    """Placement's usages of each node's provider, for the providers that are ours.
+def _sized_children(node: models.ComputeNode) -> dict[str, Mapping[str, Any]]:
+    """The children the node's service reported that hold a class the sizes show."""
+    return {
+        uuid: child
+        for uuid, child in (node.children or {}).items()
+        if any(rc in (child.get("inventory") or {}) for rc in HOST_CLASSES)
+    }
+
+
+def _owned_usages(state: "ApiState", nodes: list[models.ComputeNode]) -> dict[str, Usage]:
+    """Placement's usages of each node's provider, for the providers that are
+    ours, with those of the children counted with it (see the module doc).
 
     :raises PlacementUnavailable: Placement could not be read.
     """
@@ -166,17 +208,41 @@ def _owned_usages(state: "ApiState", nodes: list[models.ComputeNode]) -> dict[st
         return {}
     client = state.placement()
     owner = owner_trait(state.conf.placement.deployment_name)
+    sized = {node.uuid: _sized_children(node) for node in nodes}
     try:
         owned = {rp["uuid"] for rp in hosts.list_owned(client, owner)}
+        # NOTE: only when some node has a child to count (never on flat
+        # hosts): which children still carry our child trait, and under
+        # which root. A child re-parented, deleted or taken over since the
+        # report is not ours to count.
+        ours: dict[str, str | None] = {}
+        if any(sized.values()):
+            mark = child_trait(owner)
+            ours = {
+                rp["uuid"]: rp.get("root_provider_uuid")
+                for rp in hosts.unless_unknown(
+                    client, mark, lambda: client.list_resource_providers(required=[mark]), []
+                )
+            }
         usages = {}
         for node in nodes:
             if node.uuid not in owned:
                 LOG.info("Provider %s of %s is not ours in Placement", node.uuid, node.host)
                 continue
             try:
-                usages[node.uuid] = dict(client.get_usages(node.uuid))
+                root = dict(client.get_usages(node.uuid))
             except exception.PlacementNotFound:
                 continue
+            children: list[Part] = []
+            for uuid, child in sorted(sized[node.uuid].items()):
+                if ours.get(uuid) != node.uuid:
+                    LOG.info("Child %s of %s is not ours in Placement", uuid, node.host)
+                    continue
+                try:
+                    children.append((child["inventory"], client.get_usages(uuid)))
+                except exception.PlacementNotFound:
+                    continue
+            usages[node.uuid] = Usage(root, children)
     except exception.PlacementError as exc:
         raise PlacementUnavailable(f"Could not read usages from Placement: {exc}") from None
     return usages
@@ -299,8 +365,9 @@ def statistics(state: "ApiState", req: ApiRequest) -> webob.Response:
     servers = _servers_by_host(state) if nodes else {}
     totals = dict.fromkeys(STATISTICS_FIELDS, 0)
     for node in nodes:
+        usage = usages.get(node.uuid) or Usage({}, [])
         for name, value in sizes(
-            node, usages.get(node.uuid, {}), servers.get(node.host, [])
+            node, usage.root, servers.get(node.host, []), usage.children
         ).items():
             totals[name] += value
     return json_response({"hypervisor_statistics": {"count": len(nodes), **totals}})
