@@ -6,6 +6,7 @@
     resize-sched-manage [--config-file FILE] placement audit [--delete]
     resize-sched-manage [--config-file FILE] host disable HOST
     resize-sched-manage [--config-file FILE] host enable HOST
+    resize-sched-manage [--config-file FILE] host show HOST
 
 Results go to stdout, logs to stderr. Exit codes: 0 success, 1 error (with a
 one-line message on stderr); ``placement heal`` also exits 1 when a server is
@@ -28,6 +29,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
+from resize_sched.cmd import host_tree
 from resize_sched.conductor import audit, heal
 from resize_sched.db.api import Database
 from resize_sched.placement.client import PlacementClient, owner_trait
@@ -44,7 +46,8 @@ DESCRIPTION = (
     "config file. 'placement heal' re-claims what servers should hold in Placement; "
     "'placement audit' finds allocations no server or resize of ours accounts for "
     "(Placement is reached through the [placement] options); 'host disable' and 'host "
-    "enable' stop and resume scheduling to a host. Only this deployment's hosts, the "
+    "enable' stop and resume scheduling to a host, 'host show' prints a host's provider "
+    "tree. Only this deployment's hosts, the "
     "providers with the owner trait of [placement] deployment_name, are ever read or "
     "changed."
 )
@@ -83,6 +86,21 @@ HOST_HELP = (
     "host's compute service (what os-services shows; as 'openstack compute service set "
     "--disable' does). HOST is the compute service's [DEFAULT] host. Exit codes: 0 done "
     "(or it already was so); 1 no host of this deployment has that name, or an error."
+)
+
+HOST_SHOW_HELP = (
+    "Print a host's resource provider tree as Placement holds it: the root (the host's "
+    "compute node) and every provider under it, indented under its parent, each with its "
+    "inventory (total, reserved and allocation ratio when not the defaults, and what "
+    "consumers use), its traits, and who owns it: 'ours' (the root, with this "
+    "deployment's owner trait; a child, with its child trait, which the host's compute "
+    "service created and keeps) or 'another service's' (a child someone else put under "
+    "the root, e.g. Neutron's bandwidth or Cyborg's devices, which nothing here writes "
+    "to). Children of ours are also checked against the host's last report to the "
+    "conductor (the compute node's children, which os-hypervisors counts): one not "
+    "reported, or reported but gone from Placement, is flagged. Reads only. HOST is the "
+    "compute service's [DEFAULT] host. Exit codes: 0 printed; 1 no host of this "
+    "deployment has that name, or an error."
 )
 
 Command = Callable[[cfg.ConfigOpts], int]
@@ -158,13 +176,27 @@ def _host_set_disabled(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def _host_show(conf: cfg.ConfigOpts) -> int:
+    host = conf.category.host_name
+    client = PlacementClient.from_conf(conf)
+    owner = _owner(conf)
+    root = hosts.find_host(client, owner, host)
+    with Database.from_conf(conf) as db:
+        node = next((n for n in db.compute_nodes_by_host(host) if n.uuid == root["uuid"]), None)
+    for line in host_tree.describe(client, owner, root, node):
+        print(line)
+    return 0
+
+
 def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
     host = subparsers.add_parser(
         "host",
-        help="Disable or enable scheduling to a host.",
+        help="Disable or enable scheduling to a host; show its provider tree.",
         description=HOST_HELP,
     )
-    actions = host.add_subparsers(title="host commands", dest="action", metavar="{disable,enable}")
+    actions = host.add_subparsers(
+        title="host commands", dest="action", metavar="{disable,enable,show}"
+    )
     actions.required = True
     for action, text in (
         ("disable", "Stop scheduling new work to HOST."),
@@ -178,6 +210,13 @@ def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
                 help="Why, as os-services shows it (its disabled_reason).",
             )
         parser.set_defaults(action_fn=_host_set_disabled)
+    show = actions.add_parser(
+        "show",
+        help="Print HOST's provider tree: inventories, usage, traits and owners.",
+        description=HOST_SHOW_HELP,
+    )
+    show.add_argument("host_name", metavar="HOST", help="The compute host's name.")
+    show.set_defaults(action_fn=_host_show)
 
 
 def _add_placement_parsers(subparsers: argparse._SubParsersAction) -> None:
