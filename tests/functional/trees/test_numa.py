@@ -116,6 +116,16 @@ def test_two_guest_cells_take_two_host_cells(make_cloud):
         "host1/numa0": {"VCPU": 2, "MEMORY_MB": 2048},
         "host1/numa1": {"VCPU": 2, "MEMORY_MB": 2048},
     }
+    # Placement names the groups by their suffix in each candidate's mappings.
+    request = rs.flavor_request(flavor.to_snapshot())
+    found = cloud.observer.get_allocation_candidates(
+        request.unnumbered, groups=request.groups, group_policy=request.group_policy
+    )
+    cells = {cloud.hosts["host1/numa0"], cloud.hosts["host1/numa1"]}
+    assert len(found.mappings) == 2  # cell 0 for _NUMA0 and cell 1 for _NUMA1, or the reverse
+    for mapping in found.mappings:
+        assert mapping[""] == [cloud.hosts["host1"]]
+        assert {*mapping["_NUMA0"], *mapping["_NUMA1"]} == cells
 
 
 def test_two_guest_cells_do_not_fit_on_one_host_cell(make_cloud):
