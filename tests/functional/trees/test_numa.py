@@ -20,6 +20,25 @@ from tests.functional.fixtures.cloud import expect_no_valid_host
 from tests.functional.trees.topology import add_tree_host
 
 STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
+#: The resize cells of the quick suite: each strategy and each decision once
+#: per kind of host; the rest are marked slow.
+QUICK = {
+    ("same", "max_flavor", "confirm"),
+    ("same", "drop_and_reclaim", "revert"),
+    ("same", "legacy", "confirm"),
+    ("other", "legacy", "revert"),
+    ("other", "drop_and_reclaim", "confirm"),
+    ("other", "max_flavor", "revert"),
+}
+
+
+def _cells_of(where):
+    for strategy in STRATEGIES:
+        for decision in ("confirm", "revert"):
+            marks = () if (where, strategy, decision) in QUICK else (pytest.mark.slow,)
+            yield pytest.param(strategy, decision, marks=marks, id=f"{decision}-{strategy}")
+
+
 ONE = {"hw:numa_nodes": "1"}
 TWO = {"hw:numa_nodes": "2"}
 
@@ -157,8 +176,7 @@ def test_a_flat_host_takes_one_guest_cell_on_its_root(make_cloud):
 # -- resizes -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("decision", ["confirm", "revert"])
+@pytest.mark.parametrize(("strategy", "decision"), list(_cells_of("same")))
 def test_a_same_host_resize_stays_on_one_cell(make_cloud, strategy, decision):
     """One host: the server's cell and the other are both free enough for
     ``new`` but a trap on the rest; every strategy keeps each flavor whole
@@ -237,8 +255,7 @@ def test_max_flavor_refuses_the_source_when_its_cell_is_full(make_cloud):
     assert cloud.holds(server.uuid) == original
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("decision", ["confirm", "revert"])
+@pytest.mark.parametrize(("strategy", "decision"), list(_cells_of("other")))
 def test_another_host_takes_the_flavor_on_one_cell(make_cloud, strategy, decision):
     """host2 has the most room but only split over its cells; host3's
     cell fits: the resize goes there, whole on one cell, and confirm or
