@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from resize_sched import numa
+
 Resources = dict[str, int]
 Allocations = dict[str, Resources]
 
@@ -236,10 +238,19 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
     uuids, ``in:`` for any of several), for operators who tie a flavor to
     aggregates without a request filter.
 
+    ``hw:numa_nodes=N`` (Nova's name; our translation, see
+    :mod:`resize_sched.numa`) moves the flavor's VCPU and MEMORY_MB into one
+    numbered group per guest cell, suffixes ``_NUMA0`` to ``_NUMA<N-1>``,
+    split evenly unless ``hw:numa_cpus.X`` / ``hw:numa_mem.X`` say
+    otherwise, so each guest cell's vCPUs and memory come from one provider
+    (a host NUMA cell, or a flat host's root); two cells or more are sent
+    with ``group_policy=isolate``.
+
     :param flavor: a mapping with ``vcpus``, ``memory_mb``, ``root_gb``,
         ``ephemeral_gb``, ``swap`` and optionally ``extra_specs``.
-    :raises ValueError: a malformed ``resources``, ``trait`` or
-        ``group_policy`` extra spec.
+    :raises ValueError: a malformed ``resources``, ``trait``,
+        ``group_policy`` or ``hw:numa_*`` extra spec, or NUMA cells that
+        cannot be sent as asked (see :func:`_numa_groups`).
     """
     disk_gb = (
         int(flavor.get("root_gb", 0))
@@ -295,6 +306,8 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
                 required.setdefault(suffix, set()).add(name)
             elif wish == "forbidden":
                 forbidden.setdefault(suffix, set()).add(name)
+    specs = flavor.get("extra_specs") or {}
+    policy = _numa_groups(specs, resources, granular, required, forbidden, member_of, policy)
     groups = tuple(
         RequestGroup(
             suffix,
@@ -316,3 +329,66 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
         policy,
         tuple(member_of.get("", ())),
     )
+
+
+def _numa_groups(
+    specs: Mapping[str, Any],
+    resources: dict[str, int],
+    granular: dict[str, dict[str, int]],
+    required: Mapping[str, set[str]],
+    forbidden: Mapping[str, set[str]],
+    member_of: Mapping[str, list[str]],
+    policy: str | None,
+) -> str | None:
+    """Move the flavor's VCPU and MEMORY_MB into one numbered group per
+    guest NUMA cell (``hw:numa_nodes``; see :mod:`resize_sched.numa`),
+    changing ``resources`` and ``granular`` in place.
+
+    :returns: the group policy to send: ``isolate`` when there are two
+        cells or more (each on its own host cell), else ``policy`` unchanged.
+    :raises ValueError: the NUMA specs are malformed (see
+        :func:`resize_sched.numa.cells`), ``resources:VCPU`` or
+        ``resources:MEMORY_MB`` is given beside them, a ``_NUMA`` group is
+        also written by hand, or two cells or more come with other numbered
+        groups and no explicit ``group_policy=isolate``, or with
+        ``group_policy=none``.
+    """
+    cells = numa.cells(specs, resources[VCPU], resources[MEMORY_MB])
+    if cells is None:
+        return policy
+    for rc in (VCPU, MEMORY_MB):
+        if f"{_RESOURCES_PREFIX}{rc}" in specs:
+            raise ValueError(
+                f"{numa.NUMA_NODES} splits the flavor's vcpus and ram over the guest's cells; "
+                f"it cannot be combined with {_RESOURCES_PREFIX}{rc}"
+            )
+    by_hand = sorted(
+        s
+        for s in {*granular, *required, *forbidden, *member_of}
+        if s.startswith(numa.SUFFIX_PREFIX)
+    )
+    if by_hand:
+        raise ValueError(
+            f"request group suffix {by_hand[0]} is kept for {numa.NUMA_NODES}'s cells"
+        )
+    if len(cells) > 1:
+        # NOTE: two guest cells on one host cell would be one guest cell
+        # for the hypervisor; Placement keeps numbered groups apart only
+        # under group_policy=isolate, which applies to every numbered group
+        # of the request: the operator must say so when there are others.
+        if policy == "none":
+            raise ValueError(
+                f"{numa.NUMA_NODES}={len(cells)} needs group_policy=isolate "
+                "(each guest cell on its own host cell), not none"
+            )
+        if policy is None and granular:
+            raise ValueError(
+                f"{numa.NUMA_NODES}={len(cells)} with other numbered groups needs "
+                "group_policy=isolate, given explicitly: it keeps those groups apart too"
+            )
+        policy = "isolate"
+    resources[VCPU] = 0
+    resources[MEMORY_MB] = 0
+    for cell, amounts in enumerate(cells):
+        granular[numa.suffix(cell)] = dict(amounts)
+    return policy

@@ -223,3 +223,130 @@ def test_flavor_request_does_not_change_its_input() -> None:
     before = {**flavor, "extra_specs": dict(flavor["extra_specs"])}
     rs.flavor_request(flavor)
     assert flavor == before
+
+
+# -- hw:numa_nodes ---------------------------------------------------------------------
+
+
+def _numa(specs: dict, vcpus: int = 4, memory_mb: int = 4096) -> rs.ResourceRequest:
+    return rs.flavor_request(_flavor(vcpus=vcpus, memory_mb=memory_mb, extra_specs=specs))
+
+
+def test_one_numa_node_puts_vcpu_and_memory_in_one_group() -> None:
+    request = _numa({"hw:numa_nodes": "1"})
+    assert request.groups == (rs.RequestGroup("_NUMA0", {"VCPU": 4, "MEMORY_MB": 4096}),)
+    assert request.unnumbered == {"DISK_GB": 20}
+    assert request.resources == {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 20}
+    assert request.group_policy is None
+
+
+def test_two_numa_nodes_split_evenly_and_isolate() -> None:
+    request = _numa({"hw:numa_nodes": 2})
+    assert request.groups == (
+        rs.RequestGroup("_NUMA0", {"VCPU": 2, "MEMORY_MB": 2048}),
+        rs.RequestGroup("_NUMA1", {"VCPU": 2, "MEMORY_MB": 2048}),
+    )
+    assert request.group_policy == "isolate"
+    assert request.resources == {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 20}
+
+
+def test_numa_cells_sized_by_cpu_lists_and_memory() -> None:
+    request = _numa(
+        {
+            "hw:numa_nodes": "2",
+            "hw:numa_cpus.0": "0",
+            "hw:numa_cpus.1": "1-3",
+            "hw:numa_mem.0": "1024",
+            "hw:numa_mem.1": "3072",
+        }
+    )
+    assert [g.resources for g in request.groups] == [
+        {"VCPU": 1, "MEMORY_MB": 1024},
+        {"VCPU": 3, "MEMORY_MB": 3072},
+    ]
+
+
+def test_numa_cpu_lists_leave_out_with_a_caret() -> None:
+    request = _numa({"hw:numa_nodes": "2", "hw:numa_cpus.0": "0-3,^1,^2", "hw:numa_cpus.1": "1,2"})
+    assert [g.resources["VCPU"] for g in request.groups] == [2, 2]
+
+
+def test_numa_nodes_with_another_group_and_isolate() -> None:
+    request = _numa({"hw:numa_nodes": "2", "resources1:VGPU": "1", "group_policy": "isolate"})
+    assert [g.suffix for g in request.groups] == ["1", "_NUMA0", "_NUMA1"]
+    assert request.group_policy == "isolate"
+
+
+def test_one_numa_node_leaves_the_policy_of_other_groups_alone() -> None:
+    request = _numa({"hw:numa_nodes": "1", "resources1:VGPU": "1", "group_policy": "none"})
+    assert [g.suffix for g in request.groups] == ["1", "_NUMA0"]
+    assert request.group_policy == "none"
+
+
+def test_a_flavor_without_numa_nodes_is_unchanged() -> None:
+    request = _numa({"hw:cpu_policy": "shared"})
+    assert request.groups == ()
+    assert request.unnumbered == {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 20}
+
+
+@pytest.mark.parametrize(
+    ("specs", "vcpus", "memory_mb", "message"),
+    [
+        ({"hw:numa_nodes": "0"}, 4, 4096, "must be 1 or more"),
+        ({"hw:numa_nodes": "-2"}, 4, 4096, "must be 1 or more"),
+        ({"hw:numa_nodes": "two"}, 4, 4096, "not a whole number"),
+        ({"hw:numa_nodes": "1.5"}, 4, 4096, "not a whole number"),
+        ({"hw:numa_nodes": "3"}, 4, 4096, "does not divide the flavor's 4 vCPUs"),
+        ({"hw:numa_nodes": "2"}, 4, 4095, "does not divide the flavor's 4095 MB"),
+        ({"hw:numa_nodes": "8"}, 8, 4, "does not divide the flavor's 4 MB"),
+        ({"hw:numa_nodes": "2"}, 0, 4096, "cell 0 would have no vCPU"),
+        ({"hw:numa_cpus.0": "0-3"}, 4, 4096, "needs hw:numa_nodes"),
+        ({"hw:numa_nodes": "1", "hw:numa_mem.1": "1"}, 4, 4096, "cells 0 to 0 only"),
+        ({"hw:numa_nodes": "2", "hw:numa_cpus.0": "0-3"}, 4, 4096, "some guest cells only"),
+        (
+            {"hw:numa_nodes": "2", "hw:numa_cpus.0": "0-2", "hw:numa_cpus.1": "2-3"},
+            4,
+            4096,
+            "in two cells",
+        ),
+        (
+            {"hw:numa_nodes": "2", "hw:numa_cpus.0": "0", "hw:numa_cpus.1": "1-4"},
+            4,
+            4096,
+            "each of the flavor's vCPUs 0 to 3 once",
+        ),
+        (
+            {"hw:numa_nodes": "2", "hw:numa_cpus.0": "0-1", "hw:numa_cpus.1": "x"},
+            4,
+            4096,
+            "not a CPU list",
+        ),
+        (
+            {"hw:numa_nodes": "2", "hw:numa_mem.0": "1024", "hw:numa_mem.1": "1024"},
+            4,
+            4096,
+            "add up to 2048 MB",
+        ),
+        (
+            {"hw:numa_nodes": "2", "hw:numa_mem.0": "4096", "hw:numa_mem.1": "0"},
+            4,
+            4096,
+            "cell 1 would have no memory",
+        ),
+        ({"hw:numa_nodes": "1", "resources:VCPU": "2"}, 4, 4096, "resources:VCPU"),
+        ({"hw:numa_nodes": "1", "resources:MEMORY_MB": "2"}, 4, 4096, "resources:MEMORY_MB"),
+        ({"hw:numa_nodes": "1", "resources_NUMA0:VGPU": "1"}, 4, 4096, "kept for"),
+        ({"hw:numa_nodes": "2", "group_policy": "none"}, 4, 4096, "not none"),
+        (
+            {"hw:numa_nodes": "2", "resources1:VGPU": "1"},
+            4,
+            4096,
+            "group_policy=isolate, given explicitly",
+        ),
+    ],
+)
+def test_numa_specs_that_cannot_be_sent_are_refused(
+    specs: dict, vcpus: int, memory_mb: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        _numa(specs, vcpus=vcpus, memory_mb=memory_mb)

@@ -6,7 +6,10 @@ override a standard one), ``trait:NAME=required|forbidden`` for traits;
 ``resourcesN:CLASS=N`` and ``traitN:NAME=...`` for a numbered request group
 that one provider must satisfy (a vGPU from one GPU child),
 ``group_policy=isolate|none`` for how numbered groups share providers, and
-``member_of`` for aggregates, all as Placement's query parameters. Anyone
+``member_of`` for aggregates, all as Placement's query parameters;
+``hw:numa_nodes`` (with ``hw:numa_cpus.X`` / ``hw:numa_mem.X``) for the
+guest's NUMA cells, each cell's VCPU and MEMORY_MB from one provider
+(numbered groups ``_NUMA<X>``, see :mod:`resize_sched.numa`). Anyone
 who may see the flavor may read them; only an administrator sets or removes
 them (the ``os_compute_api:os-flavor-extra-specs:*`` policy rules). A change
 is checked as a whole (a bad ``resources`` value or ``group_policy`` is

@@ -68,6 +68,15 @@ def test_a_server_keeps_the_specs_it_was_built_with(api: ApiHarness, flavor) -> 
         ("PUT", f"{BASE}/a", {"b": "1"}, 400),
         ("PUT", f"{BASE}/a", {"a": "1", "b": "2"}, 400),
         ("PUT", f"{BASE}/resources:VCPU", {"resources:VCPU": "-"}, 400),
+        # m1's 2 vCPUs cannot be split over 3 guest NUMA cells.
+        ("POST", BASE, {"extra_specs": {"hw:numa_nodes": "3"}}, 400),
+        ("PUT", f"{BASE}/hw:numa_nodes", {"hw:numa_nodes": "0"}, 400),
+        (
+            "POST",
+            BASE,
+            {"extra_specs": {"hw:numa_nodes": "2", "group_policy": "none"}},
+            400,
+        ),
         ("DELETE", f"{BASE}/missing", None, 404),
         ("GET", f"{BASE}/missing", None, 404),
         ("GET", "/v2.1/flavors/nope/os-extra_specs", None, 404),
