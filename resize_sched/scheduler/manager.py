@@ -80,6 +80,7 @@ from resize_sched.placement.client import (
 )
 from resize_sched.resources import Allocations, Resources
 from resize_sched.scheduler import hosts
+from resize_sched.scheduler.source import PooledSource, SharedSourceMixin
 from resize_sched.scheduler.verdict import (
     VerdictMixin,
     _asks_placement_only,
@@ -179,7 +180,7 @@ class _SourceAnswer:
     judged: tuple[float, Destination] | None = None
 
 
-class Scheduler(VerdictMixin):
+class Scheduler(VerdictMixin, SharedSourceMixin):
     """Filters and weighs Placement's candidates.
 
     :param client: the Placement client.
@@ -409,12 +410,18 @@ class Scheduler(VerdictMixin):
             return _SourceAnswer(judged=self._judge_groups(request, amounts))
         if set(request.source_placement) - {request.source}:
             return _SourceAnswer(judged=self._judge_tree(request))
-        node = self._reported_source(request, amounts)
-        if node is not None and node.disabled:
+        node = self._reported_source(request)
+        if node is not None and node.disabled and not _on_pools(node, amounts):
             LOG.debug("Source %s is disabled", node.host)
             return _SourceAnswer()  # judged: it takes no new work
-        if node is not None:
+        if node is not None and not _on_pools(node, amounts):
             return _SourceAnswer(node=node)
+        # NOTE: a class the source's root lacks may be on a sharing provider
+        # (its disk pool), which in_tree=<source> never sees: see
+        # resize_sched.scheduler.source. A flat host never gets here.
+        pooled = self._source_on_pools(request, amounts, node)
+        if pooled is not None:
+            return _SourceAnswer(judged=self._pooled_destination(request, pooled))
         candidates = self._query(amounts, request, in_tree=request.source)
         scored = self._score(candidates, request, keep_source=True)
         return _SourceAnswer(judged=scored[0] if scored else None)
@@ -510,10 +517,20 @@ class Scheduler(VerdictMixin):
         placement = rs.normalize_allocations(request.source_placement)
         return (weight, Destination(source, host, placement, same_host=True))
 
-    def _reported_source(
-        self, request: SchedulingRequest, amounts: Resources
-    ) -> host_api.ReportedNode | None:
-        """The source's compute node, when the source can be judged from it.
+    def _pooled_destination(
+        self, request: SchedulingRequest, pooled: PooledSource
+    ) -> tuple[float, Destination] | None:
+        if pooled.placement is None:
+            return None
+        source = request.source
+        assert source is not None
+        weight = self.conf.scheduler.ram_weight_multiplier * pooled.free_ram
+        host = self._host_name(source)
+        return (weight, Destination(source, host, pooled.placement, same_host=True))
+
+    def _reported_source(self, request: SchedulingRequest) -> host_api.ReportedNode | None:
+        """The source's compute node, when the source can be judged from it
+        (if its root has every class asked for: see :func:`_on_pools`).
 
         A candidates query limited to the source costs Placement as much as
         one over the whole cloud. When the source is a host whose compute
@@ -522,15 +539,14 @@ class Scheduler(VerdictMixin):
         know, and often not even that (see :meth:`_judge_beside`).
 
         :returns: None when it must be asked the usual way: no database, no
-            report, traits or aggregates asked for (they live in Placement),
-            a class the root provider does not have (e.g. on a child provider).
+            report, traits or aggregates asked for (they live in Placement).
         """
         source = request.source
         assert source is not None
         if self.db is None or _asks_placement_only(request):
             return None
         node = host_api.compute_node_for_source(self.db, source)
-        if node is None or any(rc not in node.inventory for rc in amounts):
+        if node is None:
             return None
         self._names[source] = node.host
         return node
@@ -723,6 +739,12 @@ class Scheduler(VerdictMixin):
             # NOTE: gone since the query named it; its uuid names it well
             # enough for a claim that will be refused.
             return provider
+
+
+def _on_pools(node: host_api.ReportedNode, amounts: Resources) -> bool:
+    """Whether the source's root lacks a class of ``amounts`` (on a child or
+    a sharing provider): it cannot be judged from its report alone."""
+    return any(rc not in node.inventory for rc in amounts)
 
 
 def flavor_filters(flavor: dict[str, Any]) -> dict[str, Any]:
