@@ -11,6 +11,7 @@ small ever (``infeasible``), and the Placement requests the resize costs.
 
 import pytest
 
+from resize_sched.scheduler import hosts
 from tests.functional.fixtures.cloud import expect_no_valid_host
 from tests.functional.trees.topology import add_tree_host
 
@@ -217,3 +218,41 @@ def test_a_pool_too_small_is_infeasible(make_cloud, strategy):
     cloud.check()
     assert cloud.holds(server.uuid) == _on(cloud, "host1", OLD)
     assert cloud.holds(migration.uuid) == {}
+
+
+def test_a_required_trait_checks_the_source_and_finds_the_pool(make_cloud):
+    """Traits live in Placement alone: the source is checked for them (one
+    listing), then judged with its pool as above."""
+    cloud, server = _cloud(make_cloud, "max_flavor")
+    host1 = cloud.hosts["host1"]
+    traits, generation = cloud.observer.get_traits(host1)
+    cloud.observer.put_traits(host1, [*traits, "CUSTOM_FAST"], generation)
+    specs = {"trait:CUSTOM_FAST": "required"}
+    old = cloud.flavor("bfv-fast", 2, 2048, 0, extra_specs=specs)
+    new = cloud.flavor("disk-fast", 2, 2048, 20, extra_specs=specs)
+    server = cloud.boot("vm-fast", old, host="host1")
+    migration, dest = cloud.resize_to_verify(server, new)
+    assert dest.same_host
+    assert cloud.holds(server.uuid) == _on(cloud, "host1", NEWS["disk"])
+    cloud.revert(server)
+    assert cloud.holds(server.uuid) == _on(cloud, "host1", OLD)
+    assert cloud.holds(migration.uuid) == {}
+
+
+def test_a_disabled_source_is_not_chosen_for_the_pool(make_cloud):
+    """A disabled source takes no new work, pool or not: the other host
+    sharing the pool is chosen, with no request about the source."""
+    cloud, server = _cloud(make_cloud, "max_flavor", hosts=("host1", "host2"))
+    # NOTE: as os-services does: the service row and the provider's trait.
+    hosts.set_disabled(cloud.observer, cloud.deps.scheduler.owner_trait, "host1", True)
+    cloud.db.service_set_disabled(cloud.db.service_get_by_host("host1").uuid, True)
+    migration = cloud.resizes.begin(server.uuid, _new_flavor(cloud, "disk").flavorid)
+    cloud.client.reset_request_count()
+    dest = cloud.resizes.schedule(migration.uuid)
+    assert dest.host == "host2"
+    # The query over every other host and the claim: the source's report
+    # says it is disabled, so nothing is asked about it.
+    assert cloud.client.request_count == 2, cloud.client.request_count
+    cloud.check()
+    assert cloud.holds(server.uuid) == _on(cloud, "host2", NEWS["disk"])
+    assert cloud.holds(migration.uuid) == _on(cloud, "host1", OLD)
