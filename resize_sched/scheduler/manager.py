@@ -80,7 +80,7 @@ from resize_sched.placement.client import (
 )
 from resize_sched.resources import Allocations, Resources
 from resize_sched.scheduler import hosts
-from resize_sched.scheduler.source import PooledSource, SharedSourceMixin
+from resize_sched.scheduler.source import SharedSourceMixin, lacks_a_class
 from resize_sched.scheduler.verdict import (
     VerdictMixin,
     _asks_placement_only,
@@ -411,17 +411,23 @@ class Scheduler(VerdictMixin, SharedSourceMixin):
         if set(request.source_placement) - {request.source}:
             return _SourceAnswer(judged=self._judge_tree(request))
         node = self._reported_source(request)
-        if node is not None and node.disabled and not _on_pools(node, amounts):
+        if node is not None and node.disabled and not lacks_a_class(node, amounts):
             LOG.debug("Source %s is disabled", node.host)
             return _SourceAnswer()  # judged: it takes no new work
-        if node is not None and not _on_pools(node, amounts):
+        if node is not None and not lacks_a_class(node, amounts):
             return _SourceAnswer(node=node)
         # NOTE: a class the source's root lacks may be on a sharing provider
         # (its disk pool), which in_tree=<source> never sees: see
         # resize_sched.scheduler.source. A flat host never gets here.
         pooled = self._source_on_pools(request, amounts, node)
         if pooled is not None:
-            return _SourceAnswer(judged=self._pooled_destination(request, pooled))
+            judged = None
+            if pooled.placement is not None:
+                weight = self.conf.scheduler.ram_weight_multiplier * pooled.free_ram
+                host = self._host_name(pooled.source)
+                dest = Destination(pooled.source, host, pooled.placement, same_host=True)
+                judged = (weight, dest)
+            return _SourceAnswer(judged=judged)
         candidates = self._query(amounts, request, in_tree=request.source)
         scored = self._score(candidates, request, keep_source=True)
         return _SourceAnswer(judged=scored[0] if scored else None)
@@ -517,20 +523,10 @@ class Scheduler(VerdictMixin, SharedSourceMixin):
         placement = rs.normalize_allocations(request.source_placement)
         return (weight, Destination(source, host, placement, same_host=True))
 
-    def _pooled_destination(
-        self, request: SchedulingRequest, pooled: PooledSource
-    ) -> tuple[float, Destination] | None:
-        if pooled.placement is None:
-            return None
-        source = request.source
-        assert source is not None
-        weight = self.conf.scheduler.ram_weight_multiplier * pooled.free_ram
-        host = self._host_name(source)
-        return (weight, Destination(source, host, pooled.placement, same_host=True))
-
     def _reported_source(self, request: SchedulingRequest) -> host_api.ReportedNode | None:
         """The source's compute node, when the source can be judged from it
-        (if its root has every class asked for: see :func:`_on_pools`).
+        (if its root has every class asked for: see
+        :func:`~resize_sched.scheduler.source.lacks_a_class`).
 
         A candidates query limited to the source costs Placement as much as
         one over the whole cloud. When the source is a host whose compute
@@ -739,12 +735,6 @@ class Scheduler(VerdictMixin, SharedSourceMixin):
             # NOTE: gone since the query named it; its uuid names it well
             # enough for a claim that will be refused.
             return provider
-
-
-def _on_pools(node: host_api.ReportedNode, amounts: Resources) -> bool:
-    """Whether the source's root lacks a class of ``amounts`` (on a child or
-    a sharing provider): it cannot be judged from its report alone."""
-    return any(rc not in node.inventory for rc in amounts)
 
 
 def flavor_filters(flavor: dict[str, Any]) -> dict[str, Any]:

@@ -53,14 +53,23 @@ LOG = logging.getLogger(__name__)
 class PooledSource:
     """The source judged together with its sharing providers.
 
+    :ivar source: the source's root provider.
     :ivar placement: what to claim there, provider by provider (the root's
         classes on the root, the others on one pool); None: the source
         cannot take the request (disabled, gone, no room on its root).
     :ivar free_ram: the root's free ``MEMORY_MB``, which weighs it.
     """
 
+    source: str
     placement: Allocations | None
     free_ram: float = 0.0
+
+
+def lacks_a_class(node: host_api.ReportedNode, amounts: Resources) -> bool:
+    """Whether the source's root, as reported, lacks a class of ``amounts``
+    (on a child or a sharing provider): it cannot be judged from its report
+    alone. Never true of a flat host."""
+    return any(rc not in node.inventory for rc in amounts)
 
 
 def sharing_pools(client: Any, root: str, amounts: Resources) -> list[str]:
@@ -120,12 +129,12 @@ class SharedSourceMixin:
             return None
         if node.disabled:
             LOG.debug("Source %s is disabled", node.host)
-            return PooledSource(None)
+            return PooledSource(source, None)
         self._names[source] = node.host
         try:
             pools = sharing_pools(self.client, source, shared)
         except exception.PlacementNotFound:
-            return PooledSource(None)  # gone: a claim there would be refused
+            return PooledSource(source, None)  # gone: a claim there would be refused
         if not pools:
             LOG.debug(
                 "Source %s: no sharing provider of its aggregates has %s free",
@@ -134,19 +143,19 @@ class SharedSourceMixin:
             )
             return None
         if _asks_placement_only(request) and not self._source_usable(request):
-            return PooledSource(None)
+            return PooledSource(source, None)
         on_root = {rc: n for rc, n in amounts.items() if rc not in shared}
         try:
             used = self.client.get_usages(source)
         except exception.PlacementNotFound:
-            return PooledSource(None)
+            return PooledSource(source, None)
         if not _fits(node.inventory, on_root, used):
             LOG.debug("Source %s lacks %s", node.host, rs.format_resources(on_root))
-            return PooledSource(None)
+            return PooledSource(source, None)
         memory = node.inventory.get(rs.MEMORY_MB)
         free_ram = rs.capacity(memory) - used.get(rs.MEMORY_MB, 0) if memory else 0.0
         # NOTE: the first pool as Placement lists it; with several, the claim
         # that follows is judged by Placement all the same.
         placement = rs.add_allocations(rs.on(source, on_root), rs.on(pools[0], shared))
         LOG.debug("Source %s takes %s from sharing provider %s", node.host, shared, pools[0])
-        return PooledSource(placement, free_ram)
+        return PooledSource(source, placement, free_ram)
