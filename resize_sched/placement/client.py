@@ -303,6 +303,7 @@ class PlacementClient:
         in_tree: str | None = None,
         required: Iterable[str] = (),
         member_of: Iterable[str] = (),
+        resources: Mapping[str, int] | None = None,
     ) -> list[dict]:
         """List providers matching every filter given.
 
@@ -311,9 +312,13 @@ class PlacementClient:
         :param required: traits every provider must have (``!TRAIT`` forbids).
         :param member_of: each item one ``member_of`` value (an aggregate uuid or
             ``in:agg1,agg2``); all of them must hold.
+        :param resources: class -> amount each provider must have free now,
+            all of them on the provider itself (1.4, below the pinned floor).
         :returns: the providers.
         """
         params = _filters(name=name, in_tree=in_tree, required=required, member_of=member_of)
+        if resources:
+            params.append(("resources", format_resources(resources)))
         resp = self._request("GET", "/resource_providers", self._pin(), params=params)
         return resp.json()["resource_providers"]
 

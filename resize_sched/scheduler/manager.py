@@ -80,6 +80,7 @@ from resize_sched.placement.client import (
 )
 from resize_sched.resources import Allocations, Resources
 from resize_sched.scheduler import hosts
+from resize_sched.scheduler.source import SharedSourceMixin, lacks_a_class
 from resize_sched.scheduler.verdict import (
     VerdictMixin,
     _asks_placement_only,
@@ -179,7 +180,7 @@ class _SourceAnswer:
     judged: tuple[float, Destination] | None = None
 
 
-class Scheduler(VerdictMixin):
+class Scheduler(VerdictMixin, SharedSourceMixin):
     """Filters and weighs Placement's candidates.
 
     :param client: the Placement client.
@@ -409,12 +410,24 @@ class Scheduler(VerdictMixin):
             return _SourceAnswer(judged=self._judge_groups(request, amounts))
         if set(request.source_placement) - {request.source}:
             return _SourceAnswer(judged=self._judge_tree(request))
-        node = self._reported_source(request, amounts)
-        if node is not None and node.disabled:
+        node = self._reported_source(request)
+        if node is not None and node.disabled and not lacks_a_class(node, amounts):
             LOG.debug("Source %s is disabled", node.host)
             return _SourceAnswer()  # judged: it takes no new work
-        if node is not None:
+        if node is not None and not lacks_a_class(node, amounts):
             return _SourceAnswer(node=node)
+        # NOTE: a class the source's root lacks may be on a sharing provider
+        # (its disk pool), which in_tree=<source> never sees: see
+        # resize_sched.scheduler.source. A flat host never gets here.
+        pooled = self._source_on_pools(request, amounts, node)
+        if pooled is not None:
+            judged = None
+            if pooled.placement is not None:
+                weight = self.conf.scheduler.ram_weight_multiplier * pooled.free_ram
+                host = self._host_name(pooled.source)
+                dest = Destination(pooled.source, host, pooled.placement, same_host=True)
+                judged = (weight, dest)
+            return _SourceAnswer(judged=judged)
         candidates = self._query(amounts, request, in_tree=request.source)
         scored = self._score(candidates, request, keep_source=True)
         return _SourceAnswer(judged=scored[0] if scored else None)
@@ -510,10 +523,10 @@ class Scheduler(VerdictMixin):
         placement = rs.normalize_allocations(request.source_placement)
         return (weight, Destination(source, host, placement, same_host=True))
 
-    def _reported_source(
-        self, request: SchedulingRequest, amounts: Resources
-    ) -> host_api.ReportedNode | None:
-        """The source's compute node, when the source can be judged from it.
+    def _reported_source(self, request: SchedulingRequest) -> host_api.ReportedNode | None:
+        """The source's compute node, when the source can be judged from it
+        (if its root has every class asked for: see
+        :func:`~resize_sched.scheduler.source.lacks_a_class`).
 
         A candidates query limited to the source costs Placement as much as
         one over the whole cloud. When the source is a host whose compute
@@ -522,15 +535,14 @@ class Scheduler(VerdictMixin):
         know, and often not even that (see :meth:`_judge_beside`).
 
         :returns: None when it must be asked the usual way: no database, no
-            report, traits or aggregates asked for (they live in Placement),
-            a class the root provider does not have (e.g. on a child provider).
+            report, traits or aggregates asked for (they live in Placement).
         """
         source = request.source
         assert source is not None
         if self.db is None or _asks_placement_only(request):
             return None
         node = host_api.compute_node_for_source(self.db, source)
-        if node is None or any(rc not in node.inventory for rc in amounts):
+        if node is None:
             return None
         self._names[source] = node.host
         return node
