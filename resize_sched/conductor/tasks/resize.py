@@ -31,6 +31,7 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import actions, exception
+from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
@@ -61,19 +62,40 @@ STEP_EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
 SCHEDULING_STEPS = frozenset({"schedule", "reschedule"})
 
 
-def facts_of(migration: Any) -> ResizeFacts:
-    """The strategy's view of a migration row."""
+def facts_of(migration: Any, claimed_groups: Any = None) -> ResizeFacts:
+    """The strategy's view of a migration row.
+
+    :param claimed_groups: the server's ``group_providers`` once the claim is
+        recorded (the confirm reads it); None before.
+    """
     old = rs.flavor_request(migration.old_flavor)
     new = rs.flavor_request(migration.new_flavor)
+    original = getattr(migration, "old_allocations", None) or {}
+    group_providers = gm.normalize(getattr(migration, "old_group_providers", None))
+    if group_providers is None and old.groups:
+        # NOTE: a server recorded before the map was (or adopted without
+        # one): its holdings say where each group is when only one reading
+        # fits; otherwise the map stays unknown and the increase goes to the
+        # first provider holding each class, as before.
+        held = original or rs.on(migration.source_rp_uuid, migration.old_resources)
+        group_providers = gm.derive(held, old.groups, old.group_policy)
     return ResizeFacts(
         source=migration.source_rp_uuid,
         old=migration.old_resources,
         new=migration.new_resources,
-        original=getattr(migration, "old_allocations", None) or {},
+        original=original,
         old_groups=old.groups,
         new_groups=new.groups,
         group_policy=new.group_policy,
+        group_providers=group_providers,
+        claimed_groups=gm.normalize(claimed_groups),
     )
+
+
+def _grouped(facts: ResizeFacts) -> bool:
+    """Whether either flavor has numbered groups: only then is a map recorded
+    (a flat resize writes the same rows as ever)."""
+    return bool(facts.old_groups or facts.new_groups)
 
 
 def _held_on(migration: Any, provider: str) -> dict[str, int]:
@@ -103,6 +125,10 @@ def _group_providers(facts: ResizeFacts) -> frozenset[str]:
     the new flavor isolates its groups: a new group must go elsewhere."""
     if facts.group_policy != "isolate" or not facts.old_groups:
         return frozenset()
+    if facts.group_providers:
+        return frozenset(
+            rp for group in facts.old_groups for rp in facts.group_providers.get(group.suffix, ())
+        )
     grouped = {rc for group in facts.old_groups for rc in group.resources}
     return frozenset(
         rp for rp, res in facts.original.items() if rp != facts.source and grouped & set(res)
@@ -132,17 +158,24 @@ def _side_pool() -> futures.ThreadPoolExecutor:
 
 
 def _dest_to_dict(dest: Destination) -> dict[str, Any]:
-    return {
+    data = {
         "provider": dest.provider,
         "host": dest.host,
         "allocation_request": dest.allocation_request,
         "same_host": dest.same_host,
     }
+    if dest.mappings is not None:
+        data["mappings"] = dest.mappings
+    return data
 
 
 def _dest_from_dict(data: dict[str, Any]) -> Destination:
     return Destination(
-        data["provider"], data["host"], data["allocation_request"], data["same_host"]
+        data["provider"],
+        data["host"],
+        data["allocation_request"],
+        data["same_host"],
+        data.get("mappings"),
     )
 
 
@@ -417,6 +450,15 @@ class ResizeTask:
                     )
                     tried = tried | {dest.provider}
                     continue
+                server_values = None
+                if _grouped(facts):
+                    # NOTE: which provider holds which group from now on; a
+                    # failure or a revert gives the old map back.
+                    server_values = {
+                        "group_providers": strategy.claim_groups(
+                            facts, dest.provider, dest.allocation_request, dest.mappings
+                        )
+                    }
                 self.db.migration_advance(
                     migration.uuid,
                     ends=run,
@@ -430,6 +472,7 @@ class ResizeTask:
                     alternates_complete=complete,
                     tried=sorted(tried),
                     status="migrating",
+                    server_values=server_values,
                 )
                 LOG.info("Migration %s claimed %s", migration.uuid, dest.host)
                 return dest
@@ -562,6 +605,11 @@ class ResizeTask:
         phase = strategy.confirm if decision == "confirm" else strategy.revert
         facts = facts_of(migration)
         dest = migration.dest_rp_uuid
+        if decision == "confirm" and facts.new_groups and dest == facts.source:
+            # NOTE: the shrink keeps each group on the provider the claim
+            # recorded (one read, only for a same-host resize with groups).
+            server = self.db.server_get(migration.server_uuid)
+            facts = facts_of(migration, server.group_providers)
         known = self.deps.executor.known(migration)
         status = "confirming" if decision == "confirm" else "reverting"
         target = phase(facts, known.holdings, dest)
@@ -605,6 +653,8 @@ class ResizeTask:
                 "node": migration.source_node,
                 "rp_uuid": migration.source_rp_uuid,
             }
+            if _grouped(facts):
+                values["group_providers"] = facts.group_providers
         return self.db.migration_advance(
             migration.uuid,
             ends=run,
@@ -714,6 +764,8 @@ class ResizeTask:
         generations = (migration.holdings or {}).get("generations", {})
         server_values["placement_generation"] = generations.get("server")
         server_values["allocations"] = _recorded(facts.original, migration.source_rp_uuid)
+        if _grouped(facts):
+            server_values["group_providers"] = facts.group_providers
         return self.db.migration_advance(
             migration.uuid, error_reason=reason, server_values=server_values, **ending
         )
