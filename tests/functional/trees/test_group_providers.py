@@ -13,6 +13,8 @@ provider by provider, are checked against the real Placement.
 
 import pytest
 
+from resize_sched import exception
+from tests.functional.fixtures.cloud import PROJECT, USER
 from tests.functional.trees.topology import add_child
 
 A100 = "CUSTOM_VGPU_A100"
@@ -23,6 +25,11 @@ BASE = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10}
 ORIENTATIONS = [
     pytest.param((A100, T4), id="g2-on-pgpu1"),
     pytest.param((T4, A100), id="g2-on-pgpu0"),
+]
+#: The same, the second orientation in the slow suite only.
+ONE_QUICK = [
+    ORIENTATIONS[0],
+    pytest.param((T4, A100), id="g2-on-pgpu0", marks=pytest.mark.slow),
 ]
 GPU_OF = {A100: "pgpu0", T4: "pgpu1"}
 
@@ -75,7 +82,7 @@ def _expected_map(cloud, host, traits):
     return {"": [cloud.hosts[host]], "1": [c1], "2": [c2]}
 
 
-@pytest.mark.parametrize("traits", ORIENTATIONS)
+@pytest.mark.parametrize("traits", ONE_QUICK)
 def test_the_build_records_which_gpu_took_which_group(make_cloud, traits):
     cloud, server = _setup(make_cloud, "max_flavor", traits)
     assert cloud.holds(server.uuid) == _exact(cloud, "host1", traits, 1, 1)
@@ -114,7 +121,7 @@ def test_max_flavor_grows_one_group_and_shrinks_the_other_on_their_gpus(make_clo
 
 @pytest.mark.parametrize("decision", ["confirm", "revert"])
 @pytest.mark.parametrize("strategy", ["drop_and_reclaim", "legacy"])
-@pytest.mark.parametrize("traits", ORIENTATIONS)
+@pytest.mark.parametrize("traits", ONE_QUICK)
 def test_the_other_strategies_on_the_same_host(make_cloud, traits, strategy, decision):
     cloud, server = _setup(make_cloud, strategy, traits)
     migration, dest = cloud.resize(server, _flavor(cloud, "new", traits, 1, 2, vcpus=3))
@@ -134,7 +141,7 @@ def test_the_other_strategies_on_the_same_host(make_cloud, traits, strategy, dec
 
 
 @pytest.mark.parametrize("decision", ["confirm", "revert"])
-@pytest.mark.parametrize("traits", ORIENTATIONS)
+@pytest.mark.parametrize("traits", ONE_QUICK)
 def test_another_host_takes_the_candidates_map(make_cloud, traits, decision):
     cloud, server = _setup(make_cloud, "max_flavor", traits, other=True)
     migration, dest = cloud.resize_to_verify(server, _flavor(cloud, "new", traits, 1, 2))
@@ -150,3 +157,72 @@ def test_another_host_takes_the_candidates_map(make_cloud, traits, decision):
     else:
         assert cloud.holds(server.uuid) == _exact(cloud, "host1", traits, 1, 1)
         assert _map(cloud, server) == _expected_map(cloud, "host1", traits)
+
+
+def test_a_failure_after_the_claim_gives_the_old_map_back(make_cloud):
+    traits = (A100, T4)
+    cloud, server = _setup(make_cloud, "max_flavor", traits, other=True)
+    migration, dest = cloud.resize(server, _flavor(cloud, "new", traits, 1, 2))
+    assert _map(cloud, server) == _expected_map(cloud, "host2", traits)
+    with pytest.raises(exception.NoValidHost):
+        cloud.resizes.reschedule(migration.uuid, "prep_resize failed", host="host2")
+    cloud.check()
+    assert cloud.holds(server.uuid) == _exact(cloud, "host1", traits, 1, 1)
+    assert _map(cloud, server) == _expected_map(cloud, "host1", traits)
+
+
+def _adopt(cloud, flavor):
+    """Build a server whose claim lands but whose host is never recorded,
+    then adopt the claim as recovery does."""
+    server = cloud.builds.create(
+        name="vm", flavorid=flavor.flavorid, project_id=PROJECT, user_id=USER
+    )
+    real = cloud.db.server_advance
+
+    def advance(uuid_, /, **kwargs):
+        cloud.db.server_advance = real
+        raise Crash()
+
+    cloud.db.server_advance = advance
+    with pytest.raises(Crash):
+        cloud.builds.schedule(server.uuid)
+    cloud.builds.adopt(server.uuid)
+    return cloud.builds.spawned(server.uuid)
+
+
+class Crash(BaseException):
+    """The process dies here."""
+
+
+def test_an_adopted_claim_of_interchangeable_groups_gets_a_map(make_cloud):
+    """GET /allocations has no mappings: two groups asking for the same thing
+    are read from the allocations (either reading is one Placement could have
+    given), and the resize grows group 2 where the map says it is."""
+    cloud = make_cloud("max_flavor")
+    _host(cloud, "host1")
+    specs = {"resources1:VGPU": "1", "resources2:VGPU": "1", "group_policy": "isolate"}
+    server = _adopt(cloud, cloud.flavor("old", 2, 2048, 10, extra_specs=specs))
+    recorded = _map(cloud, server)
+    assert recorded is not None
+    assert sorted(recorded) == ["", "1", "2"]
+    assert {recorded["1"][0], recorded["2"][0]} == {
+        cloud.hosts["host1/pgpu0"],
+        cloud.hosts["host1/pgpu1"],
+    }
+    new = cloud.flavor("new", 2, 2048, 10, extra_specs={**specs, "resources2:VGPU": "2"})
+    cloud.resize_to_verify(server, new)
+    held = cloud.holds(server.uuid)
+    assert held[recorded["2"][0]] == {"VGPU": 2}
+    assert held[recorded["1"][0]] == {"VGPU": 1}
+    cloud.confirm(server)
+    assert _map(cloud, server) == recorded
+
+
+def test_an_adopted_claim_of_groups_that_could_be_swapped_records_no_map(make_cloud):
+    """Groups told apart by traits, one vGPU on each GPU: the allocations
+    alone cannot say which is which, so nothing is guessed."""
+    cloud = make_cloud("max_flavor")
+    _host(cloud, "host1")
+    server = _adopt(cloud, _flavor(cloud, "old", (A100, T4), 1, 1))
+    assert cloud.holds(server.uuid) == _exact(cloud, "host1", (A100, T4), 1, 1)
+    assert _map(cloud, server) is None
