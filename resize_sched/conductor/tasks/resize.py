@@ -31,9 +31,9 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import actions, exception
-from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.conductor.tasks.facts import facts_of, group_devices, grouped
 from resize_sched.db import action_api
 from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepEvent, StepRun
@@ -62,42 +62,6 @@ STEP_EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
 SCHEDULING_STEPS = frozenset({"schedule", "reschedule"})
 
 
-def facts_of(migration: Any, claimed_groups: Any = None) -> ResizeFacts:
-    """The strategy's view of a migration row.
-
-    :param claimed_groups: the server's ``group_providers`` once the claim is
-        recorded (the confirm reads it); None before.
-    """
-    old = rs.flavor_request(migration.old_flavor)
-    new = rs.flavor_request(migration.new_flavor)
-    original = getattr(migration, "old_allocations", None) or {}
-    group_providers = gm.normalize(getattr(migration, "old_group_providers", None))
-    if group_providers is None and old.groups:
-        # NOTE: a server recorded before the map was (or adopted without
-        # one): its holdings say where each group is when only one reading
-        # fits; otherwise the map stays unknown and the increase goes to the
-        # first provider holding each class, as before.
-        held = original or rs.on(migration.source_rp_uuid, migration.old_resources)
-        group_providers = gm.derive(held, old.groups, old.group_policy)
-    return ResizeFacts(
-        source=migration.source_rp_uuid,
-        old=migration.old_resources,
-        new=migration.new_resources,
-        original=original,
-        old_groups=old.groups,
-        new_groups=new.groups,
-        group_policy=new.group_policy,
-        group_providers=group_providers,
-        claimed_groups=gm.normalize(claimed_groups),
-    )
-
-
-def _grouped(facts: ResizeFacts) -> bool:
-    """Whether either flavor has numbered groups: only then is a map recorded
-    (a flat resize writes the same rows as ever)."""
-    return bool(facts.old_groups or facts.new_groups)
-
-
 def _held_on(migration: Any, provider: str) -> dict[str, int]:
     """What both consumers of ``migration`` are known to hold on ``provider``
     (empty when the holdings are not known)."""
@@ -117,21 +81,6 @@ def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> b
         return False
     return rs.add_allocations(held.server, held.migration) == rs.add_allocations(
         target.server, target.migration
-    )
-
-
-def _group_providers(facts: ResizeFacts) -> frozenset[str]:
-    """The providers the server's numbered groups hold (a device each) when
-    the new flavor isolates its groups: a new group must go elsewhere."""
-    if facts.group_policy != "isolate" or not facts.old_groups:
-        return frozenset()
-    if facts.group_providers:
-        return frozenset(
-            rp for group in facts.old_groups for rp in facts.group_providers.get(group.suffix, ())
-        )
-    grouped = {rc for group in facts.old_groups for rc in group.resources}
-    return frozenset(
-        rp for rp, res in facts.original.items() if rp != facts.source and grouped & set(res)
     )
 
 
@@ -400,7 +349,7 @@ class ResizeTask:
             source_request=strategy.source_request(facts),
             source_placement=strategy.source_placement(facts),
             source_groups=strategy.source_groups(facts),
-            source_avoid=_group_providers(facts),
+            source_avoid=group_devices(facts),
             source_holds=_held_on(migration, facts.source),
             allow_same_host=conf.resize.allow_same_host,
             prefer_same_host=conf.resize.prefer_same_host,
@@ -451,7 +400,7 @@ class ResizeTask:
                     tried = tried | {dest.provider}
                     continue
                 server_values = None
-                if _grouped(facts):
+                if grouped(facts):
                     # NOTE: which provider holds which group from now on; a
                     # failure or a revert gives the old map back.
                     server_values = {
@@ -653,7 +602,7 @@ class ResizeTask:
                 "node": migration.source_node,
                 "rp_uuid": migration.source_rp_uuid,
             }
-            if _grouped(facts):
+            if grouped(facts):
                 values["group_providers"] = facts.group_providers
         return self.db.migration_advance(
             migration.uuid,
@@ -764,7 +713,7 @@ class ResizeTask:
         generations = (migration.holdings or {}).get("generations", {})
         server_values["placement_generation"] = generations.get("server")
         server_values["allocations"] = _recorded(facts.original, migration.source_rp_uuid)
-        if _grouped(facts):
+        if grouped(facts):
             server_values["group_providers"] = facts.group_providers
         return self.db.migration_advance(
             migration.uuid, error_reason=reason, server_values=server_values, **ending

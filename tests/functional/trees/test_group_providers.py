@@ -220,9 +220,15 @@ def test_an_adopted_claim_of_interchangeable_groups_gets_a_map(make_cloud):
 
 def test_an_adopted_claim_of_groups_that_could_be_swapped_records_no_map(make_cloud):
     """Groups told apart by traits, one vGPU on each GPU: the allocations
-    alone cannot say which is which, so nothing is guessed."""
-    cloud = make_cloud("max_flavor")
+    alone cannot say which is which, so nothing is guessed; the next claim
+    records Placement's map."""
+    traits = (A100, T4)
+    cloud = make_cloud("legacy")
     _host(cloud, "host1")
-    server = _adopt(cloud, _flavor(cloud, "old", (A100, T4), 1, 1))
-    assert cloud.holds(server.uuid) == _exact(cloud, "host1", (A100, T4), 1, 1)
+    server = _adopt(cloud, _flavor(cloud, "old", traits, 1, 1))
+    assert cloud.holds(server.uuid) == _exact(cloud, "host1", traits, 1, 1)
     assert _map(cloud, server) is None
+    cloud.resize_to_verify(server, _flavor(cloud, "new", traits, 1, 1, vcpus=3))
+    cloud.confirm(server)
+    assert cloud.holds(server.uuid) == _exact(cloud, "host1", traits, 1, 1, VCPU=3)
+    assert _map(cloud, server) == _expected_map(cloud, "host1", traits)
