@@ -154,10 +154,14 @@ def begin_resize(
         **Holdings(server=original).to_dict(),
         "generations": {"server": server.placement_generation, "migration": None},
     }
+    # NOTE: which provider holds which request group, when recorded: the
+    # resize grows each group where it is, a revert gives the map back.
+    groups = {"old_group_providers": server.group_providers} if server.group_providers else {}
     migration = db.migration_update(
         migration.uuid,
         holdings=holdings,
         old_allocations=original if server.allocations else None,
+        **groups,
     )
     _record(db, context, server_uuid, action_api.RESIZE)
     LOG.info(

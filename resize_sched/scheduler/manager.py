@@ -102,12 +102,15 @@ _FREE_SOURCE_WEIGHT = math.inf
 
 @dataclass(frozen=True)
 class Destination:
-    """A host that can take the request, with what to claim on it."""
+    """A host that can take the request, with what to claim on it, and the
+    candidate's ``mappings`` (group suffix -> providers) when the request has
+    numbered groups (None: a flat request, or no candidate to map)."""
 
     provider: str
     host: str
     allocation_request: Allocations
     same_host: bool = False
+    mappings: dict[str, list[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -665,7 +668,13 @@ class Scheduler(VerdictMixin, SharedSourceMixin):
             # NOTE: ties keep Placement's order (earlier candidates first).
             weight = multiplier * free_ram - index * 1e-9
             same_host = root == request.source
-            out.append((weight, Destination(root, names[root], allocation_request, same_host)))
+            mappings = None
+            if request.groups or request.source_groups:
+                # NOTE: which provider took which group; recorded with the claim.
+                found = candidates.mappings[index] if index < len(candidates.mappings) else {}
+                mappings = {suffix: list(rps) for suffix, rps in found.items()}
+            dest = Destination(root, names[root], allocation_request, same_host, mappings)
+            out.append((weight, dest))
         return out
 
     @staticmethod

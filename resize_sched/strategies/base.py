@@ -24,6 +24,10 @@ Phases and who calls them:
 ``confirm`` / ``revert``
     the operator's decision after VERIFY_RESIZE.
 
+``claim_groups``
+    which provider holds which request group once the claim is written (the
+    map recorded on the server; see :mod:`resize_sched.group_map`).
+
 A strategy may raise nothing but ``ValueError`` for facts it cannot handle;
 Placement errors come from the executor, not from here.
 """
@@ -33,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.resources import Allocations, Resources
 
@@ -68,6 +73,13 @@ class ResizeFacts:
     :ivar group_policy: the new flavor's ``group_policy``.
     :ivar original: what the server held before the resize began (normally
         ``{source: old}``); restore and revert give back exactly this.
+    :ivar group_providers: which provider held which request group when the
+        resize began (suffix -> provider uuids, ``""`` unnumbered; see
+        :mod:`resize_sched.group_map`); None when the old flavor has no
+        numbered group or it is not known. Restore and revert give it back.
+    :ivar claimed_groups: the map our claim recorded for the new flavor,
+        known from the claim on (the confirm's shrink reads it); None before,
+        or when unknown.
     """
 
     source: str
@@ -77,6 +89,8 @@ class ResizeFacts:
     old_groups: tuple[rs.RequestGroup, ...] = ()
     new_groups: tuple[rs.RequestGroup, ...] = ()
     group_policy: str | None = None
+    group_providers: Mapping[str, list[str]] | None = None
+    claimed_groups: Mapping[str, list[str]] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "old", rs.normalize(self.old))
@@ -88,6 +102,25 @@ class ResizeFacts:
     def increase(self) -> Resources:
         """Per class ``new - old``, negatives as 0."""
         return rs.increase(self.old, self.new)
+
+    def group_increase(self) -> Allocations | None:
+        """The increase provider by provider when the map says where each
+        numbered group is: a group grows on its own provider, the unnumbered
+        classes where the unnumbered group holds them.
+
+        :returns: None when there is no map, a new group is added (Placement
+            places it), or it cannot be said (see :func:`group_map.group_increase`).
+        """
+        if not self.group_providers or not self.new_groups:
+            return None
+        return gm.group_increase(
+            self.original,
+            self.old_groups,
+            self.new_groups,
+            self.group_providers,
+            gm.unnumbered_of(self.old, self.old_groups),
+            gm.unnumbered_of(self.new, self.new_groups),
+        )
 
 
 class ClaimStrategy(abc.ABC):
@@ -152,6 +185,29 @@ class ClaimStrategy(abc.ABC):
             ``dest``, i.e. exactly what was asked of it.
         """
 
+    def claim_groups(
+        self,
+        facts: ResizeFacts,
+        dest: str,
+        allocation_request: Allocations,
+        mappings: Mapping[str, list[str]] | None,
+    ) -> gm.GroupProviders | None:
+        """Which provider holds which of the new flavor's request groups once
+        :meth:`claim` is written for ``dest``: recorded on the server, and
+        what :meth:`confirm` reads back as ``facts.claimed_groups``.
+
+        The default holds when the server's claim is the candidate itself:
+        Placement's ``mappings`` for it, or, when the candidate came without
+        them, what its allocations say unambiguously.
+
+        :param mappings: the candidate's ``mappings`` (None: not given).
+        :returns: None when the new flavor has no numbered group, or it
+            cannot be said.
+        """
+        return gm.from_mappings(mappings, facts.new_groups) or gm.derive(
+            allocation_request, facts.new_groups, facts.group_policy
+        )
+
     def restore(self, facts: ResizeFacts) -> Holdings:
         """The resize ends without a host: the server holds what it held before."""
         return Holdings(server=facts.original)
@@ -161,7 +217,8 @@ class ClaimStrategy(abc.ABC):
 
         On the same host the server keeps ``new`` alone (whatever extra it held
         while the resize was pending is released, provider by provider, from
-        the providers that hold it); on another host the
+        the providers that hold it: each numbered group keeps its amounts on
+        the provider ``facts.claimed_groups`` names); on another host the
         migration's holdings on the source are dropped.
         """
         if dest == facts.source:
@@ -169,14 +226,27 @@ class ClaimStrategy(abc.ABC):
             # on a sharing provider) is released nowhere but where it is
             # held; only a holding that does not cover the new flavor (not
             # ours to shrink) falls back to the new flavor on the root.
-            kept = rs.shrink(current.server, facts.new)
+            kept = None
+            if facts.new_groups:
+                # NOTE: two groups of one class on two providers: what goes
+                # must come from the group that shrinks, not from whichever
+                # provider is last.
+                kept = gm.layout(
+                    current.server,
+                    facts.new_groups,
+                    gm.unnumbered_of(facts.new, facts.new_groups),
+                    facts.claimed_groups,
+                )
+            if kept is None:
+                kept = rs.shrink(current.server, facts.new)
             if rs.total(kept) != facts.new:
                 kept = rs.on(dest, facts.new)
             return Holdings(server=kept)
         return Holdings(server=current.server)
 
     def revert(self, facts: ResizeFacts, current: Holdings, dest: str) -> Holdings:
-        """The resize is reverted: only the old flavor remains, on the source."""
+        """The resize is reverted: only the old flavor remains, on the source
+        (``facts.original``, each group on the provider it was on)."""
         return Holdings(server=facts.original)
 
     def __repr__(self) -> str:

@@ -21,6 +21,8 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import actions, exception
+from resize_sched import group_map as gm
+from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
 from resize_sched.placement.client import owner_trait
@@ -130,6 +132,7 @@ class BuildTask:
                             if set(dest.allocation_request) != {dest.provider}
                             else None
                         ),
+                        **_group_providers(request.groups, dest.mappings),
                     )
                 except (exception.ServerStateConflict, exception.ServerNotFound):
                     # NOTE: deleted while we were claiming: give the room back
@@ -212,6 +215,7 @@ class BuildTask:
             rp_uuid=rp_uuid,
             placement_generation=held.generation,
             allocations=allocations if set(allocations) != {rp_uuid} else None,
+            **_adopted_group_providers(server_uuid, self.db, allocations),
         )
 
     def _adopted(self, server_uuid: str, rp_uuid: str) -> bool:
@@ -272,3 +276,37 @@ class BuildTask:
         except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
             LOG.info("Build of server %s: %s", server_uuid, exc)
             return None
+
+
+def _group_providers(
+    groups: tuple[rs.RequestGroup, ...], mappings: dict[str, list[str]] | None
+) -> dict[str, Any]:
+    """The ``group_providers`` column to set with a build's claim: Placement's
+    mappings for the candidate claimed; nothing for a flat flavor (the same
+    statement as ever)."""
+    if not groups:
+        return {}
+    return {"group_providers": gm.from_mappings(mappings, groups)}
+
+
+def _adopted_group_providers(
+    server_uuid: str, db: Any, allocations: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """The ``group_providers`` of an adopted claim.
+
+    ``GET /allocations/{consumer}`` has no mappings: the map is read from the
+    allocations when only one reading fits (:func:`group_map.derive`).
+    """
+    request = rs.flavor_request(db.server_get(server_uuid).flavor)
+    if not request.groups:
+        return {}
+    found = gm.derive(allocations, request.groups, request.group_policy)
+    if found is None:
+        # NOTE: two groups that could be on either of two providers: left
+        # unknown rather than guessed. A resize then reads it from the
+        # holdings again, and grows each class on the first provider holding
+        # it, as before the map existed; the next claim records a map.
+        LOG.warning(
+            "Server %s: adopted claim does not say which provider holds which group", server_uuid
+        )
+    return {"group_providers": found}

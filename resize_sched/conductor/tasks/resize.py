@@ -33,6 +33,7 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.conductor.tasks.facts import facts_of, group_devices, grouped
 from resize_sched.db import action_api
 from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepEvent, StepRun
@@ -61,21 +62,6 @@ STEP_EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
 SCHEDULING_STEPS = frozenset({"schedule", "reschedule"})
 
 
-def facts_of(migration: Any) -> ResizeFacts:
-    """The strategy's view of a migration row."""
-    old = rs.flavor_request(migration.old_flavor)
-    new = rs.flavor_request(migration.new_flavor)
-    return ResizeFacts(
-        source=migration.source_rp_uuid,
-        old=migration.old_resources,
-        new=migration.new_resources,
-        original=getattr(migration, "old_allocations", None) or {},
-        old_groups=old.groups,
-        new_groups=new.groups,
-        group_policy=new.group_policy,
-    )
-
-
 def _held_on(migration: Any, provider: str) -> dict[str, int]:
     """What both consumers of ``migration`` are known to hold on ``provider``
     (empty when the holdings are not known)."""
@@ -95,17 +81,6 @@ def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> b
         return False
     return rs.add_allocations(held.server, held.migration) == rs.add_allocations(
         target.server, target.migration
-    )
-
-
-def _group_providers(facts: ResizeFacts) -> frozenset[str]:
-    """The providers the server's numbered groups hold (a device each) when
-    the new flavor isolates its groups: a new group must go elsewhere."""
-    if facts.group_policy != "isolate" or not facts.old_groups:
-        return frozenset()
-    grouped = {rc for group in facts.old_groups for rc in group.resources}
-    return frozenset(
-        rp for rp, res in facts.original.items() if rp != facts.source and grouped & set(res)
     )
 
 
@@ -132,17 +107,24 @@ def _side_pool() -> futures.ThreadPoolExecutor:
 
 
 def _dest_to_dict(dest: Destination) -> dict[str, Any]:
-    return {
+    data = {
         "provider": dest.provider,
         "host": dest.host,
         "allocation_request": dest.allocation_request,
         "same_host": dest.same_host,
     }
+    if dest.mappings is not None:
+        data["mappings"] = dest.mappings
+    return data
 
 
 def _dest_from_dict(data: dict[str, Any]) -> Destination:
     return Destination(
-        data["provider"], data["host"], data["allocation_request"], data["same_host"]
+        data["provider"],
+        data["host"],
+        data["allocation_request"],
+        data["same_host"],
+        data.get("mappings"),
     )
 
 
@@ -367,7 +349,7 @@ class ResizeTask:
             source_request=strategy.source_request(facts),
             source_placement=strategy.source_placement(facts),
             source_groups=strategy.source_groups(facts),
-            source_avoid=_group_providers(facts),
+            source_avoid=group_devices(facts),
             source_holds=_held_on(migration, facts.source),
             allow_same_host=conf.resize.allow_same_host,
             prefer_same_host=conf.resize.prefer_same_host,
@@ -417,6 +399,15 @@ class ResizeTask:
                     )
                     tried = tried | {dest.provider}
                     continue
+                server_values = None
+                if grouped(facts):
+                    # NOTE: which provider holds which group from now on; a
+                    # failure or a revert gives the old map back.
+                    server_values = {
+                        "group_providers": strategy.claim_groups(
+                            facts, dest.provider, dest.allocation_request, dest.mappings
+                        )
+                    }
                 self.db.migration_advance(
                     migration.uuid,
                     ends=run,
@@ -430,6 +421,7 @@ class ResizeTask:
                     alternates_complete=complete,
                     tried=sorted(tried),
                     status="migrating",
+                    server_values=server_values,
                 )
                 LOG.info("Migration %s claimed %s", migration.uuid, dest.host)
                 return dest
@@ -562,6 +554,11 @@ class ResizeTask:
         phase = strategy.confirm if decision == "confirm" else strategy.revert
         facts = facts_of(migration)
         dest = migration.dest_rp_uuid
+        if decision == "confirm" and facts.new_groups and dest == facts.source:
+            # NOTE: the shrink keeps each group on the provider the claim
+            # recorded (one read, only for a same-host resize with groups).
+            server = self.db.server_get(migration.server_uuid)
+            facts = facts_of(migration, server.group_providers)
         known = self.deps.executor.known(migration)
         status = "confirming" if decision == "confirm" else "reverting"
         target = phase(facts, known.holdings, dest)
@@ -605,6 +602,8 @@ class ResizeTask:
                 "node": migration.source_node,
                 "rp_uuid": migration.source_rp_uuid,
             }
+            if grouped(facts):
+                values["group_providers"] = facts.group_providers
         return self.db.migration_advance(
             migration.uuid,
             ends=run,
@@ -714,6 +713,8 @@ class ResizeTask:
         generations = (migration.holdings or {}).get("generations", {})
         server_values["placement_generation"] = generations.get("server")
         server_values["allocations"] = _recorded(facts.original, migration.source_rp_uuid)
+        if grouped(facts):
+            server_values["group_providers"] = facts.group_providers
         return self.db.migration_advance(
             migration.uuid, error_reason=reason, server_values=server_values, **ending
         )
