@@ -305,17 +305,9 @@ def test_two_guest_cells_resize_to_another_host(make_cloud, strategy):
     assert cloud.holds(server.uuid) == original
 
 
-_SKEWED = pytest.mark.xfail(
-    strict=True,
-    reason="max_flavor spreads a same-host increase class by class onto the first provider "
-    "holding the class, not group by group: two guest cells grow on one host cell. Needs "
-    "the per-group providers (servers.group_providers) the groups work records.",
-)
-
-
-@pytest.mark.parametrize(
-    "strategy", ["legacy", "drop_and_reclaim", pytest.param("max_flavor", marks=_SKEWED)]
-)
+# NOTE: max_flavor grows each guest cell on the host cell its group holds
+# (servers.group_providers); spread class by class, both grew on one cell.
+@pytest.mark.parametrize("strategy", ["legacy", "drop_and_reclaim", "max_flavor"])
 def test_two_guest_cells_resize_on_the_same_host(make_cloud, strategy):
     """Each guest cell grows on its own host cell (legacy: new beside old
     needs cells of 6; the others keep one guest cell per host cell)."""
