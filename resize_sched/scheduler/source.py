@@ -1,161 +1,343 @@
-"""A resize's source whose provider for a class is a sharing provider.
+"""Judging a resize's source, which may be asked for less than the new flavor.
 
-A host may take a class from a provider it shares through an aggregate
-(``MISC_SHARES_VIA_AGGREGATE``: a disk pool, the host itself having no
-``DISK_GB``). When a resize asks the source for a class the server never
-held there (a boot-from-volume flavor, disk 0, resized to one with a disk),
-neither the strategy nor the server's holdings say which provider has it,
-and the usual question, a candidates query with ``in_tree=<source>``, never
-looks beyond the source's own tree: Placement leaves sharing providers out of
-a group limited to a tree (``in_tree``, and ``in_treeN=<root>`` alike), so
-the pool is never seen and the same-host resize is refused even when the
-pool has room.
+A claim strategy may ask the source of a resize for something else than
+every other host (``ClaimStrategy.source_request``: the increase alone under
+``max_flavor``), so the :class:`~resize_sched.scheduler.manager.Scheduler`
+judges the source apart from the query over every host, by the cheapest
+question that answers it:
 
-:class:`SharedSourceMixin` asks instead, for the source only and only when
-its compute node as reported lacks a class asked for:
-
-#. the source root's aggregates (``GET /resource_providers/{uuid}/aggregates``);
-#. the sharing providers in any of them that have every such class free now
-   (one listing: ``member_of=in:...``, ``required=MISC_SHARES_VIA_AGGREGATE``,
-   ``resources=...``), which is what Placement itself would combine with the
-   source in a query over every host;
-#. the source's usage, for the classes its root has and its weight.
-
-The answer names the source's root and one of those pools and nothing else,
-so what is claimed can only land on the source's tree and its sharing
-providers. With no pool found (no aggregate, no sharing provider, or none
-with room) the source is asked the usual way, which finds a class on a child
-and fails as before otherwise.
+* a source that needs nothing more: one provider listing checks that it is
+  still ours, enabled, with the traits and aggregates asked for;
+* a source whose compute service reports it, whose root has every class
+  asked for: from its reported inventory, beside the other hosts'
+  candidates (:meth:`SourceMixin._judge_beside`): no request when the query
+  over every host returned it anyway or when it could never weigh enough to
+  be chosen, else its usage (one light request);
+* an amount pinned to providers of its tree (a vGPU's child, a disk's pool:
+  ``source_placement``): each provider's inventory and usage
+  (:meth:`SourceMixin._judge_tree`);
+* new numbered groups (``source_groups``): a candidates query in its tree,
+  passing over a candidate that breaks ``isolate`` against what the server
+  holds (:meth:`SourceMixin._judge_groups`);
+* a class its root lacks that a sharing provider of its aggregates has:
+  :mod:`resize_sched.scheduler.pools`;
+* anything else: a candidates query with ``in_tree=<source>``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.db import host_api
-from resize_sched.placement.client import SHARING_TRAIT
-from resize_sched.resources import Allocations, Resources
+from resize_sched.placement.client import Candidates
+from resize_sched.resources import Resources
+from resize_sched.scheduler import hosts
+from resize_sched.scheduler.pools import SharedSourceMixin, lacks_a_class
+from resize_sched.scheduler.request import Destination, SchedulingRequest
 from resize_sched.scheduler.verdict import _asks_placement_only, _fits
 
 if TYPE_CHECKING:
-    from resize_sched.scheduler.manager import SchedulingRequest
+    from collections.abc import Callable
+    from typing import Any
 
 LOG = logging.getLogger(__name__)
 
+#: The weight of a source that needs nothing more (a shrink under max_flavor):
+#: staying put costs nothing and moves no disk, so it always comes first.
+_FREE_SOURCE_WEIGHT = math.inf
+
 
 @dataclass(frozen=True)
-class PooledSource:
-    """The source judged together with its sharing providers.
+class _SourceAnswer:
+    """What the pool learned about a resize's source while every other host
+    was asked: its compute node as its service reported it, enabled (judged
+    next, beside the other hosts' candidates), or else the answer already
+    known (``judged``: Placement's, or None for a disabled source)."""
 
-    :ivar source: the source's root provider.
-    :ivar placement: what to claim there, provider by provider (the root's
-        classes on the root, the others on one pool); None: the source
-        cannot take the request (disabled, gone, no room on its root).
-    :ivar free_ram: the root's free ``MEMORY_MB``, which weighs it.
-    """
-
-    source: str
-    placement: Allocations | None
-    free_ram: float = 0.0
+    node: host_api.ReportedNode | None = None
+    judged: tuple[float, Destination] | None = None
 
 
-def lacks_a_class(node: host_api.ReportedNode, amounts: Resources) -> bool:
-    """Whether the source's root, as reported, lacks a class of ``amounts``
-    (on a child or a sharing provider): it cannot be judged from its report
-    alone. Never true of a flat host."""
-    return any(rc not in node.inventory for rc in amounts)
+class SourceMixin(SharedSourceMixin):
+    """The source judgement of the :class:`~resize_sched.scheduler.manager.Scheduler`
+    it is mixed into; uses its client, database, configuration, host names,
+    ``_query``, ``_score``, ``_filter``, ``_root_of`` and ``_host_name``."""
 
+    conf: Any
+    owner_trait: str
+    _usable: tuple[str, ...]
+    _enabled: tuple[str, ...]
+    _query: Callable[..., Candidates]
+    _score: Callable[..., list[tuple[float, Destination]]]
+    _filter: Callable[..., list[tuple[float, Destination]]]
+    _host_name: Callable[[str], str]
 
-def sharing_pools(client: Any, root: str, amounts: Resources) -> list[str]:
-    """The sharing providers of ``root``'s aggregates with ``amounts`` free now.
+    def _ask_source(
+        self, request: SchedulingRequest, *, seen: bool = False
+    ) -> tuple[float, Destination] | None:
+        """Ask about the source alone; ``None`` when it cannot take the resize.
 
-    Two requests: the root's aggregates, then the listing (none when the root
-    is in no aggregate).
-
-    :raises PlacementNotFound: ``root`` is gone.
-    """
-    aggregates, _ = client.get_aggregates(root)
-    if not aggregates:
-        return []
-    found = client.list_resource_providers(
-        member_of=["in:" + ",".join(sorted(aggregates))],
-        required=[SHARING_TRAIT],
-        resources=amounts,
-    )
-    # NOTE: a sharing provider is its own root; the source itself, were it
-    # marked as sharing, is no pool of its own.
-    return [rp["uuid"] for rp in found if rp["uuid"] != root]
-
-
-class SharedSourceMixin:
-    """The source-with-pools judgement of the :class:`Scheduler` it is mixed
-    into. Uses the scheduler's ``client``, ``db``, ``_names`` and
-    ``_source_usable``."""
-
-    client: Any
-    db: Any
-    _names: dict[str, str]
-    _source_usable: Callable[[SchedulingRequest], bool]
-
-    def _source_on_pools(
-        self,
-        request: SchedulingRequest,
-        amounts: Resources,
-        node: host_api.ReportedNode | None,
-    ) -> PooledSource | None:
-        """Judge the source with the sharing providers of its aggregates, when
-        its root lacks a class of ``amounts``.
-
-        :param node: the source's compute node, when already read; read here
-            otherwise (traits or aggregates asked: the caller did not).
-        :returns: None when this does not apply (no report of the source,
-            every class on its root, or no pool with room for the classes its
-            root lacks): the source is then asked the usual way.
+        :param seen: the source is among the candidates of the query over
+            every host, so it is owned, enabled and has the required traits.
         """
         source = request.source
         assert source is not None
-        if node is None and self.db is not None:
+        amounts = rs.normalize(request.source_request)
+        if not amounts:
+            # NOTE: nothing more is needed, but the source must still be a
+            # host of ours that takes new work, with any new required trait
+            # and in the aggregates asked for: one cheap provider query checks
+            # it, and names the host on the way.
+            if not seen and not self._source_usable(request):
+                return None
+            dest = Destination(source, self._host_name(source), {}, same_host=True)
+            return (_FREE_SOURCE_WEIGHT, dest)
+        answer = self._about_source(request, amounts)
+        if answer.node is None:
+            return answer.judged
+        return self._judge_from_usage(request, amounts, answer.node)
+
+    def _about_source(self, request: SchedulingRequest, amounts: Resources) -> _SourceAnswer:
+        """The source's compute node when it can be judged from it, else
+        Placement's answer for the source alone (``in_tree``)."""
+        if request.source_groups:
+            return _SourceAnswer(judged=self._judge_groups(request, amounts))
+        if set(request.source_placement) - {request.source}:
+            return _SourceAnswer(judged=self._judge_tree(request))
+        node = self._reported_source(request)
+        if node is not None and node.disabled and not lacks_a_class(node, amounts):
+            LOG.debug("Source %s is disabled", node.host)
+            return _SourceAnswer()  # judged: it takes no new work
+        if node is not None and not lacks_a_class(node, amounts):
+            return _SourceAnswer(node=node)
+        # NOTE: a class the source's root lacks may be on a sharing provider
+        # (its disk pool), which in_tree=<source> never sees: see
+        # resize_sched.scheduler.pools. A flat host never gets here.
+        pooled = self._source_on_pools(request, amounts, node)
+        if pooled is not None:
+            judged = None
+            if pooled.placement is not None:
+                weight = self.conf.scheduler.ram_weight_multiplier * pooled.free_ram
+                host = self._host_name(pooled.source)
+                dest = Destination(pooled.source, host, pooled.placement, same_host=True)
+                judged = (weight, dest)
+            return _SourceAnswer(judged=judged)
+        candidates = self._query(amounts, request, in_tree=request.source)
+        scored = self._score(candidates, request, keep_source=True)
+        return _SourceAnswer(judged=scored[0] if scored else None)
+
+    def _judge_groups(
+        self, request: SchedulingRequest, amounts: Resources
+    ) -> tuple[float, Destination] | None:
+        """The source asked for new numbered groups and the rest of
+        ``amounts``, in its tree (``in_tree``); under ``isolate`` a candidate
+        whose ``mappings`` put a new group on a provider the server's groups
+        already hold is passed over (Placement isolates the groups of one
+        query, not a group from what is held)."""
+        source = request.source
+        assert source is not None
+        groups = request.source_groups
+        grouped = rs.total(rs.add_allocations(*({g.suffix: g.resources} for g in groups)))
+        rest = rs.normalize({rc: max(n - grouped.get(rc, 0), 0) for rc, n in amounts.items()})
+        required = [
+            *sorted(request.required_traits),
+            *(f"!{t}" for t in sorted(request.forbidden_traits)),
+        ]
+        candidates = hosts.unless_unknown(
+            self.client,
+            self.owner_trait,
+            lambda: self.client.get_allocation_candidates(
+                rest,
+                required=required,
+                member_of=request.member_of,
+                in_tree=source,
+                root_required=self._usable,
+                groups=groups,
+                group_policy=request.group_policy,
+            ),
+            Candidates([], {}),
+        )
+        suffixes = {g.suffix for g in groups}
+        for index, allocation_request in enumerate(candidates.allocation_requests):
+            mapping = candidates.mappings[index] if index < len(candidates.mappings) else {}
+            used = {rp for suffix in suffixes for rp in mapping.get(suffix, ())}
+            if used & request.source_avoid:
+                continue
+            kept = Candidates([allocation_request], candidates.provider_summaries)
+            scored = self._score(kept, request, keep_source=True)
+            if scored:
+                return scored[0]
+        LOG.debug("Source %s has no room for new groups %s", source, sorted(suffixes))
+        return None
+
+    def _judge_tree(self, request: SchedulingRequest) -> tuple[float, Destination] | None:
+        """Whether the source has ``source_placement`` free, provider by provider.
+
+        A candidates query cannot pin an amount to one provider of a tree, and
+        ``in_tree=<source>`` leaves a sharing provider out altogether, so each
+        provider named is judged from its own inventory (the root's as its
+        service reported it, when it did) and usage: two light requests per
+        provider. The claim that follows is judged by Placement all the same.
+        """
+        source = request.source
+        assert source is not None
+        node = None
+        if self.db is not None:
             node = host_api.compute_node_for_source(self.db, source)
+            if node is not None and node.disabled:
+                LOG.debug("Source %s is disabled", node.host)
+                return None
+        if (node is None or _asks_placement_only(request)) and not self._source_usable(request):
+            return None
+        wanted = dict(request.source_placement)
+        if source not in wanted:
+            wanted[source] = {}  # read for its free RAM, which weighs it
+        free_ram = 0.0
+        for provider, amounts in wanted.items():
+            try:
+                if node is not None and provider == source:
+                    inventory = node.inventory
+                else:
+                    inventory = self.client.get_inventories(provider)[0]
+                used = self.client.get_usages(provider)
+            except exception.PlacementNotFound:
+                return None  # gone: a claim there would be refused
+            if not _fits(inventory, amounts, used):
+                LOG.debug(
+                    "Source %s: provider %s lacks %s",
+                    source,
+                    provider,
+                    rs.format_resources(amounts),
+                )
+                return None
+            if provider == source and rs.MEMORY_MB in inventory:
+                free_ram = rs.capacity(inventory[rs.MEMORY_MB]) - used.get(rs.MEMORY_MB, 0)
+        host = node.host if node is not None else self._host_name(source)
+        weight = self.conf.scheduler.ram_weight_multiplier * free_ram
+        placement = rs.normalize_allocations(request.source_placement)
+        return (weight, Destination(source, host, placement, same_host=True))
+
+    def _reported_source(self, request: SchedulingRequest) -> host_api.ReportedNode | None:
+        """The source's compute node, when the source can be judged from it
+        (if its root has every class asked for: see
+        :func:`~resize_sched.scheduler.pools.lacks_a_class`).
+
+        A candidates query limited to the source costs Placement as much as
+        one over the whole cloud. When the source is a host whose compute
+        service reports it (its inventory and whether it is disabled are in
+        ``compute_nodes`` and ``services``), its usage is all that is left to
+        know, and often not even that (see :meth:`_judge_beside`).
+
+        :returns: None when it must be asked the usual way: no database, no
+            report, traits or aggregates asked for (they live in Placement).
+        """
+        source = request.source
+        assert source is not None
+        if self.db is None or _asks_placement_only(request):
+            return None
+        node = host_api.compute_node_for_source(self.db, source)
         if node is None:
             return None
-        shared = {rc: n for rc, n in amounts.items() if rc not in node.inventory}
-        if not shared:
-            return None
-        if node.disabled:
-            LOG.debug("Source %s is disabled", node.host)
-            return PooledSource(source, None)
         self._names[source] = node.host
-        try:
-            pools = sharing_pools(self.client, source, shared)
-        except exception.PlacementNotFound:
-            return PooledSource(source, None)  # gone: a claim there would be refused
-        if not pools:
+        return node
+
+    def _judge_beside(
+        self,
+        request: SchedulingRequest,
+        amounts: Resources,
+        node: host_api.ReportedNode,
+        candidates: Candidates,
+        scored: list[tuple[float, Destination]],
+    ) -> tuple[float, Destination] | None:
+        """Judge the reported source beside every other host's candidates.
+
+        * A source among the candidates has room for the whole request, so
+          for ``amounts`` too: its summary weighs it, no request more.
+        * A source that, however little it holds, would weigh less than every
+          host that can be chosen or stand as an alternate (the best
+          ``max(max_attempts, host_subset_size)`` of the others) could never
+          be in the answer: it is not asked about.
+        * Any other is judged from its usage (one cheap request).
+        """
+        source = request.source
+        assert source is not None
+        summary = candidates.provider_summaries.get(source)
+        if summary is not None and any(
+            self._root_of(ar, candidates) == source for ar in candidates.allocation_requests
+        ):
+            memory = summary.get("resources", {}).get(rs.MEMORY_MB, {})
+            free_ram = memory.get("capacity", 0) - memory.get("used", 0)
+            return self._source_destination(node, amounts, free_ram)
+        best = self._weight_bound(node, request, amounts)
+        needed = max(self.conf.scheduler.max_attempts, self.conf.scheduler.host_subset_size)
+        rivals = sorted((w for w, _ in self._filter(scored, request)), reverse=True)
+        if len(rivals) >= needed and best < rivals[needed - 1]:
             LOG.debug(
-                "Source %s: no sharing provider of its aggregates has %s free",
+                "Source %s not asked: at best it weighs %s, below the %d best other hosts",
                 node.host,
-                rs.format_resources(shared),
+                best,
+                needed,
             )
             return None
-        if _asks_placement_only(request) and not self._source_usable(request):
-            return PooledSource(source, None)
-        on_root = {rc: n for rc, n in amounts.items() if rc not in shared}
+        return self._judge_from_usage(request, amounts, node)
+
+    def _weight_bound(
+        self, node: host_api.ReportedNode, request: SchedulingRequest, amounts: Resources
+    ) -> float:
+        """The most the source can weigh: its free RAM is at least what the
+        request adds there (or it would not fit) and at most its capacity
+        less what the resize and our settled servers there hold."""
+        memory = node.inventory.get(rs.MEMORY_MB)
+        held = request.source_holds.get(rs.MEMORY_MB, 0) + node.settled.get(rs.MEMORY_MB, 0)
+        most = rs.capacity(memory) - held if memory else 0
+        least = amounts.get(rs.MEMORY_MB, 0)
+        multiplier = self.conf.scheduler.ram_weight_multiplier
+        return max(multiplier * least, multiplier * most)
+
+    def _judge_from_usage(
+        self, request: SchedulingRequest, amounts: Resources, node: host_api.ReportedNode
+    ) -> tuple[float, Destination] | None:
+        """Whether the reported source has ``amounts`` free, from its usage
+        (``GET /resource_providers/{uuid}/usages``, a fraction of a candidates
+        query's cost). The claim that follows is judged by Placement all the
+        same: a usage that changed meanwhile only means a refused claim, and
+        the next alternate."""
+        source = request.source
+        assert source is not None
         try:
             used = self.client.get_usages(source)
         except exception.PlacementNotFound:
-            return PooledSource(source, None)
-        if not _fits(node.inventory, on_root, used):
-            LOG.debug("Source %s lacks %s", node.host, rs.format_resources(on_root))
-            return PooledSource(source, None)
+            return None  # gone: a claim there would be refused
+        if not _fits(node.inventory, amounts, used):
+            LOG.debug("Source %s lacks %s", node.host, rs.format_resources(amounts))
+            return None
         memory = node.inventory.get(rs.MEMORY_MB)
-        free_ram = rs.capacity(memory) - used.get(rs.MEMORY_MB, 0) if memory else 0.0
-        # NOTE: the first pool as Placement lists it; with several, the claim
-        # that follows is judged by Placement all the same.
-        placement = rs.add_allocations(rs.on(source, on_root), rs.on(pools[0], shared))
-        LOG.debug("Source %s takes %s from sharing provider %s", node.host, shared, pools[0])
-        return PooledSource(source, placement, free_ram)
+        free_ram = rs.capacity(memory) - used.get(rs.MEMORY_MB, 0) if memory else 0
+        return self._source_destination(node, amounts, free_ram)
+
+    def _source_destination(
+        self, node: host_api.ReportedNode, amounts: Resources, free_ram: float
+    ) -> tuple[float, Destination]:
+        source = node.uuid
+        weight = self.conf.scheduler.ram_weight_multiplier * free_ram
+        return (weight, Destination(source, node.host, rs.on(source, amounts), same_host=True))
+
+    def _source_usable(self, request: SchedulingRequest) -> bool:
+        found = hosts.list_owned(
+            self.client,
+            self.owner_trait,
+            in_tree=request.source,
+            required=[*self._enabled, *sorted(request.required_traits)],
+            member_of=request.member_of,
+        )
+        for rp in found:
+            if rp["uuid"] == request.source:
+                self._names[rp["uuid"]] = rp["name"]
+                return True
+        return False

@@ -24,7 +24,7 @@ from resize_sched.resources import Resources
 from resize_sched.scheduler import hosts
 
 if TYPE_CHECKING:
-    from resize_sched.scheduler.manager import SchedulingRequest
+    from resize_sched.scheduler.request import SchedulingRequest
 
 LOG = logging.getLogger(__name__)
 
