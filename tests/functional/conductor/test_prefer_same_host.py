@@ -143,8 +143,10 @@ def test_source_refused_after_selection_asks_again_without_it(
     def squat_after_source_only(selection: Selection) -> None:
         selections.append(selection)
         if not selection.complete:
+            # NOTE: no invariant check here: a prepare that moves usage
+            # nowhere (legacy's old flavor to the migration) is still being
+            # written beside the query, and is checked once it has landed.
             cloud.squat("host1", VCPU=SQUAT[strategy])
-            cloud.check()
 
     cloud.after_scheduling(squat_after_source_only)
     spy = Spy(cloud.client)
