@@ -63,10 +63,12 @@ def create_server(
     :raises Invalid: a bad name, project or user.
     """
     flavor = db.flavor_get(flavorid)
+    # NOTE: checked before anything is written: a flavor stored before
+    # today's hw:numa_nodes checks may be refused by them.
+    request = _checked_request(flavor.to_snapshot(), f"flavor {flavorid}")
     server = db.server_create(
         name=name, project_id=project_id, user_id=user_id, flavor=flavor, image_ref=image_ref
     )
-    request = rs.flavor_request(flavor.to_snapshot())
     db.request_spec_create(
         server.uuid,
         resources=request.resources,
@@ -128,8 +130,12 @@ def begin_resize(
         )
     old_flavor = dict(server.flavor)
     new_flavor = flavor.to_snapshot()
-    old = rs.flavor_request(old_flavor).resources
-    new = rs.flavor_request(new_flavor).resources
+    # NOTE: both checked before anything is written or claimed; a server
+    # whose own stored flavor is refused keeps running as it was claimed
+    # (heal, audit and the scheduler read it without its NUMA specs) but is
+    # not resized: a revert would have to give that snapshot back.
+    old = _checked_request(old_flavor, f"server {server_uuid}'s own flavor").resources
+    new = _checked_request(new_flavor, f"flavor {flavor.flavorid}").resources
     server = db.server_start_resize(server_uuid)
     migration = db.migration_create(
         server_uuid=server.uuid,
@@ -264,3 +270,15 @@ def begin_delete(
         _record(db, context, server_uuid, action_api.DELETE)
     LOG.info("Server %s: delete recorded", server_uuid)
     return server
+
+
+def _checked_request(snapshot: Any, what: str) -> rs.ResourceRequest:
+    """:func:`rs.flavor_request` of ``snapshot``, a refusal as InvalidFlavor
+    that says what to do."""
+    try:
+        return rs.flavor_request(snapshot)
+    except ValueError as exc:
+        raise exception.InvalidFlavor(
+            reason=f"{what} has extra specs this version refuses: {exc}. Correct the "
+            "flavor's extra specs (resize-sched-status upgrade check lists them)"
+        ) from None

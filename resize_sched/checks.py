@@ -10,12 +10,15 @@
 * :func:`policy_problems` reads the policy file as the API would and says
   whether it parses, and which of its rules name nothing the API enforces
   or refer to rules that do not exist.
+* :func:`refused_extra_specs` lists the flavors and live servers whose extra
+  specs today's translation refuses (``hw:numa_nodes`` was ignored before).
 """
 
 import glob
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
@@ -23,6 +26,7 @@ from oslo_log import log as logging
 from stevedore import named
 
 from resize_sched import exception, strategies
+from resize_sched import resources as rs
 from resize_sched.placement.client import PlacementClient
 
 LOG = logging.getLogger(__name__)
@@ -310,4 +314,36 @@ def warn_unknown_options(conf: cfg.ConfigOpts) -> list[str]:
     found = unknown_options(conf)
     for line in found:
         LOG.warning("Ignored configuration: %s (misspelt, or for another service?)", line)
+    return found
+
+
+# -- extra specs ---------------------------------------------------------------------------
+
+
+def refused_extra_specs(flavors: Iterable[Any], servers: Iterable[Any]) -> list[str]:
+    """The flavors, and the flavor snapshots of live servers, that
+    :func:`resize_sched.resources.flavor_request` refuses.
+
+    Before ``hw:numa_nodes`` was translated into request groups any ``hw:``
+    extra spec was accepted and ignored, so a flavor (and the servers built
+    from it) may carry NUMA specs today's checks refuse (``hw:numa_nodes=3``
+    with 2 vCPUs). A build or resize with such a flavor is refused; a server
+    already running with one goes on as it was claimed.
+
+    :param flavors: flavor rows (``to_snapshot()``, ``flavorid``, ``name``).
+    :param servers: server rows (``flavor`` snapshot, ``uuid``, ``name``).
+    :returns: one line per refused flavor or server, with the reason.
+    """
+    found: list[str] = []
+    for flavor in flavors:
+        reason = rs.refusal(flavor.to_snapshot())
+        if reason is not None:
+            found.append(f"flavor {flavor.flavorid} ({flavor.name}): {reason}")
+    for server in servers:
+        reason = rs.refusal(server.flavor or {})
+        if reason is not None:
+            flavorid = (server.flavor or {}).get("id")
+            found.append(
+                f"server {server.uuid} ({server.name}, flavor {flavorid} as stored): {reason}"
+            )
     return found

@@ -140,6 +140,62 @@ def group_increase(
     return rs.add_allocations(*parts)
 
 
+def held_increase(
+    old_groups: Sequence[RequestGroup],
+    new_groups: Sequence[RequestGroup],
+    group_providers: Mapping[str, Sequence[str]] | None,
+) -> Allocations | None:
+    """The increase of each numbered group the server already holds, on the
+    provider that holds it; the new flavor's groups the server does not hold
+    yet are left out (Placement places them).
+
+    :returns: provider -> class -> amount (empty: no held group grows); None
+        when a held group grows and the map does not name its provider.
+    """
+    old_by_suffix = {group.suffix: group for group in old_groups}
+    parts: list[Allocations] = []
+    for group in new_groups:
+        before = old_by_suffix.get(group.suffix)
+        if before is None:
+            continue
+        grows = rs.increase(before.resources, group.resources)
+        if not grows:
+            continue
+        provider = provider_of(group_providers, group.suffix)
+        if provider is None:
+            return None
+        parts.append(rs.on(provider, grows))
+    return rs.add_allocations(*parts)
+
+
+def fits_beside(
+    summaries: Mapping[str, Mapping[str, Any]],
+    placed: Mapping[str, Mapping[str, int]],
+    allocation_request: Mapping[str, Mapping[str, int]],
+) -> bool:
+    """Whether ``placed`` is free on its providers beside a candidate's
+    ``allocation_request``, as the candidates' provider summaries say
+    (``capacity`` less ``used``, every class of every provider of the tree
+    from microversion 1.29).
+
+    :returns: False when a provider of ``placed`` is not summarized (not in
+        the tree asked about) or lacks room.
+    """
+    for rp, amounts in placed.items():
+        summary = summaries.get(rp)
+        if summary is None:
+            return False
+        inventory = summary.get("resources", {})
+        for rc, amount in amounts.items():
+            record = inventory.get(rc)
+            if record is None:
+                return False
+            wanted = amount + allocation_request.get(rp, {}).get(rc, 0)
+            if record.get("capacity", 0) - record.get("used", 0) < wanted:
+                return False
+    return True
+
+
 def layout(
     current: Mapping[str, Mapping[str, int]],
     groups: Sequence[RequestGroup],

@@ -331,6 +331,45 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
     )
 
 
+def refusal(flavor: Mapping[str, Any]) -> str | None:
+    """Why :func:`flavor_request` refuses a flavor snapshot, or None when it does not."""
+    try:
+        flavor_request(flavor)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def stored_request(flavor: Mapping[str, Any]) -> ResourceRequest:
+    """:func:`flavor_request` of a snapshot already stored (a server's
+    flavor, a migration's old and new flavors), which must be read whatever
+    today's checks say of it.
+
+    Before ``hw:numa_nodes`` was translated any ``hw:`` extra spec was
+    accepted and ignored, so a server may run with, or a resize may be in
+    flight to, a flavor whose NUMA specs :mod:`resize_sched.numa` now refuses
+    (``hw:numa_nodes=3`` with 2 vCPUs). Its claim was made without them: such
+    a snapshot is read as it was then, its ``hw:numa_*`` specs left out, so
+    heal, audit, the scheduler's view of a host and a resize in flight go on
+    as before. A new build or resize of it is refused (see
+    :func:`resize_sched.actions.create_server`); ``resize-sched-status
+    upgrade check`` lists them.
+
+    :raises ValueError: the snapshot is refused even without its NUMA specs.
+    """
+    try:
+        return flavor_request(flavor)
+    except ValueError:
+        specs = flavor.get("extra_specs") or {}
+        kept = {k: v for k, v in specs.items() if not str(k).startswith(_NUMA_SPEC_PREFIX)}
+        if len(kept) == len(specs):
+            raise
+        return flavor_request({**flavor, "extra_specs": kept})
+
+
+_NUMA_SPEC_PREFIX = "hw:numa_"
+
+
 def _numa_groups(
     specs: Mapping[str, Any],
     resources: dict[str, int],

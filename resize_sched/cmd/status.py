@@ -32,6 +32,14 @@ Stuck migrations
 Claim strategy
     ``[resize] claim_strategy`` names an installed strategy that loads. A
     failure otherwise, since the conductor then refuses to start.
+Flavor extra specs
+    Every flavor, and the flavor snapshot of every live server, is a request
+    this version accepts. Before ``hw:numa_nodes`` was translated into
+    request groups it was accepted and ignored whatever its value; one now
+    refused (``hw:numa_nodes=3`` with 2 vCPUs) is a warning: builds and
+    resizes with that flavor are refused (400), a server already running
+    with it goes on as it was claimed (heal, audit and the scheduler read it
+    without its NUMA specs) but cannot be resized.
 Policy file
     The policy file (``[oslo_policy] policy_file`` and ``policy_dirs``)
     parses: a failure otherwise, since the API then answers every request
@@ -82,7 +90,8 @@ DESCRIPTION = (
     "Placement answers at the microversion resize_sched needs, that the resource "
     "provider of every compute host with servers exists and carries this deployment's "
     "owner trait, that no migration is stuck in flight for longer than [conductor] "
-    "stuck_after, that [resize] claim_strategy is installed, and that the policy file "
+    "stuck_after, that [resize] claim_strategy is installed, that every flavor's extra "
+    "specs are accepted, and that the policy file "
     "parses and names only rules that exist. Nothing is changed. "
     "Exit codes: 0 all passed; 1 a warning; 2 a failure; 255 a check could not run."
 )
@@ -399,6 +408,33 @@ class Checks(upgradecheck.UpgradeCommands):
             return Result(Code.FAILURE, f"{exc}. The conductor will not start with it.")
         return Result(Code.SUCCESS, f"[resize] claim_strategy '{name}' is installed.")
 
+    def _check_extra_specs(self) -> Result:
+        """Every flavor and live server's flavor is a request this version accepts."""
+        if not self._schema_ok:
+            return self._not_run("the database schema is not at head")
+        try:
+            db = self._database()
+            flavors = db.flavor_list()
+            servers = db.server_list()
+        except sa.exc.SQLAlchemyError as exc:
+            return Result(Code.FAILURE, f"Cannot list flavors and servers: {_one_line(exc)}")
+        refused = checks.refused_extra_specs(flavors, servers)
+        if refused:
+            return Result(
+                Code.WARNING,
+                f"{len(refused)} flavor(s) or server(s) have extra specs this version refuses "
+                f"(hw:numa_nodes, hw:numa_cpus.X and hw:numa_mem.X are now checked): "
+                f"{_listed(refused)}. Builds and resizes with such a flavor are refused; "
+                "servers already running with one keep what they hold but cannot be "
+                "resized. Correct each flavor's extra specs (openstack flavor set "
+                "--property / unset --property).",
+            )
+        return Result(
+            Code.SUCCESS,
+            f"{len(flavors)} flavor(s) and {len(servers)} live server(s): every extra "
+            "spec is accepted.",
+        )
+
     def _check_policy_file(self) -> Result:
         """The policy file parses and names only rules that exist."""
         report = checks.policy_problems(self.conf)
@@ -425,6 +461,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ("Compute host providers", _check_providers),
         ("Stuck migrations", _check_stuck_migrations),
         ("Claim strategy", _check_claim_strategy),
+        ("Flavor extra specs", _check_extra_specs),
         ("Policy file", _check_policy_file),
     )
 

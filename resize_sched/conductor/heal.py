@@ -181,9 +181,16 @@ def _heal_server(
     # or a sharing provider (a disk pool), recorded on the server; those
     # providers are its host's as much as the root is, though only the root
     # carries the owner trait.
-    expected = rs.normalize_allocations(
-        server.allocations or rs.on(server.rp_uuid, rs.flavor_request(server.flavor).resources)
-    )
+    try:
+        # NOTE: a stored flavor today's checks refuse (hw:numa_nodes) is read
+        # as it was claimed; one refused even so is reported, never raised,
+        # so one server cannot stop the heal of the others.
+        expected = rs.normalize_allocations(
+            server.allocations or rs.on(server.rp_uuid, rs.stored_request(server.flavor).resources)
+        )
+    except ValueError as exc:
+        reason = f"its stored flavor is refused: {exc}"
+        return HealResult(uuid, server.host, MISSING, reason=reason)
     mine = owned | set(expected)
     ours = {rp: res for rp, res in actual.allocations.items() if rp in mine}
     theirs = {rp: res for rp, res in actual.allocations.items() if rp not in mine}

@@ -401,7 +401,7 @@ def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
         )
         settled: dict[str, int] = {}
         for flavor in flavors:
-            for rc, amount in resources.flavor_request(flavor).resources.items():
+            for rc, amount in resources.stored_request(flavor).resources.items():
                 settled[rc] = settled.get(rc, 0) + amount
     return ReportedNode(uuid, host, inventory or {}, bool(disabled), settled)
 

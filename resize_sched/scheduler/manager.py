@@ -396,9 +396,10 @@ def flavor_filters(flavor: dict[str, Any]) -> dict[str, Any]:
     """The :class:`SchedulingRequest` fields a flavor's extra specs set
     beside its amounts: traits, aggregates and numbered groups.
 
-    :raises ValueError: malformed extra specs (see :func:`rs.flavor_request`).
+    :raises ValueError: malformed extra specs (see :func:`rs.stored_request`:
+        a stored snapshot is read as it was claimed).
     """
-    request = rs.flavor_request(flavor)
+    request = rs.stored_request(flavor)
     return {
         "required_traits": request.required_traits,
         "forbidden_traits": request.forbidden_traits,

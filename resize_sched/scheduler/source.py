@@ -27,12 +27,12 @@ question that answers it:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from oslo_log import log as logging
 
-from resize_sched import exception
+from resize_sched import exception, group_map
 from resize_sched import resources as rs
 from resize_sched.db import host_api
 from resize_sched.placement.client import Candidates
@@ -144,6 +144,11 @@ class SourceMixin(SharedSourceMixin):
         assert source is not None
         groups = request.source_groups
         grouped = rs.total(rs.add_allocations(*({g.suffix: g.resources} for g in groups)))
+        # NOTE: what the held groups grow by stays on their own providers
+        # (source_placement): judged from the summaries beside each
+        # candidate, never asked unnumbered (Placement would put it anywhere).
+        placed = rs.normalize_allocations(request.source_placement)
+        grouped = rs.add(grouped, rs.total(placed))
         rest = rs.normalize({rc: max(n - grouped.get(rc, 0), 0) for rc, n in amounts.items()})
         required = [
             *sorted(request.required_traits),
@@ -169,10 +174,15 @@ class SourceMixin(SharedSourceMixin):
             used = {rp for suffix in suffixes for rp in mapping.get(suffix, ())}
             if used & request.source_avoid:
                 continue
-            kept = Candidates([allocation_request], candidates.provider_summaries)
+            summaries = candidates.provider_summaries
+            if not group_map.fits_beside(summaries, placed, allocation_request):
+                continue
+            kept = Candidates([allocation_request], summaries, [mapping])
             scored = self._score(kept, request, keep_source=True)
             if scored:
-                return scored[0]
+                weight, dest = scored[0]
+                claim = rs.add_allocations(dest.allocation_request, placed)
+                return weight, replace(dest, allocation_request=claim)
         LOG.debug("Source %s has no room for new groups %s", source, sorted(suffixes))
         return None
 

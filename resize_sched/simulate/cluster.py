@@ -199,7 +199,7 @@ def build(layout: Layout, client: PlacementClient, db: Database, owner_trait: st
         )
         # NOTE: a consumer's first write leaves it at generation 1, as a build does.
         db.server_update(server, placement_generation=1)
-        request = rs.flavor_request(row.to_snapshot())
+        request = rs.stored_request(row.to_snapshot())
         db.request_spec_create(
             server,
             resources=dict(request.resources),

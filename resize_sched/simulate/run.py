@@ -227,7 +227,7 @@ class _Run:
         server = self.db.server_get(uuid)
         old_name = server.flavor["name"]
         new_spec = cluster.draw_flavor(random.Random(arrival.flavor_seed), exclude=old_name)
-        old = rs.flavor_request(server.flavor).resources
+        old = rs.stored_request(server.flavor).resources
         new = new_spec.resources
         source = server.rp_uuid
         outcome = Outcome(arrival.index, name, uuid, old_name, new_spec.name)

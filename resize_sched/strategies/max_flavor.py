@@ -29,6 +29,22 @@ class MaxFlavorStrategy(ClaimStrategy):
     def source_request(self, facts: ResizeFacts) -> Resources:
         # NOTE: group by group when the map is known: one group growing while
         # another of the same class shrinks needs room though the total does not.
+        added = self.source_groups(facts)
+        if added:
+            # NOTE: a new group is a device (or a guest NUMA cell) of its
+            # own, asked whole whatever the class totals say: a same-size
+            # resize that adds hw:numa_nodes, or splits one guest cell in
+            # two, must still find the new group's provider.
+            return rs.add(
+                rs.total(self._held_increase(facts)),
+                rs.add(
+                    rs.total(rs.add_allocations(*({g.suffix: g.resources} for g in added))),
+                    rs.increase(
+                        gm.unnumbered_of(facts.old, facts.old_groups),
+                        gm.unnumbered_of(facts.new, facts.new_groups),
+                    ),
+                ),
+            )
         placed = facts.group_increase()
         return facts.increase if placed is None else rs.total(placed)
 
@@ -40,7 +56,11 @@ class MaxFlavorStrategy(ClaimStrategy):
         # Placement finds room in the source's tree.
         added = self.source_groups(facts)
         if added:
-            return {}  # NOTE: Placement places the new groups and the rest together
+            # NOTE: Placement places the new groups and the unnumbered
+            # increase (in_tree); a group the server holds grows where it is,
+            # judged beside Placement's candidate, never where the query
+            # would put an unnumbered amount of its class.
+            return self._held_increase(facts)
         # NOTE: two numbered groups may hold one class on two providers (a
         # vGPU on each GPU): each group's increase goes to its own provider,
         # as the recorded map says, not to the first that holds the class.
@@ -56,6 +76,27 @@ class MaxFlavorStrategy(ClaimStrategy):
         # group instead.
         held = {group.suffix for group in facts.old_groups}
         return tuple(group for group in facts.new_groups if group.suffix not in held)
+
+    @staticmethod
+    def _held_increase(facts: ResizeFacts) -> Allocations:
+        """The growth of the groups the server holds, each on its provider;
+        with no map, on the first provider holding the class (as a resize
+        without new groups does)."""
+        placed = gm.held_increase(facts.old_groups, facts.new_groups, facts.group_providers)
+        if placed is not None:
+            return placed
+        held = {group.suffix: group for group in facts.old_groups}
+        grows = rs.total(
+            rs.add_allocations(
+                *(
+                    {g.suffix: rs.increase(held[g.suffix].resources, g.resources)}
+                    for g in facts.new_groups
+                    if g.suffix in held
+                )
+            )
+        )
+        devices = {rp: res for rp, res in facts.original.items() if rp != facts.source}
+        return rs.spread(devices, grows) or rs.spread(facts.original, grows) or {}
 
     def claim_groups(
         self,

@@ -350,3 +350,23 @@ def test_numa_specs_that_cannot_be_sent_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         _numa(specs, vcpus=vcpus, memory_mb=memory_mb)
+
+
+def test_stored_request_reads_a_refused_numa_snapshot_without_its_numa_specs():
+    flavor = {
+        "vcpus": 2,
+        "memory_mb": 2048,
+        "root_gb": 10,
+        "extra_specs": {"hw:numa_nodes": "3", "resources1:VGPU": "1"},
+    }
+    assert "hw:numa_nodes=3" in rs.refusal(flavor)
+    request = rs.stored_request(flavor)
+    assert request.resources == {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10, "VGPU": 1}
+    assert [g.suffix for g in request.groups] == ["1"]
+
+
+def test_stored_request_still_refuses_what_was_always_refused():
+    flavor = {"vcpus": 2, "memory_mb": 2048, "root_gb": 10, "extra_specs": {"resources:vcpu": "1"}}
+    with pytest.raises(ValueError):
+        rs.stored_request(flavor)
+    assert rs.refusal({**flavor, "extra_specs": {}}) is None

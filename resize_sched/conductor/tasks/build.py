@@ -297,7 +297,7 @@ def _adopted_group_providers(
     ``GET /allocations/{consumer}`` has no mappings: the map is read from the
     allocations when only one reading fits (:func:`group_map.derive`).
     """
-    request = rs.flavor_request(db.server_get(server_uuid).flavor)
+    request = rs.stored_request(db.server_get(server_uuid).flavor)
     if not request.groups:
         return {}
     found = gm.derive(allocations, request.groups, request.group_policy)

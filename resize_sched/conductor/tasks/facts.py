@@ -19,8 +19,10 @@ def facts_of(migration: Any, claimed_groups: Any = None) -> ResizeFacts:
     :param claimed_groups: the server's ``group_providers`` once the claim is
         recorded (the confirm reads it); None before.
     """
-    old = rs.flavor_request(migration.old_flavor)
-    new = rs.flavor_request(migration.new_flavor)
+    # NOTE: stored snapshots: read as they were claimed even when today's
+    # hw:numa_nodes checks refuse them (a resize in flight must finish).
+    old = rs.stored_request(migration.old_flavor)
+    new = rs.stored_request(migration.new_flavor)
     original = getattr(migration, "old_allocations", None) or {}
     group_providers = gm.normalize(getattr(migration, "old_group_providers", None))
     if group_providers is None and old.groups:

@@ -33,6 +33,7 @@ CHECKS = (
     "Compute host providers",
     "Stuck migrations",
     "Claim strategy",
+    "Flavor extra specs",
     "Policy file",
 )
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
@@ -357,3 +358,50 @@ def test_usage_error_exits_nonzero(deployment: Deployment) -> None:
     code, _out, err = deployment.run("downgrade")
     assert code == 2
     assert "invalid choice" in err
+
+
+def _store_numa_specs(db: Database, flavorid: str | None, server_uuid: str | None) -> None:
+    """Write ``hw:numa_nodes=3`` on a 1-vCPU flavor and/or a server's stored
+    flavor behind the API's back, as a flavor saved before that spec was
+    checked would hold it."""
+    bad = {"hw:numa_nodes": "3"}
+    with db.engine.begin() as conn:
+        if flavorid is not None:
+            conn.execute(
+                sa.update(models.Flavor)
+                .where(models.Flavor.flavorid == flavorid)
+                .values(extra_specs=bad)
+            )
+        if server_uuid is not None:
+            flavor = conn.execute(
+                sa.select(models.Server.flavor).where(models.Server.uuid == server_uuid)
+            ).scalar_one()
+            conn.execute(
+                sa.update(models.Server)
+                .where(models.Server.uuid == server_uuid)
+                .values(flavor={**flavor, "extra_specs": bad})
+            )
+
+
+def test_refused_extra_specs_warn_naming_the_flavor_and_the_server(
+    deployment: Deployment,
+) -> None:
+    server = deployment.server()
+    deployment.server()
+    flavorid = deployment.db.flavor_create("old-numa", 1, 512, 1).flavorid
+    _store_numa_specs(deployment.db, flavorid, server.uuid)
+    code, results = deployment.check()
+    assert code == WARNING
+    result, details = results["Flavor extra specs"]
+    assert result == WARNING
+    assert f"flavor {flavorid} (old-numa)" in details
+    assert f"server {server.uuid}" in details
+    assert "hw:numa_nodes=3" in details
+    assert "2 flavor(s) or server(s)" in details
+    assert "openstack flavor set" in details
+
+
+def test_accepted_extra_specs_pass(deployment: Deployment) -> None:
+    deployment.server()
+    _, results = deployment.check()
+    assert results["Flavor extra specs"][0] == SUCCESS
