@@ -15,7 +15,7 @@ from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.context import RequestContext
 from resize_sched.db import action_api
-from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
+from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.strategies import ClaimStrategy, Holdings
 
 LOG = logging.getLogger(__name__)
@@ -259,7 +259,7 @@ def begin_delete(
 
     The server becomes ``deleting`` and its resize in flight (if any) ends in
     ``error`` in one transaction; the conductor then releases what both
-    consumers hold. See :meth:`resize_sched.db.compute_api.ComputeApi.server_begin_delete`.
+    consumers hold. See :meth:`resize_sched.db.server_api.ServerApi.server_begin_delete`.
 
     :param context: the request; when given, its ``delete`` action is recorded.
     :raises ServerNotFound: unknown server, or another project's.

@@ -17,7 +17,7 @@ from oslo_middleware import request_id
 from resize_sched.api import faults, schemas
 from resize_sched.api.microversion import MIN_VERSION, APIVersion
 from resize_sched.context import RequestContext
-from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
+from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 
 #: WSGI environ keys set by the outer layers.
 CONTEXT_KEY = "resize_sched.context"
@@ -77,7 +77,7 @@ class ApiRequest(webob.Request):
     def project_scope(self) -> ProjectScope:
         """The project whose servers the caller may see.
 
-        :returns: :data:`~resize_sched.db.compute_api.ALL_PROJECTS` for an
+        :returns: :data:`~resize_sched.db.project_scope.ALL_PROJECTS` for an
             administrator, else the caller's project (a caller without one
             never gets here; the database refuses a None if it did).
         """

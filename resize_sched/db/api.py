@@ -5,12 +5,23 @@ transaction. State changes that may race are compare-and-swap updates
 (``UPDATE ... WHERE <expected state>``): of two callers, exactly one wins and
 the other gets a typed conflict naming the state it found.
 
-The queries live in :mod:`resize_sched.db.compute_api` (flavors, servers,
-request specs), :mod:`resize_sched.db.migration_api` (migrations and their
-journal), :mod:`resize_sched.db.host_api` (services, compute nodes) and
-:mod:`resize_sched.db.action_api` (instance actions and events),
-:mod:`resize_sched.db.server_journal_api` (a server's own writes to Placement);
-this module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
+The queries live in one mixin per area:
+
+* :mod:`resize_sched.db.flavor_api` (flavors),
+  :mod:`resize_sched.db.server_api` (servers),
+  :mod:`resize_sched.db.request_spec_api` (request specs); server queries
+  take a :mod:`resize_sched.db.project_scope`;
+* :mod:`resize_sched.db.migration_api` (migration records),
+  :mod:`resize_sched.db.step_api` (conductor steps taking and advancing a
+  migration), :mod:`resize_sched.db.migration_journal_api` (the migration
+  journal and holdings);
+* :mod:`resize_sched.db.server_journal_api` (a server's own writes to
+  Placement);
+* :mod:`resize_sched.db.host_api` (services, compute nodes);
+* :mod:`resize_sched.db.action_api` (instance actions and events);
+* :mod:`resize_sched.db.usage_api` (usage over time).
+
+This module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
 the API-visible id) default to a new UUID.
 """
 
@@ -21,11 +32,15 @@ from oslo_log import log as logging
 
 from resize_sched.db import engines, migration
 from resize_sched.db.action_api import ActionApi
-from resize_sched.db.compute_api import ComputeApi
+from resize_sched.db.flavor_api import FlavorApi
 from resize_sched.db.host_api import HostApi
 from resize_sched.db.migration_api import MigrationApi
+from resize_sched.db.migration_journal_api import MigrationJournalApi
 from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
+from resize_sched.db.request_spec_api import RequestSpecApi
+from resize_sched.db.server_api import ServerApi
 from resize_sched.db.server_journal_api import ServerJournalApi
+from resize_sched.db.step_api import StepApi
 from resize_sched.db.usage_api import UsageApi
 
 __all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Server"]
@@ -33,7 +48,18 @@ __all__ = ["Database", "Flavor", "JournalEntry", "Migration", "RequestSpec", "Se
 LOG = logging.getLogger(__name__)
 
 
-class Database(ComputeApi, MigrationApi, ServerJournalApi, HostApi, ActionApi, UsageApi):
+class Database(
+    FlavorApi,
+    ServerApi,
+    RequestSpecApi,
+    MigrationApi,
+    StepApi,
+    MigrationJournalApi,
+    ServerJournalApi,
+    HostApi,
+    ActionApi,
+    UsageApi,
+):
     """Flavors, servers, request specs, migrations and the journal, services and
     compute nodes, instance actions and their events, usage over time, in one
     database."""

@@ -1,7 +1,7 @@
 """What the two Placement write journals share.
 
 A resize journals its writes on its migration
-(:mod:`resize_sched.db.migration_api`), a build or delete on its server
+(:mod:`resize_sched.db.migration_journal_api`), a build or delete on its server
 (:mod:`resize_sched.db.server_journal_api`). Both tables have the same
 columns (:class:`resize_sched.db.models.JournalMixin`) and the same life: an
 entry is written ``intended`` before its Placement write, then marked

@@ -1,7 +1,7 @@
 """Data API for the server journal (a mixin of ``Database``).
 
 A resize journals each Placement write on its migration
-(:mod:`resize_sched.db.migration_api`); a server's own consumer, written
+(:mod:`resize_sched.db.migration_journal_api`); a server's own consumer, written
 outside any migration, is journaled here the same way: a build's claim, the
 give-back of a claim that lost to a delete, a delete's release, a reap.
 Before each write an ``intended`` entry is recorded under the server's row
@@ -109,7 +109,7 @@ class ServerJournalApi(SessionSource):
     ) -> models.ServerJournalEntry:
         # NOTE: the row lock serialises appenders to one server's journal and
         # orders the check against a delete's compare-and-swap; the last seq
-        # is read after it, in a plain statement (see migration_api's note on
+        # is read after it, in a plain statement (see migration_journal_api's note on
         # MySQL's gap locks).
         server = session.execute(
             sa.select(models.Server).where(models.Server.uuid == server_uuid).with_for_update()

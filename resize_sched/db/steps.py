@@ -7,7 +7,7 @@ Placement write has landed. Done one write at a time that is eight commits
 for a schedule; none of it needs a commit of its own:
 
 * the event is opened in the transaction that takes the migration
-  (:meth:`~resize_sched.db.migration_api.MigrationApi.step_begin`);
+  (:meth:`~resize_sched.db.step_api.StepApi.step_begin`);
 * an entry whose write landed waits in :attr:`StepRun.applied` and is marked
   by the step's next write: the next entry's intent, or the step's end. Until
   then it is ``intended`` with the holdings it leads to already recorded, the
@@ -16,7 +16,7 @@ for a schedule; none of it needs a commit of its own:
 * the step's last state change ends it in the same transaction (marks, event
   ``Success``, release: ``migration_advance(..., ends=run)``); a step that
   fails or was not due ends with one transaction of its own
-  (:meth:`~resize_sched.db.migration_api.MigrationApi.step_end`).
+  (:meth:`~resize_sched.db.step_api.StepApi.step_end`).
 
 A schedule that claims at once is thus three commits: take, intent, advance.
 """

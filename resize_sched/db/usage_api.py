@@ -12,7 +12,7 @@ import datetime
 import sqlalchemy as sa
 
 from resize_sched import exception
-from resize_sched.db import compute_api, models
+from resize_sched.db import models, project_scope
 from resize_sched.db.session import SessionSource
 
 
@@ -24,7 +24,7 @@ class UsageApi(SessionSource):
         start: datetime.datetime,
         stop: datetime.datetime,
         *,
-        project_id: compute_api.ProjectScope,
+        project_id: project_scope.ProjectScope,
         limit: int | None = None,
         marker: str | None = None,
     ) -> list[models.Server]:
@@ -36,7 +36,7 @@ class UsageApi(SessionSource):
 
         :param start: the beginning of the period.
         :param stop: its end.
-        :param project_id: only this project's, or :data:`~compute_api.ALL_PROJECTS`
+        :param project_id: only this project's, or :data:`~project_scope.ALL_PROJECTS`
             (never None: a missing project is refused, not read as every one).
         :param limit: at most this many.
         :param marker: the uuid of the last server of the previous page (it
@@ -51,7 +51,7 @@ class UsageApi(SessionSource):
             server.launched_at < stop,
             sa.or_(server.deleted_at.is_(None), server.deleted_at > start),
         )
-        condition = compute_api.project_condition(server.project_id, project_id, "usage")
+        condition = project_scope.project_condition(server.project_id, project_id, "usage")
         if condition is not None:
             query = query.where(condition)
         with self._reader() as session:

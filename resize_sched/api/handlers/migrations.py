@@ -38,7 +38,7 @@ from resize_sched.api.request import (
     time_param,
 )
 from resize_sched.db import models
-from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
+from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.policies import migrations as rules
 
 if TYPE_CHECKING:

@@ -44,8 +44,8 @@ from resize_sched.api.request import (
     parse_bool,
 )
 from resize_sched.db import models
-from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
 from resize_sched.db.host_api import COMPUTE_BINARY, service_is_up
+from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.policies import servers as rules
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from resize_sched import exception
 from resize_sched.api import faults, policy
 from resize_sched.api.request import ApiRequest, int_param, json_response, nova_timestamp
 from resize_sched.db import models
-from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
+from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.policies import simple_tenant_usage as rules
 
 if TYPE_CHECKING:

@@ -13,11 +13,11 @@ VERIFY_RESIZE, then ``confirming``/``confirmed`` or ``reverting``/``reverted``;
 
 Every step that writes (schedule, reschedule, fail, confirm, revert) first
 takes the migration with a compare-and-swap on its status
-(:meth:`~resize_sched.db.migration_api.MigrationApi.migration_acquire`): a
+(:meth:`~resize_sched.db.step_api.StepApi.migration_acquire`): a
 duplicate or late delivery of the same message finds another status or an
 owner and is a logged no-op. The step ends with one transaction that moves
 the migration and its server on together, and only while no delete has been
-asked for (:meth:`~resize_sched.db.migration_api.MigrationApi.migration_advance`).
+asked for (:meth:`~resize_sched.db.step_api.StepApi.migration_advance`).
 A step that loses to a delete after writing to Placement gives back, through
 the executor, what it wrote.
 """
@@ -35,7 +35,7 @@ from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.facts import facts_of, group_devices, grouped
 from resize_sched.db import action_api
-from resize_sched.db.compute_api import ALL_PROJECTS, ProjectScope
+from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepEvent, StepRun
 from resize_sched.scheduler.manager import (
     Destination,

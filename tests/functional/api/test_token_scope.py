@@ -18,7 +18,7 @@ from keystoneauth1.fixture import v3 as ks_v3
 from keystonemiddleware import fixture as ks_fixture
 
 from resize_sched import exception
-from resize_sched.db.compute_api import ALL_PROJECTS
+from resize_sched.db.project_scope import ALL_PROJECTS
 from tests.functional.api.harness import ApiHarness
 
 ROLES = {

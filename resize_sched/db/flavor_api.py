@@ -1,0 +1,230 @@
+"""Data API for flavors (a mixin of ``Database``).
+
+Creating a flavor (sizes and extra specs checked to make a resource request
+the scheduler can use), reading and listing live ones, changing extra specs,
+soft-deleting. Servers keep a snapshot of their flavor, so nothing here
+changes a server.
+"""
+
+import re
+import uuid as uuidlib
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+
+from resize_sched import exception, resources
+from resize_sched.db import models
+from resize_sched.db.session import SessionSource, retry_on_deadlock, text, whole_number
+
+LOG = logging.getLogger(__name__)
+
+# As in Nova: letters, digits, '.', '_', '-' and inner spaces.
+_FLAVORID_RE = re.compile(r"^(?! )[a-zA-Z0-9. _-]+(?<! )\Z")
+_FLAVOR_SIZES = ("vcpus", "memory_mb", "root_gb", "ephemeral_gb", "swap")
+
+
+def _checked_specs(sizes: Mapping[str, Any], specs: dict[str, Any]) -> dict[str, str]:
+    """Flavor extra specs, each a string, that make a valid resource request.
+
+    :raises ValueError: a bad key or value, or a ``resources:``/``trait:``
+        spec the scheduler could not use.
+    """
+    for key, value in specs.items():
+        text(key, "extra spec key")
+        if not isinstance(value, str) or len(value) > 255:
+            raise ValueError(f"extra spec {key} must be a string of at most 255")
+    resources.flavor_request({**sizes, "extra_specs": specs})
+    return specs
+
+
+class FlavorApi(SessionSource):
+    """Flavors."""
+
+    @retry_on_deadlock
+    def flavor_create(
+        self,
+        name: str,
+        vcpus: int,
+        memory_mb: int,
+        root_gb: int,
+        ephemeral_gb: int = 0,
+        swap: int = 0,
+        extra_specs: dict[str, str] | None = None,
+        flavorid: str | None = None,
+        is_public: bool = True,
+    ) -> models.Flavor:
+        """Create a flavor.
+
+        :param name: unique among live flavors.
+        :param vcpus: at least 1.
+        :param memory_mb: at least 1.
+        :param root_gb: 0 or more (0: the root disk is not local).
+        :param ephemeral_gb: 0 or more.
+        :param swap: swap in MB, 0 or more.
+        :param extra_specs: ``resources:CLASS=N``, ``trait:NAME=required``...
+        :param flavorid: the API-visible id; a new UUID when omitted.
+        :param is_public: visible to every project.
+        :returns: the new flavor.
+        :raises resize_sched.exception.InvalidFlavor: a bad value; nothing written.
+        :raises resize_sched.exception.FlavorExists: the name or flavorid is taken.
+        """
+        try:
+            name = text(name, "name")
+            sizes = {
+                "vcpus": whole_number(vcpus, "vcpus", minimum=1),
+                "memory_mb": whole_number(memory_mb, "memory_mb", minimum=1),
+                "root_gb": whole_number(root_gb, "root_gb", minimum=0),
+                "ephemeral_gb": whole_number(ephemeral_gb, "ephemeral_gb", minimum=0),
+                "swap": whole_number(swap, "swap", minimum=0),
+            }
+            if flavorid is None:
+                flavorid = str(uuidlib.uuid4())
+            elif not isinstance(flavorid, str) or not _FLAVORID_RE.match(flavorid):
+                raise ValueError(
+                    f"flavorid {flavorid!r} may only hold letters, digits, '.', '_', "
+                    "'-' and inner spaces"
+                )
+            flavorid = text(flavorid, "flavorid")
+            specs = _checked_specs(sizes, dict(extra_specs or {}))
+            if not isinstance(is_public, bool):
+                raise ValueError(f"is_public must be true or false, got {is_public!r}")
+        except ValueError as exc:
+            raise exception.InvalidFlavor(reason=str(exc)) from None
+
+        flavor = models.Flavor(
+            flavorid=flavorid,
+            name=name,
+            extra_specs=specs,
+            is_public=is_public,
+            deleted=0,
+            **sizes,
+        )
+        try:
+            with self._writer() as session:
+                clash = session.scalars(
+                    sa.select(models.Flavor).where(
+                        models.Flavor.deleted == 0,
+                        sa.or_(models.Flavor.name == name, models.Flavor.flavorid == flavorid),
+                    )
+                ).first()
+                if clash is not None:
+                    raise self._flavor_exists(clash, name, flavorid)
+                session.add(flavor)
+        except sa.exc.IntegrityError:
+            # NOTE: someone created it between our check and our insert.
+            raise exception.FlavorExists(name=name) from None
+        LOG.info("Created flavor %s (%s)", flavorid, name)
+        return flavor
+
+    @staticmethod
+    def _flavor_exists(clash: models.Flavor, name: str, flavorid: str) -> exception.FlavorExists:
+        if clash.name == name:
+            return exception.FlavorExists(name=name)
+        return exception.FlavorExists(
+            f"A flavor with id {flavorid} already exists.", name=name, flavorid=flavorid
+        )
+
+    def flavor_get(self, flavorid: str, *, read_deleted: bool = False) -> models.Flavor:
+        """Get a live flavor by its API-visible id.
+
+        :param flavorid: the flavor's id.
+        :param read_deleted: also find a deleted one (the latest).
+        :returns: the flavor.
+        :raises resize_sched.exception.FlavorNotFound: no such flavor.
+        """
+        query = sa.select(models.Flavor).where(models.Flavor.flavorid == flavorid)
+        if not read_deleted:
+            query = query.where(models.Flavor.deleted == 0)
+        with self._reader() as session:
+            flavor = session.scalars(query.order_by(models.Flavor.id.desc())).first()
+        if flavor is None:
+            raise exception.FlavorNotFound(flavor_id=flavorid)
+        return flavor
+
+    def flavor_get_by_name(self, name: str) -> models.Flavor:
+        """Get a live flavor by name.
+
+        :raises resize_sched.exception.FlavorNotFound: no such flavor.
+        """
+        with self._reader() as session:
+            flavor = session.scalars(
+                sa.select(models.Flavor).where(
+                    models.Flavor.name == name, models.Flavor.deleted == 0
+                )
+            ).first()
+        if flavor is None:
+            raise exception.FlavorNotFound(flavor_id=name)
+        return flavor
+
+    def flavor_list(self, *, is_public: bool | None = None) -> list[models.Flavor]:
+        """List live flavors, smallest first (by memory, then vCPUs, then id).
+
+        :param is_public: only public (True) or private (False) flavors.
+        """
+        query = sa.select(models.Flavor).where(models.Flavor.deleted == 0)
+        if is_public is not None:
+            query = query.where(models.Flavor.is_public == is_public)
+        query = query.order_by(models.Flavor.memory_mb, models.Flavor.vcpus, models.Flavor.id)
+        with self._reader() as session:
+            return list(session.scalars(query))
+
+    @retry_on_deadlock
+    def flavor_update_extra_specs(
+        self,
+        flavorid: str,
+        *,
+        updates: Mapping[str, str] | None = None,
+        remove: str | None = None,
+    ) -> models.Flavor:
+        """Set some extra specs of a live flavor, or remove one.
+
+        Servers keep the snapshot they were built or resized with; new builds
+        and resizes see the change.
+
+        :param updates: keys to set (added or replaced).
+        :param remove: a key to remove.
+        :returns: the flavor as updated.
+        :raises resize_sched.exception.FlavorNotFound: no such live flavor.
+        :raises resize_sched.exception.FlavorExtraSpecNotFound: ``remove`` is not set.
+        :raises resize_sched.exception.InvalidFlavor: the specs would not be
+            valid; nothing written.
+        """
+        with self._writer() as session:
+            flavor = session.scalars(
+                sa.select(models.Flavor)
+                .where(models.Flavor.flavorid == flavorid, models.Flavor.deleted == 0)
+                .with_for_update()
+            ).first()
+            if flavor is None:
+                raise exception.FlavorNotFound(flavor_id=flavorid)
+            specs = {**(flavor.extra_specs or {}), **(updates or {})}
+            if remove is not None:
+                if remove not in specs:
+                    raise exception.FlavorExtraSpecNotFound(flavor_id=flavorid, key=remove)
+                del specs[remove]
+            sizes = {k: getattr(flavor, k) for k in _FLAVOR_SIZES}
+            try:
+                flavor.extra_specs = _checked_specs(sizes, specs)
+            except ValueError as exc:
+                raise exception.InvalidFlavor(reason=str(exc)) from None
+        LOG.info("Flavor %s extra specs now %s", flavorid, specs)
+        return flavor
+
+    @retry_on_deadlock
+    def flavor_delete(self, flavorid: str) -> None:
+        """Soft-delete a flavor; servers keep their snapshot of it.
+
+        :raises resize_sched.exception.FlavorNotFound: no such live flavor.
+        """
+        with self._writer() as session:
+            result = session.execute(
+                sa.update(models.Flavor)
+                .where(models.Flavor.flavorid == flavorid, models.Flavor.deleted == 0)
+                .values(deleted=models.Flavor.id, deleted_at=models.utcnow())
+                .execution_options(synchronize_session=False)
+            )
+        if result.rowcount == 0:
+            raise exception.FlavorNotFound(flavor_id=flavorid)
+        LOG.info("Deleted flavor %s", flavorid)

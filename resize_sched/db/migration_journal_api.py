@@ -1,0 +1,325 @@
+"""Data API for the migration journal and holdings (a mixin of ``Database``).
+
+The journal is what crash recovery reads: before each Placement write the
+executor records the intended transition (:meth:`MigrationJournalApi.journal_intend`),
+then marks it ``applied`` or ``abandoned`` (:meth:`MigrationJournalApi.journal_mark`;
+within a conductor step, an ``applied`` waits for the step's next write: see
+:mod:`resize_sched.db.steps`). The migration's known holdings are recorded in
+the transaction that journals the write leading to them.
+Holdings are JSON shaped ``{"server": {rp: {rc: n}}, "migration": {rp: {rc: n}},
+"generations": {"server": int | None, "migration": int | None}}``.
+"""
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+from oslo_log import log as logging
+from sqlalchemy.orm import make_transient_to_detached
+
+from resize_sched import exception
+from resize_sched.db import journal as journals
+from resize_sched.db import models
+from resize_sched.db.migration_checks import server_of_migration_ok
+from resize_sched.db.session import SessionSource, retry_on_deadlock
+
+LOG = logging.getLogger(__name__)
+
+
+@functools.cache
+def _journal_lock_query(with_last_seq: bool) -> sa.Select[Any]:
+    """The migration whose uuid is bound to ``m_uuid``, locked, with what
+    :meth:`MigrationJournalApi.journal_intend` checks (and its journal's last seq)."""
+    journal = models.JournalEntry
+    columns: list[Any] = [
+        models.Migration.id,
+        models.Migration.task_owner,
+        models.Migration.server_uuid,
+        models.Migration.status,
+        models.Migration.updated_at,
+        server_of_migration_ok().label("server_live"),
+    ]
+    if with_last_seq:
+        columns.append(
+            sa.select(sa.func.max(journal.seq))
+            .where(journal.migration_uuid == models.Migration.uuid)
+            .scalar_subquery()
+            .label("last_seq")
+        )
+    return (
+        sa.select(*columns)
+        .where(models.Migration.uuid == sa.bindparam("m_uuid"))
+        .with_for_update()
+    )
+
+
+@functools.cache
+def _journal_statements() -> tuple[sa.Select[Any], sa.Insert, sa.Update]:
+    """The last seq of the journal of the migration bound to ``m_uuid``; an
+    entry's insert; that migration's holdings update."""
+    journal = models.JournalEntry
+    table: sa.Table = models.Migration.__table__  # type: ignore[assignment]
+    return (
+        sa.select(sa.func.max(journal.seq)).where(
+            journal.migration_uuid == sa.bindparam("m_uuid")
+        ),
+        sa.insert(journal.__table__),
+        sa.update(table)
+        .where(table.c.uuid == sa.bindparam("m_uuid"))
+        .values(
+            holdings=sa.bindparam("new_holdings", type_=table.c.holdings.type),
+            updated_at=sa.bindparam("new_updated_at", type_=table.c.updated_at.type),
+        ),
+    )
+
+
+def _detached(row: Any) -> Any:
+    """``row``, built in Python, as if loaded and the session closed."""
+    make_transient_to_detached(row)
+    return row
+
+
+def _copy(row: models.Migration, **changes: Any) -> models.Migration:
+    """A detached copy of the migration ``row`` with ``changes`` applied."""
+    values = {
+        attr.key: getattr(row, attr.key) for attr in sa.inspect(models.Migration).column_attrs
+    }
+    values.update(changes)
+    return _detached(models.Migration(**values))
+
+
+def _unchanged_since(seen: Any, uuid: str, locked: Any) -> bool:
+    """Whether the caller's row ``seen`` is the migration as ``locked`` now.
+
+    Every change to a migration moves its ``updated_at`` on, so a row read
+    (or copied by :func:`_copy`) with the same one, status and owner is the
+    row as it is.
+    """
+    if not isinstance(seen, models.Migration) or sa.inspect(seen).unloaded:
+        return False
+    return (
+        seen.uuid == uuid
+        and seen.id == locked.id
+        and seen.updated_at is not None
+        and seen.updated_at == locked.updated_at
+        and seen.status == locked.status
+        and seen.task_owner == locked.task_owner
+    )
+
+
+class MigrationJournalApi(SessionSource):
+    """The migration journal and the holdings recorded with it."""
+
+    @retry_on_deadlock
+    def journal_intend(
+        self,
+        migration_uuid: str,
+        *,
+        phase: str,
+        before: dict[str, Any],
+        target: dict[str, Any],
+        owner: str | None = None,
+        releasing: bool = False,
+        holdings: Mapping[str, Any] | None = None,
+        applied: list[int] | None = None,
+        seen: models.Migration | None = None,
+    ) -> models.JournalEntry:
+        """Record a transition about to be written to Placement.
+
+        Under the migration's row lock it also checks the write is still
+        wanted: the step ``owner`` still owns the migration, and (unless the
+        transition only releases) the server is live with no delete asked
+        for. A retry after a generation conflict journals again, so it is
+        checked again: nothing a delete emptied is re-created.
+
+        With ``holdings``, the same transaction records them as the
+        migration's known holdings: what the write leads to, so that a write
+        that succeeds needs no commit but its entry's ``applied``. While the
+        entry is ``intended`` they are only what is expected (crash recovery
+        and the executor settle an intended entry by reading Placement); the
+        writer puts back what is held if the write is refused.
+
+        :param phase: the strategy phase (e.g. ``prepare``, ``claim``, ``revert``).
+        :param before: the holdings the transition starts from.
+        :param target: the holdings it leads to.
+        :param owner: the step token that must own the migration (None: any).
+        :param releasing: the target holds nothing, so it may always go ahead.
+        :param holdings: the migration's holdings once the write lands.
+        :param applied: entries of the same step whose writes landed, marked
+            ``applied`` in the same transaction (the list is emptied).
+        :param seen: the caller's copy of the migration row. When the row
+            has not changed since (its ``updated_at``, status and owner are
+            the same under the lock), the migration as updated is that copy
+            with the new holdings, and is not read back.
+        :returns: the entry, ``intended``, numbered after the migration's last;
+            with ``holdings``, its ``migration`` attribute is the migration
+            as updated.
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.StepNotDue: the write is no longer wanted.
+        :raises resize_sched.exception.Invalid: before/target not mappings.
+        """
+        journals.check_intent(phase, before, target)
+        for attempt in range(1, journals.SEQ_ATTEMPTS + 1):
+            try:
+                with self._writer() as session:
+                    entry, updated = self._journal_append(
+                        session,
+                        migration_uuid,
+                        phase=phase,
+                        before=before,
+                        target=target,
+                        owner=owner,
+                        releasing=releasing,
+                        holdings=holdings,
+                        applied=applied,
+                        seen=seen,
+                        # NOTE: a retry reads the last seq on its own (below).
+                        seq_in_lock=attempt == 1,
+                    )
+                if updated is not None:
+                    entry.migration = updated  # type: ignore[attr-defined]
+                if applied:
+                    applied.clear()
+                return entry
+            except sa.exc.IntegrityError:
+                # NOTE: a concurrent writer took the same seq; count again.
+                LOG.debug("Journal seq race on migration %s (attempt %d)", migration_uuid, attempt)
+        raise exception.Conflict(
+            reason=f"could not append to the journal of migration {migration_uuid}"
+        )
+
+    def _journal_append(
+        self,
+        session: Any,
+        migration_uuid: str,
+        *,
+        phase: str,
+        before: Mapping[str, Any],
+        target: Mapping[str, Any],
+        owner: str | None,
+        releasing: bool,
+        holdings: Mapping[str, Any] | None,
+        applied: list[int] | None,
+        seen: models.Migration | None,
+        seq_in_lock: bool,
+    ) -> tuple[models.JournalEntry, models.Migration | None]:
+        """Within ``session``: one attempt at :meth:`journal_intend`.
+
+        :param seq_in_lock: read the last seq in the statement that locks
+            the migration (one statement less) instead of after it.
+        :returns: the entry and, with ``holdings``, the migration as updated.
+        :raises sqlalchemy.exc.IntegrityError: another writer took the seq.
+        """
+        # NOTE: locking the migration row serialises appenders to one journal
+        # (MySQL, PostgreSQL; SQLite has one writer anyway). The read of the
+        # last seq is plain, never a locking read: on MySQL a locking read
+        # takes a gap lock on an empty journal, and two resizes' first entries
+        # would deadlock each other (a subquery of a SELECT ... FOR UPDATE is
+        # not locked). Read in the locking statement, its snapshot may predate
+        # the lock (PostgreSQL takes it when the statement starts; so may
+        # InnoDB): a seq read stale is one another writer has taken, so the
+        # insert fails on the (migration_uuid, seq) key and is retried, never
+        # recorded wrong. A retry reads the seq in a statement of its own,
+        # after the lock: its snapshot is newer than the previous appender's
+        # commit, even under MySQL's REPEATABLE READ.
+        params = {"m_uuid": migration_uuid}
+        migration = session.execute(_journal_lock_query(seq_in_lock), params).first()
+        if migration is None:
+            raise exception.MigrationNotFound(migration_id=migration_uuid)
+        self._check_still_wanted(migration_uuid, migration, phase, owner, releasing)
+        last_seq, insert, record_holdings = _journal_statements()
+        last = migration.last_seq if seq_in_lock else session.scalar(last_seq, params)
+        now = models.utcnow()
+        values = {
+            "migration_uuid": migration_uuid,
+            "seq": (last or 0) + 1,
+            "phase": phase,
+            "before": dict(before),
+            "target": dict(target),
+            "state": models.JOURNAL_INTENDED,
+            "detail": None,
+            "created_at": now,
+        }
+        (entry_id,) = session.execute(insert, values).inserted_primary_key
+        entry = _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
+        journals.mark_applied_in(session, models.JournalEntry, applied or [])
+        if holdings is None:
+            return entry, None
+        recorded = json.loads(json.dumps(dict(holdings)))
+        session.execute(
+            record_holdings, {**params, "new_holdings": recorded, "new_updated_at": now}
+        )
+        if _unchanged_since(seen, migration_uuid, migration):
+            # NOTE: the row is the caller's but for what was just written,
+            # so it needs no reading back.
+            assert seen is not None
+            return entry, _copy(seen, holdings=recorded, updated_at=now)
+        updated = session.scalars(
+            sa.select(models.Migration)
+            .where(models.Migration.uuid == migration_uuid)
+            .execution_options(populate_existing=True)
+        ).one()
+        return entry, updated
+
+    @staticmethod
+    def _check_still_wanted(
+        migration_uuid: str, migration: Any, phase: str, owner: str | None, releasing: bool
+    ) -> None:
+        if owner is not None and migration.task_owner != owner:
+            raise exception.StepNotDue(
+                migration_id=migration_uuid,
+                step=phase,
+                reason="another step or a delete took the migration over",
+            )
+        if not releasing and not migration.server_live:
+            raise exception.StepNotDue(
+                migration_id=migration_uuid, step=phase, reason="its server is being deleted"
+            )
+
+    @retry_on_deadlock
+    def journal_mark(
+        self, entry_id: int, state: str, detail: str | None = None
+    ) -> models.JournalEntry:
+        """Mark an intended entry ``applied`` or ``abandoned``.
+
+        :param detail: why, for an abandoned one (or any note).
+        :returns: the entry as updated.
+        :raises resize_sched.exception.Invalid: another target state.
+        :raises resize_sched.exception.NotFound: no such entry.
+        :raises resize_sched.exception.Conflict: the entry is no longer intended.
+        """
+        journals.check_mark(state)
+        with self._writer() as session:
+            result = session.execute(
+                sa.update(models.JournalEntry)
+                .where(
+                    models.JournalEntry.id == entry_id,
+                    models.JournalEntry.state == models.JOURNAL_INTENDED,
+                )
+                .values(state=state, detail=detail)
+                .execution_options(synchronize_session=False)
+            )
+            entry = session.get(models.JournalEntry, entry_id, populate_existing=True)
+        if entry is None:
+            raise exception.NotFound(what=f"journal entry {entry_id}")
+        if result.rowcount == 0:
+            raise exception.Conflict(
+                reason=f"journal entry {entry_id} is {entry.state}; only an intended "
+                f"entry can be marked {state}"
+            )
+        return entry
+
+    def journal_list(self, migration_uuid: str) -> list[models.JournalEntry]:
+        """A migration's journal, in order.
+
+        :returns: the entries by ``seq`` (empty for an unknown migration).
+        """
+        with self._reader() as session:
+            return journals.entries_in(session, models.JournalEntry, migration_uuid)
+
+    def journal_pending(self) -> list[models.JournalEntry]:
+        """Every entry still ``intended``, over all migrations, oldest first."""
+        with self._reader() as session:
+            return journals.pending_in(session, models.JournalEntry)

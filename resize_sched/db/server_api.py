@@ -1,0 +1,356 @@
+"""Data API for servers (a mixin of ``Database``).
+
+Creating a server record, reading and listing servers within a project scope
+(:mod:`resize_sched.db.project_scope`), the compare-and-swaps that change a
+server's state (:meth:`ServerApi.server_update`, :meth:`ServerApi.server_touch`,
+:meth:`ServerApi.server_start_resize`), and deleting one: the delete is
+recorded first (:meth:`ServerApi.server_begin_delete`, which wins over every
+later step), carried out later (:meth:`ServerApi.server_delete`), and found
+again by the sweep if it was not (:meth:`ServerApi.server_list_delete_unfinished`).
+The conductor steps' compare-and-swaps over a migration and its server live in
+:mod:`resize_sched.db.step_api`.
+"""
+
+import uuid as uuidlib
+from collections.abc import Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from resize_sched import exception, resources
+from resize_sched.db import models
+from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope, project_condition
+from resize_sched.db.session import (
+    SessionSource,
+    check_values,
+    describe,
+    describe_expected,
+    match,
+    retry_on_deadlock,
+    text,
+    update_where,
+)
+
+#: the instance action the API records when it accepts a delete (action_api.DELETE)
+_DELETE_ACTION = "delete"
+
+
+def _flavor_snapshot(flavor: models.Flavor | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(flavor, models.Flavor):
+        return flavor.to_snapshot()
+    snapshot = dict(flavor)
+    try:
+        resources.flavor_request(snapshot)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise exception.InvalidFlavor(reason=f"bad flavor snapshot: {exc}") from None
+    return snapshot
+
+
+class ServerApi(SessionSource):
+    """Servers."""
+
+    # -- create, read, list ------------------------------------------------------
+
+    @retry_on_deadlock
+    def server_create(
+        self,
+        *,
+        name: str,
+        project_id: str,
+        user_id: str,
+        flavor: models.Flavor | Mapping[str, Any],
+        uuid: str | None = None,
+        status: str = models.STATUS_BUILD,
+        vm_state: str = models.VM_BUILDING,
+        task_state: str | None = models.TASK_SCHEDULING,
+        host: str | None = None,
+        node: str | None = None,
+        rp_uuid: str | None = None,
+        image_ref: str | None = None,
+    ) -> models.Server:
+        """Create a server record.
+
+        :param flavor: a Flavor, or a snapshot mapping; a snapshot is stored.
+        :param uuid: the server's uuid; a new one when omitted.
+        :param image_ref: the image it is created from, if any.
+        :returns: the new server.
+        :raises resize_sched.exception.Invalid: a bad value; nothing written.
+        :raises resize_sched.exception.Conflict: the uuid is taken.
+        """
+        try:
+            values = {
+                "name": text(name, "name"),
+                "project_id": text(project_id, "project_id"),
+                "user_id": text(user_id, "user_id"),
+                "vm_state": text(vm_state, "vm_state", max_length=32),
+            }
+        except ValueError as exc:
+            raise exception.Invalid(reason=str(exc)) from None
+        if status not in models.SERVER_STATUSES:
+            raise exception.Invalid(reason=f"unknown server status {status!r}")
+        server = models.Server(
+            uuid=uuid or str(uuidlib.uuid4()),
+            flavor=_flavor_snapshot(flavor),
+            status=status,
+            task_state=task_state,
+            host=host,
+            node=node,
+            rp_uuid=rp_uuid,
+            needs_heal=False,
+            image_ref=image_ref,
+            # NOTE: recorded as already running (an adopted server): launched now.
+            launched_at=models.utcnow() if vm_state == models.VM_ACTIVE else None,
+            **values,
+        )
+        try:
+            with self._writer() as session:
+                session.add(server)
+        except sa.exc.IntegrityError:
+            raise exception.Conflict(reason=f"server {server.uuid} already exists") from None
+        return server
+
+    def server_get(
+        self, uuid: str, project_id: ProjectScope = ALL_PROJECTS, *, read_deleted: bool = False
+    ) -> models.Server:
+        """Get a server.
+
+        :param project_id: the project the server must belong to, or
+            :data:`ALL_PROJECTS` (the default: a service's own lookups).
+        :param read_deleted: also find a deleted server.
+        :raises resize_sched.exception.ServerNotFound: no such server (in the project).
+        :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
+        """
+        query = sa.select(models.Server).where(models.Server.uuid == uuid)
+        condition = project_condition(models.Server.project_id, project_id, "server lookup")
+        if condition is not None:
+            query = query.where(condition)
+        if not read_deleted:
+            query = query.where(models.Server.deleted_at.is_(None))
+        with self._reader() as session:
+            server = session.scalars(query).first()
+        if server is None:
+            raise exception.ServerNotFound(server_id=uuid)
+        return server
+
+    def server_list(
+        self,
+        project_id: ProjectScope = ALL_PROJECTS,
+        *,
+        host: str | None = None,
+        status: str | None = None,
+        task_state: str | None = None,
+        needs_heal: bool | None = None,
+        read_deleted: bool = False,
+    ) -> list[models.Server]:
+        """List servers, oldest first.
+
+        :param project_id: only this project's, or :data:`ALL_PROJECTS` (the
+            default: a service's own listings).
+        :param host: only those on this host.
+        :param status: only those in this status (``BUILD``, ``ACTIVE``...).
+        :param task_state: only those with this task (``deleting``...).
+        :param needs_heal: only those flagged (True) or not (False).
+        :param read_deleted: include deleted servers.
+        :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
+        """
+        query = sa.select(models.Server)
+        condition = project_condition(models.Server.project_id, project_id, "server listing")
+        if condition is not None:
+            query = query.where(condition)
+        if host is not None:
+            query = query.where(models.Server.host == host)
+        if status is not None:
+            query = query.where(models.Server.status == status)
+        if task_state is not None:
+            query = query.where(models.Server.task_state == task_state)
+        if needs_heal is not None:
+            query = query.where(models.Server.needs_heal == needs_heal)
+        if not read_deleted:
+            query = query.where(models.Server.deleted_at.is_(None))
+        query = query.order_by(models.Server.created_at, models.Server.uuid)
+        with self._reader() as session:
+            return list(session.scalars(query))
+
+    # -- state changes (compare-and-swaps) -------------------------------------------
+
+    def server_update(
+        self,
+        uuid: str,
+        /,
+        *,
+        expected: Mapping[str, Any] | None = None,
+        operation: str = "update",
+        **values: Any,
+    ) -> models.Server:
+        """Update a live server, if it is still as ``expected`` (compare-and-swap).
+
+        One ``UPDATE ... WHERE uuid = ? AND <expected>``: of two racing
+        callers expecting the same state, exactly one wins. Setting status
+        DELETED also sets ``deleted_at`` unless given; setting vm_state
+        ``active`` sets ``launched_at`` if it is not set yet.
+
+        :param expected: column -> value the row must have; ``None`` means
+            NULL, a list/tuple/set any of its members.
+        :param operation: what the caller is doing, for the conflict message.
+        :param values: columns to set; a Flavor for ``flavor`` is snapshotted.
+        :returns: the server as updated.
+        :raises resize_sched.exception.ServerNotFound: no such live server.
+        :raises resize_sched.exception.ServerStateConflict: it is not as expected.
+        :raises resize_sched.exception.Invalid: an unknown column or status.
+        """
+        expected = dict(expected or {})
+        check_values(models.Server, values, what="server")
+        check_values(models.Server, expected, what="server", compared=True)
+        if "status" in values and values["status"] not in models.SERVER_STATUSES:
+            raise exception.Invalid(reason=f"unknown server status {values['status']!r}")
+        if "flavor" in values:
+            values["flavor"] = _flavor_snapshot(values["flavor"])
+        if values.get("status") == models.STATUS_DELETED:
+            values.setdefault("deleted_at", models.utcnow())
+        if values.get("vm_state") == models.VM_ACTIVE and "launched_at" not in values:
+            # NOTE: the first time only: a server keeps its launch time
+            # across resizes (os-simple-tenant-usage counts from it).
+            values["launched_at"] = sa.func.coalesce(
+                models.Server.launched_at, sa.literal(models.utcnow(), models.UTCDateTime())
+            )
+        return self._server_swap(uuid, expected, operation, values)
+
+    def server_touch(
+        self, uuid: str, /, *, expected: Mapping[str, Any], operation: str
+    ) -> models.Server:
+        """Stamp the server's ``updated_at`` now, if it is still as ``expected``.
+
+        For a worker taking a stalled server on: expecting the ``updated_at``
+        it saw makes it the only one of several that does.
+
+        :raises resize_sched.exception.ServerStateConflict: it is not as expected.
+        """
+        check_values(models.Server, expected, what="server", compared=True)
+        return self._server_swap(uuid, expected, operation, {"updated_at": models.utcnow()})
+
+    @retry_on_deadlock
+    def _server_swap(
+        self, uuid: str, expected: Mapping[str, Any], operation: str, values: dict[str, Any]
+    ) -> models.Server:
+        conditions = [models.Server.deleted_at.is_(None)]
+        conditions += [match(getattr(models.Server, k), v) for k, v in expected.items()]
+        with self._writer() as session:
+            changed, server = update_where(session, models.Server, uuid, conditions, values)
+        if server is None or (changed == 0 and server.deleted_at is not None):
+            raise exception.ServerNotFound(server_id=uuid)
+        if changed == 0:
+            raise exception.ServerStateConflict(
+                server_id=uuid,
+                actual=describe(server, expected),
+                expected=describe_expected(expected),
+                operation=operation,
+            )
+        return server
+
+    def server_start_resize(self, uuid: str) -> models.Server:
+        """Move an idle ACTIVE server to (RESIZE, resize_prep), atomically.
+
+        Of two resizes of one server, exactly one starts; the other gets
+        ServerStateConflict naming the state it found. A server flagged
+        ``needs_heal`` (what it should hold in Placement is missing) does not
+        start: a resize begins from what the server holds.
+
+        :raises resize_sched.exception.ServerNotFound: no such server.
+        :raises resize_sched.exception.ServerStateConflict: not (ACTIVE,
+            active, no task, nothing to heal).
+        """
+        return self.server_update(
+            uuid,
+            expected={
+                "status": models.STATUS_ACTIVE,
+                "vm_state": models.VM_ACTIVE,
+                "task_state": None,
+                "needs_heal": False,
+            },
+            operation="resize",
+            status=models.STATUS_RESIZE,
+            task_state=models.TASK_RESIZE_PREP,
+        )
+
+    # -- delete --------------------------------------------------------------------
+
+    @retry_on_deadlock
+    def server_begin_delete(
+        self, uuid: str, project_id: ProjectScope = ALL_PROJECTS
+    ) -> models.Server:
+        """Record that the server is to be deleted; it wins over every later step.
+
+        One transaction: the server's task becomes ``deleting`` whatever it
+        was, and its resize in flight (if any) ends in ``error`` ("server
+        deleted"), owned by no step. Every conductor step checks both in the
+        compare-and-swap that ends it, so none can undo the delete. Asking
+        again is harmless.
+
+        :param project_id: the project the server must belong to, or
+            :data:`ALL_PROJECTS` (the default).
+        :returns: the server, ``deleting``.
+        :raises resize_sched.exception.ServerNotFound: no such live server.
+        :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
+        """
+        conditions = [models.Server.deleted_at.is_(None)]
+        condition = project_condition(models.Server.project_id, project_id, "server delete")
+        if condition is not None:
+            conditions.append(condition)
+        not_yet = sa.or_(
+            models.Server.task_state.is_(None), models.Server.task_state != models.TASK_DELETING
+        )
+        with self._writer() as session:
+            changed, server = update_where(
+                session,
+                models.Server,
+                uuid,
+                [*conditions, not_yet],
+                {"task_state": models.TASK_DELETING},
+            )
+            if changed == 0 and (
+                server is None
+                or server.deleted_at is not None
+                or (condition is not None and server.project_id != project_id)
+            ):
+                raise exception.ServerNotFound(server_id=uuid)
+            self.migration_close_for_delete(session, uuid)  # type: ignore[attr-defined]
+        return server
+
+    def server_list_delete_unfinished(self) -> list[models.Server]:
+        """Live servers whose delete was accepted but not carried out, oldest first.
+
+        A delete is accepted when the API records it: the server becomes
+        ``deleting`` and a ``delete`` instance action is recorded. Both are
+        looked for, so a delete is finished even if a writer cleared the task
+        state since (every writer should compare-and-swap it; this is the
+        sweep's safety net, not the rule).
+        """
+        accepted = sa.exists().where(
+            models.InstanceAction.server_uuid == models.Server.uuid,
+            models.InstanceAction.action == _DELETE_ACTION,
+        )
+        query = (
+            sa.select(models.Server)
+            .where(
+                models.Server.deleted_at.is_(None),
+                sa.or_(models.Server.task_state == models.TASK_DELETING, accepted),
+            )
+            .order_by(models.Server.created_at, models.Server.uuid)
+        )
+        with self._reader() as session:
+            return list(session.scalars(query))
+
+    def server_delete(self, uuid: str, *, expected: Mapping[str, Any] | None = None) -> None:
+        """Soft-delete a server (status DELETED, vm_state deleted).
+
+        :raises resize_sched.exception.ServerNotFound: no such live server.
+        :raises resize_sched.exception.ServerStateConflict: it is not as expected.
+        """
+        self.server_update(
+            uuid,
+            expected=expected,
+            operation="delete",
+            status=models.STATUS_DELETED,
+            vm_state=models.VM_DELETED,
+            task_state=None,
+        )

@@ -1,0 +1,360 @@
+"""Data API for conductor steps on a migration (a mixin of ``Database``).
+
+A conductor step owns the migration while it runs: it takes it
+(:meth:`StepApi.migration_acquire`, :meth:`StepApi.step_begin`: a
+compare-and-swap on the expected status and no owner, the server live with
+no delete asked for), moves it and its server on together
+(:meth:`StepApi.migration_advance`: both rows or neither), and gives it back
+(:meth:`StepApi.migration_release`, :meth:`StepApi.step_end`). The run's
+instance-action event and journal marks ride in the same transactions (see
+:mod:`resize_sched.db.steps`). A compute host's failure of a resize's last
+part is recorded on the server here too (:meth:`StepApi.server_record_step_fault`),
+under the same "still due" conditions.
+"""
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import sqlalchemy as sa
+
+from resize_sched import exception
+from resize_sched.db import action_api, models, steps
+from resize_sched.db.migration_checks import (
+    check_migration_values,
+    server_not_deleting_clauses,
+    server_of_migration_ok,
+    status_list,
+)
+from resize_sched.db.session import (
+    CAS_KEY,
+    SessionSource,
+    cas_update,
+    check_values,
+    match,
+    retry_on_deadlock,
+)
+
+
+@functools.cache
+def _server_by_migration() -> sa.ColumnElement[bool]:
+    """Finds the server of the migration whose uuid is bound to ``CAS_KEY``."""
+    return (
+        models.Server.uuid
+        == sa.select(models.Migration.server_uuid)
+        .where(models.Migration.uuid == sa.bindparam(CAS_KEY))
+        .scalar_subquery()
+    )
+
+
+@functools.cache
+def _taken_query(with_spec: bool, event: str | None) -> sa.Select[Any]:
+    """The migration by uuid (bound to ``uuid``), with its server's request
+    spec (or None) when ``with_spec``, and with the action and open event a
+    step's event goes to (``event``: ``host``, ``no host``; see
+    :func:`~resize_sched.db.action_api.step_event_columns`)."""
+    spec = models.RequestSpec
+    query = sa.select(models.Migration)
+    if with_spec:
+        query = query.add_columns(spec).outerjoin(
+            spec, spec.server_uuid == models.Migration.server_uuid
+        )
+    if event is not None:
+        query = query.add_columns(*action_api.step_event_columns(event == "host"))
+    return query.where(models.Migration.uuid == sa.bindparam("uuid"))
+
+
+class StepApi(SessionSource):
+    """Conductor steps: taking, advancing and giving back a migration."""
+
+    def migration_acquire(
+        self, uuid: str, /, *, expected_status: str | Iterable[str], token: str, step: str
+    ) -> models.Migration:
+        """Take the migration for one conductor step (compare-and-swap).
+
+        It succeeds only while the migration is in one of ``expected_status``,
+        no other step owns it and its server is live with no delete asked
+        for: of two deliveries of one message exactly one runs, and a step
+        that arrives late (or after a delete) runs not at all.
+
+        :param token: the step's own token, written to ``task_owner``.
+        :param step: the step's name, for messages.
+        :returns: the migration, owned by ``token``.
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.StepNotDue: the step is not due.
+        """
+        return self.step_begin(steps.StepRun(uuid, token, step), expected_status)
+
+    @retry_on_deadlock
+    def step_begin(
+        self, run: steps.StepRun, expected_status: str | Iterable[str]
+    ) -> models.Migration:
+        """:meth:`migration_acquire` for ``run``, opening its event in the same
+        transaction (``run.event_id``); with ``run.load_request_spec`` the
+        same read that returns the migration brings its server's request
+        spec (``run.request_spec``).
+
+        :returns: the migration, owned by ``run.token``.
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.StepNotDue: the step is not due.
+        """
+        uuid = run.migration_uuid
+        expected = status_list(expected_status)
+        with self._writer() as session:
+            changed, migration = cas_update(
+                session,
+                models.Migration,
+                uuid,
+                {"task_owner": run.token},
+                expected=[("status", expected), ("task_owner", None)],
+                fixed=(server_of_migration_ok(),),
+                reload=False,
+            )
+            server = None
+            if changed:
+                migration, found = self._taken(session, run)
+                steps.begin_in(session, run, migration.server_uuid, found)
+            elif migration is not None:
+                server = session.get(models.Server, migration.server_uuid)
+        if migration is None:
+            raise exception.MigrationNotFound(migration_id=uuid)
+        if changed == 0:
+            if migration.status not in expected:
+                reason = f"it is {migration.status}, not {' or '.join(expected)}"
+            elif migration.task_owner is not None:
+                reason = "another step is running it"
+            else:
+                state = "deleted" if server is None or server.deleted_at else server.task_state
+                reason = f"its server is {state}"
+            raise exception.StepNotDue(migration_id=uuid, step=run.name, reason=reason)
+        return migration
+
+    @staticmethod
+    def _taken(
+        session: Any, run: steps.StepRun
+    ) -> tuple[models.Migration, tuple[int | None, int | None] | None]:
+        """Within ``session``: the migration ``run`` has just taken, read back
+        with its server's request spec when the run asks for it, and the
+        action and open event its event goes to.
+
+        :returns: the migration, and (action id, open event id) or None
+            when the run records no event.
+        """
+        params: dict[str, Any] = {"uuid": run.migration_uuid}
+        event = run.event
+        kind = None
+        if event is not None:
+            kind = "host" if event.host is not None else "no host"
+            params.update(action_api.step_event_params(event.event, event.actions, event.host))
+        row = session.execute(_taken_query(run.load_request_spec, kind), params).one()
+        migration = row[0]
+        if run.load_request_spec:
+            run.request_spec = row[1]
+        run.server_uuid = migration.server_uuid
+        return migration, (None if event is None else (row[-2], row[-1]))
+
+    def migration_release(self, uuid: str, /, *, token: str) -> None:
+        """Give the migration back after a step, if ``token`` still owns it."""
+        self.step_end(steps.StepRun(uuid, token, "release"))
+
+    @retry_on_deadlock
+    def step_end(
+        self,
+        run: steps.StepRun,
+        *,
+        error: BaseException | None = None,
+        not_due: bool = False,
+    ) -> None:
+        """End ``run`` in one transaction: give the migration back (if the
+        run still owns it), mark its written entries ``applied`` and record
+        its event (``Error`` with ``error``; dropped when ``not_due``).
+
+        Nothing happens for a run whose last write already ended it.
+        """
+        if run.ended:
+            return
+        with self._writer() as session:
+            session.execute(
+                sa.update(models.Migration)
+                .where(
+                    models.Migration.uuid == run.migration_uuid,
+                    models.Migration.task_owner == run.token,
+                )
+                .values(task_owner=None)
+                .execution_options(synchronize_session=False)
+            )
+            server_uuid = run.server_uuid
+            if server_uuid is None and run.event is not None:
+                server_uuid = session.scalar(
+                    sa.select(models.Migration.server_uuid).where(
+                        models.Migration.uuid == run.migration_uuid
+                    )
+                )
+            steps.end_in(session, run, server_uuid, error=error, not_due=not_due)
+        run.ended = True
+        run.applied.clear()
+
+    @retry_on_deadlock
+    def migration_advance(
+        self,
+        uuid: str,
+        /,
+        *,
+        token: str | None = None,
+        expected_status: str | Iterable[str],
+        step: str,
+        server_values: Mapping[str, Any] | None = None,
+        server_expected: Mapping[str, Any] | None = None,
+        migration_expected: Mapping[str, Any] | None = None,
+        ends: steps.StepRun | None = None,
+        reload: bool = True,
+        **values: Any,
+    ) -> models.Migration | None:
+        """End a step: move the migration and its server on, in one transaction.
+
+        Both rows change or neither does: the migration only while ``token``
+        owns it (None: while no step owns it) in one of ``expected_status``;
+        the server only while it is live, no delete has been asked for and it
+        matches ``server_expected``.
+        A delete recorded meanwhile therefore always wins.
+
+        :param token: the step that must own the migration; None: no step
+            may own it. Taken from ``ends`` when that is given.
+        :param server_values: server columns to set (none: the server is
+            only checked).
+        :param migration_expected: more migration columns that must match.
+        :param ends: the step run this write ends, successfully: in the same
+            transaction its entries are marked, its event records ``Success``
+            and the migration is given back (the run's token must own it).
+        :param reload: read the migration back and return it; False (a
+            caller with no use for it): one statement less, returns None.
+        :param values: migration columns to set.
+        :returns: the migration as updated, or None when not ``reload``.
+        :raises resize_sched.exception.StepNotDue: either row moved on;
+            nothing was written.
+        """
+        check_values(models.Migration, values, what="migration")
+        check_migration_values(values)
+        server_values = dict(server_values or {})
+        server_expected = dict(server_expected or {})
+        check_values(models.Server, server_values, what="server")
+        check_values(models.Server, server_expected, what="server", compared=True)
+        migration_expected = dict(migration_expected or {})
+        check_values(models.Migration, migration_expected, what="migration", compared=True)
+        if server_values.get("status") not in (None, *models.SERVER_STATUSES):
+            raise exception.Invalid(reason=f"unknown server status {server_values['status']!r}")
+        expected = status_list(expected_status)
+        server_uuid: str | None = None
+        if ends is not None:
+            if token is not None and token != ends.token:
+                raise exception.Invalid(reason="a step run ends with its own token")
+            token = ends.token
+            server_uuid = ends.server_uuid
+            values["task_owner"] = None
+        with self._writer() as session:
+            changed, migration = cas_update(
+                session,
+                models.Migration,
+                uuid,
+                values,
+                expected=[
+                    ("status", expected),
+                    ("task_owner", token),
+                    *migration_expected.items(),
+                ],
+                reload=reload,
+            )
+            if changed == 0:
+                if migration is None:
+                    raise exception.MigrationNotFound(migration_id=uuid)
+                raise exception.StepNotDue(
+                    migration_id=uuid,
+                    step=step,
+                    reason=f"it is {migration.status}"
+                    + ("" if migration.task_owner == token else ", taken over"),
+                )
+            if migration is not None:
+                server_uuid = migration.server_uuid
+            # NOTE: not read back, and not known from the run: the server is
+            # found by the migration, in the same statement.
+            server_changed, server = cas_update(
+                session,
+                models.Server,
+                server_uuid or uuid,
+                server_values or {"updated_at": models.utcnow()},
+                expected=server_expected.items(),
+                fixed=server_not_deleting_clauses(),
+                key=None if server_uuid else _server_by_migration(),
+                reload=False,
+            )
+            if server_changed == 0:
+                state = "deleted" if server is None or server.deleted_at else server.task_state
+                # NOTE: raising inside the transaction rolls the migration back too.
+                raise exception.StepNotDue(
+                    migration_id=uuid, step=step, reason=f"its server is {state}"
+                )
+            if ends is not None:
+                if server_uuid is None and ends.event is not None:
+                    server_uuid = session.scalar(
+                        sa.select(models.Migration.server_uuid).where(
+                            models.Migration.uuid == uuid
+                        )
+                    )
+                steps.end_in(session, ends, server_uuid)
+        if ends is not None:
+            ends.ended = True
+            ends.applied.clear()
+        return migration
+
+    @retry_on_deadlock
+    def server_record_step_fault(
+        self,
+        server_uuid: str,
+        migration_uuid: str,
+        *,
+        expected_status: str,
+        host: str | None,
+        host_columns: tuple[str, ...],
+        fault_message: str,
+    ) -> bool:
+        """Record a compute host's failure of a resize's last part, if still due.
+
+        One compare-and-swap: the server's ``fault_message`` is set only while
+        the server is live, idle (or still deciding) and no delete is asked
+        for, ``migration_uuid`` is its newest migration, in
+        ``expected_status``, and ``host`` (when given) is one the failed
+        part runs on. A late or replayed report, from before the server
+        moved on (resized again, deleted), changes nothing.
+
+        :param expected_status: ``confirmed`` for a confirm, ``reverted`` for
+            a revert: the status the conductor left before casting the part.
+        :param host_columns: the migration's columns naming the hosts the part
+            runs on (``source_host``; ``dest_host`` and ``source_host``).
+        :returns: whether the fault was recorded.
+        """
+        newer = sa.orm.aliased(models.Migration)
+        mig = sa.orm.aliased(models.Migration)
+        conditions: list[sa.ColumnElement[bool]] = [
+            mig.uuid == migration_uuid,
+            mig.server_uuid == models.Server.uuid,
+            mig.status == expected_status,
+            ~sa.exists().where(newer.server_uuid == mig.server_uuid, newer.id > mig.id),
+        ]
+        if host is not None:
+            conditions.append(sa.or_(*(getattr(mig, c) == host for c in host_columns)))
+        with self._writer() as session:
+            result = session.execute(
+                sa.update(models.Server)
+                .where(
+                    models.Server.uuid == server_uuid,
+                    *server_not_deleting_clauses(),
+                    match(
+                        models.Server.task_state,
+                        [None, models.TASK_RESIZE_CONFIRMING, models.TASK_RESIZE_REVERTING],
+                    ),
+                    sa.exists().where(*conditions),
+                )
+                .values(fault_message=fault_message, fault_at=models.utcnow())
+                .execution_options(synchronize_session=False)
+            )
+        return bool(result.rowcount)
