@@ -130,11 +130,16 @@ def begin_resize(
         )
     old_flavor = dict(server.flavor)
     new_flavor = flavor.to_snapshot()
-    # NOTE: both checked before anything is written or claimed; a server
-    # whose own stored flavor is refused keeps running as it was claimed
-    # (heal, audit and the scheduler read it without its NUMA specs) but is
-    # not resized: a revert would have to give that snapshot back.
-    old = _checked_request(old_flavor, f"server {server_uuid}'s own flavor").resources
+    # NOTE: the new flavor is checked before anything is written or claimed.
+    # The server's own snapshot is read as it was claimed (a NUMA spec this
+    # version refuses left out): resizing away from it is how an operator
+    # corrects such a server, and a revert gives the snapshot back as stored.
+    try:
+        old = rs.stored_request(old_flavor).resources
+    except ValueError as exc:
+        raise exception.InvalidFlavor(
+            reason=f"server {server_uuid}'s own flavor cannot be read: {exc}"
+        ) from None
     new = _checked_request(new_flavor, f"flavor {flavor.flavorid}").resources
     server = db.server_start_resize(server_uuid)
     migration = db.migration_create(

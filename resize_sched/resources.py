@@ -351,7 +351,8 @@ def stored_request(flavor: Mapping[str, Any]) -> ResourceRequest:
     (``hw:numa_nodes=3`` with 2 vCPUs). Its claim was made without them: such
     a snapshot is read as it was then, its ``hw:numa_*`` specs left out, so
     heal, audit, the scheduler's view of a host and a resize in flight go on
-    as before. A new build or resize of it is refused (see
+    as before, and the server can be resized away from it (a revert gives it
+    back as stored). A new build of it, or a resize to it, is refused (see
     :func:`resize_sched.actions.create_server`); ``resize-sched-status
     upgrade check`` lists them.
 

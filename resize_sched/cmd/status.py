@@ -39,7 +39,8 @@ Flavor extra specs
     refused (``hw:numa_nodes=3`` with 2 vCPUs) is a warning: builds and
     resizes with that flavor are refused (400), a server already running
     with it goes on as it was claimed (heal, audit and the scheduler read it
-    without its NUMA specs) but cannot be resized.
+    without its NUMA specs) and is corrected by a resize to a flavor this
+    version accepts.
 Policy file
     The policy file (``[oslo_policy] policy_file`` and ``policy_dirs``)
     parses: a failure otherwise, since the API then answers every request
@@ -425,9 +426,9 @@ class Checks(upgradecheck.UpgradeCommands):
                 f"{len(refused)} flavor(s) or server(s) have extra specs this version refuses "
                 f"(hw:numa_nodes, hw:numa_cpus.X and hw:numa_mem.X are now checked): "
                 f"{_listed(refused)}. Builds and resizes with such a flavor are refused; "
-                "servers already running with one keep what they hold but cannot be "
-                "resized. Correct each flavor's extra specs (openstack flavor set "
-                "--property / unset --property).",
+                "servers already running with one keep what they hold. Correct each "
+                "flavor's extra specs (openstack flavor set --property / unset "
+                "--property), then resize each listed server to a corrected flavor.",
             )
         return Result(
             Code.SUCCESS,

@@ -40,7 +40,9 @@ def _flavor_snapshot(flavor: models.Flavor | Mapping[str, Any]) -> dict[str, Any
         return flavor.to_snapshot()
     snapshot = dict(flavor)
     try:
-        resources.flavor_request(snapshot)
+        # NOTE: read as stored: a revert writes back a snapshot whose NUMA
+        # specs this version refuses but which the server was claimed with.
+        resources.stored_request(snapshot)
     except (KeyError, TypeError, ValueError) as exc:
         raise exception.InvalidFlavor(reason=f"bad flavor snapshot: {exc}") from None
     return snapshot

@@ -2,14 +2,15 @@
 
 Nothing moves before scheduling. Every other host is asked for the new flavor;
 the source is asked only for the per-class increase ``new - old``, on the
-providers that already hold each class (``in_tree=<source>`` for a class the
-server does not hold yet; a numbered group's increase on the provider the
-recorded map says holds that group). On the same host the server then holds
+providers that already hold each class; a numbered group's increase on the
+provider the recorded map says holds that group; a numbered group the old
+flavor did not have, whole, as a group; a class the server does not hold yet
+wherever the scheduler finds it on the source (its tree, or a sharing
+provider of its aggregates). On the same host the server then holds
 ``max(old, new)`` until the resize is confirmed (shrink to ``new``) or
 reverted (shrink to ``old``); shrinking always fits, so a same-host revert
-can never be refused. On another
-host one write moves ``old`` to the migration and claims ``new`` on the
-destination.
+can never be refused. On another host one write moves ``old`` to the
+migration and claims ``new`` on the destination.
 """
 
 from collections.abc import Mapping

@@ -5,8 +5,9 @@ was accepted and ``hw:`` ones ignored, so a server may run with (and a
 flavor still carry) ``hw:numa_nodes=3`` on 2 vCPUs, which
 :func:`resize_sched.resources.flavor_request` now refuses. Such a snapshot
 is written here behind the API's back. One such server must not break heal,
-the scheduler's view of its host, nor a resize in flight; a new build or
-resize with it is refused with a clear error and nothing written.
+the scheduler's view of its host, nor a resize in flight; the server can
+be resized away from it (how an operator corrects it); a new build with it,
+or a resize to it, is refused with a clear error and nothing written.
 """
 
 import pytest
@@ -82,15 +83,28 @@ def test_another_servers_resize_on_that_host_is_scheduled(make_cloud):
     }
 
 
-def test_a_resize_of_it_is_refused_and_nothing_moves(make_cloud):
+@pytest.mark.parametrize("decision", ["confirm", "revert"])
+def test_it_can_be_resized_away_from_its_refused_flavor(make_cloud, decision):
+    """How an operator corrects such a server: a resize to a flavor this
+    version accepts; a revert gives the stored snapshot back unchanged."""
     cloud, _, big, old = _cloud(make_cloud)
-    before = cloud.holds(old.uuid)
-    with pytest.raises(exception.InvalidFlavor, match="hw:numa_nodes=3"):
-        cloud.resizes.begin(old.uuid, big.flavorid)
-    assert cloud.holds(old.uuid) == before
+    root = cloud.hosts["host1"]
+    stored = cloud.db.server_get(old.uuid).flavor
+    migration, dest = cloud.resize_to_verify(old, big)
+    assert dest.same_host
+    assert cloud.holds(old.uuid) == {root: {**SMALL, "VCPU": 4, "MEMORY_MB": 4096}}
+    if decision == "confirm":
+        cloud.confirm(old)
+        assert cloud.holds(old.uuid) == {root: {**SMALL, "VCPU": 4, "MEMORY_MB": 4096}}
+        assert cloud.db.server_get(old.uuid).flavor["extra_specs"] == {}
+    else:
+        cloud.revert(old)
+        assert cloud.holds(old.uuid) == {root: SMALL}
+        assert cloud.db.server_get(old.uuid).flavor == stored
+    assert cloud.holds(migration.uuid) == {}
     server = cloud.db.server_get(old.uuid)
     assert (server.status, server.task_state) == ("ACTIVE", None)
-    assert cloud.db.migration_list(server_uuid=old.uuid) == []
+    cloud.check()
 
 
 def test_a_resize_to_a_refused_flavor_is_refused(make_cloud):
