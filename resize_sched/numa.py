@@ -110,19 +110,33 @@ def cells(specs: Mapping[str, Any], vcpus: int, memory_mb: int) -> list[dict[str
     return out
 
 
-def _split_cpus(specs: Mapping[str, Any], nodes: int, vcpus: int) -> list[int]:
-    keys = [f"{NUMA_CPUS}{cell}" for cell in range(nodes)]
+def _cell_keys(
+    specs: Mapping[str, Any], prefix: str, nodes: int, total: int, unit: str
+) -> list[str] | None:
+    """The per-cell keys (``prefix0`` ..) when every cell has one; None when
+    none has, and ``total`` splits evenly over the cells.
+
+    :raises ValueError: some cells only, or ``total`` not divisible.
+    """
+    keys = [f"{prefix}{cell}" for cell in range(nodes)]
     given = [key for key in keys if key in specs]
     if not given:
-        if vcpus % nodes:
+        if total % nodes:
             raise ValueError(
-                f"{NUMA_NODES}={nodes} does not divide the flavor's {vcpus} vCPUs evenly; "
-                f"give {NUMA_CPUS}0..{nodes - 1}"
+                f"{NUMA_NODES}={nodes} does not divide the flavor's {total} {unit} evenly; "
+                f"give {prefix}0..{nodes - 1}"
             )
-        return [vcpus // nodes] * nodes
+        return None
     if len(given) != nodes:
         missing = sorted(set(keys) - set(given))
-        raise ValueError(f"{NUMA_CPUS}X is given for some guest cells only: {missing} missing")
+        raise ValueError(f"{prefix}X is given for some guest cells only: {missing} missing")
+    return keys
+
+
+def _split_cpus(specs: Mapping[str, Any], nodes: int, vcpus: int) -> list[int]:
+    keys = _cell_keys(specs, NUMA_CPUS, nodes, vcpus, "vCPUs")
+    if keys is None:
+        return [vcpus // nodes] * nodes
     seen: set[int] = set()
     counts = []
     for key in keys:
@@ -140,18 +154,9 @@ def _split_cpus(specs: Mapping[str, Any], nodes: int, vcpus: int) -> list[int]:
 
 
 def _split_memory(specs: Mapping[str, Any], nodes: int, memory_mb: int) -> list[int]:
-    keys = [f"{NUMA_MEM}{cell}" for cell in range(nodes)]
-    given = [key for key in keys if key in specs]
-    if not given:
-        if memory_mb % nodes:
-            raise ValueError(
-                f"{NUMA_NODES}={nodes} does not divide the flavor's {memory_mb} MB evenly; "
-                f"give {NUMA_MEM}0..{nodes - 1}"
-            )
+    keys = _cell_keys(specs, NUMA_MEM, nodes, memory_mb, "MB")
+    if keys is None:
         return [memory_mb // nodes] * nodes
-    if len(given) != nodes:
-        missing = sorted(set(keys) - set(given))
-        raise ValueError(f"{NUMA_MEM}X is given for some guest cells only: {missing} missing")
     amounts = [_whole(key, specs[key]) for key in keys]
     if any(amount < 0 for amount in amounts):
         raise ValueError(f"{NUMA_MEM}X must not be negative: {amounts}")
