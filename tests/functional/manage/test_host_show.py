@@ -5,51 +5,17 @@ real Placement and a fresh database: a NUMA-split host whose cells are ours,
 with a vGPU child of ours and another service's child under the root.
 """
 
-import logging
 import uuid
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from resize_sched.cmd import manage
 from resize_sched.placement.client import ConsumerWrite, child_trait
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from tests.functional.fixtures.cloud import Cloud
-from tests.functional.fixtures.placement import PlacementInProcess
 from tests.functional.trees.topology import BANDWIDTH, add_child
 
-Run = Callable[..., tuple[int, list[str], str]]
 MARK = child_trait(DEFAULT_OWNER_TRAIT)
-
-
-@pytest.fixture
-def run(placement: PlacementInProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
-    """``run(cloud)(*args)`` -> (exit code, stdout lines, stderr)."""
-
-    def bind(cloud: Cloud) -> Run:
-        url = cloud.db.engine.url.render_as_string(hide_password=False)
-        config = tmp_path / "manage.conf"
-        config.write_text(
-            f"[database]\nconnection = {url}\n\n"
-            f"[placement]\nauth_type = admin_token\nendpoint = {placement.endpoint}\n"
-            "token = admin\nconnect_retry_delay = 0.001\n"
-        )
-
-        def command(*args: str) -> tuple[int, list[str], str]:
-            capsys.readouterr()
-            handlers, level = logging.root.handlers[:], logging.root.level
-            try:
-                code = manage.main(["--config-file", str(config), *args])
-            finally:
-                logging.root.handlers[:], logging.root.level = handlers, level
-            out, err = capsys.readouterr()
-            return code, out.splitlines(), err
-
-        return command
-
-    return bind
 
 
 def _report_children(cloud: Cloud, host: str, *names: str) -> None:

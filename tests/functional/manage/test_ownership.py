@@ -7,13 +7,8 @@ run in-process through :func:`resize_sched.cmd.manage.main` and must never
 list, change or delete anything there.
 """
 
-import logging
 import uuid
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from resize_sched import resources as rs
 from resize_sched.cmd import manage
@@ -24,37 +19,6 @@ from tests.functional.fixtures.placement import PlacementInProcess
 from tests.functional.scheduler.test_ownership import OTHER_DEPLOYMENT, Strangers
 
 OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
-
-Run = Callable[..., tuple[int, list[str], str]]
-
-
-@pytest.fixture
-def run(placement: PlacementInProcess, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
-    """``run(cloud, deployment=None)(*args)`` -> (exit code, stdout lines, stderr)."""
-
-    def bind(cloud: Cloud, deployment: str | None = None) -> Run:
-        url = cloud.db.engine.url.render_as_string(hide_password=False)
-        config = tmp_path / "manage.conf"
-        name = f"deployment_name = {deployment}\n" if deployment else ""
-        config.write_text(
-            f"[database]\nconnection = {url}\n\n"
-            f"[placement]\n{name}auth_type = admin_token\nendpoint = {placement.endpoint}\n"
-            "token = admin\nconnect_retry_delay = 0.001\n"
-        )
-
-        def command(*args: str) -> tuple[int, list[str], str]:
-            capsys.readouterr()
-            handlers, level = logging.root.handlers[:], logging.root.level
-            try:
-                code = manage.main(["--config-file", str(config), *args])
-            finally:
-                logging.root.handlers[:], logging.root.level = handlers, level
-            out, err = capsys.readouterr()
-            return code, out.splitlines(), err
-
-        return command
-
-    return bind
 
 
 def _cloud(placement: PlacementInProcess, make_cloud: Any) -> tuple[Cloud, Strangers, Any]:

@@ -32,32 +32,13 @@ Run = Callable[..., tuple[int, list[str], str]]
 
 
 @pytest.fixture
-def run(placement: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
-    """``run(cloud)(*args)`` -> (exit code, stdout lines, stderr) of one command."""
+def run(run: Any) -> Callable[..., Run]:
+    """``run(cloud)(*args)``: one ``resize-sched-manage placement`` command
+    (the package conftest's runner, ``placement`` put first)."""
 
     def bind(cloud: Cloud) -> Run:
-        url = cloud.db.engine.url.render_as_string(hide_password=False)
-        config = tmp_path / "manage.conf"
-        config.write_text(
-            f"[database]\nconnection = {url}\n\n"
-            f"[placement]\nauth_type = admin_token\nendpoint = {placement.endpoint}\n"
-            "token = admin\nconnect_retry_delay = 0.001\n"
-        )
-
-        def command(*args: str) -> tuple[int, list[str], str]:
-            capsys.readouterr()
-            # NOTE: main() sets up logging to the captured stderr; give the
-            # root logger its handlers back so later tests do not log to a
-            # closed stream.
-            handlers, level = logging.root.handlers[:], logging.root.level
-            try:
-                code = manage.main(["--config-file", str(config), "placement", *args])
-            finally:
-                logging.root.handlers[:], logging.root.level = handlers, level
-            out, err = capsys.readouterr()
-            return code, out.splitlines(), err
-
-        return command
+        command = run(cloud)
+        return lambda *args: command("placement", *args)
 
     return bind
 
