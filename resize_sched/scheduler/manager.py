@@ -251,10 +251,21 @@ class Scheduler(VerdictMixin, SourceMixin):
             return self._pool
 
     def _query(
-        self, amounts: Resources, request: SchedulingRequest, in_tree: str | None = None
+        self,
+        amounts: Resources,
+        request: SchedulingRequest,
+        in_tree: str | None = None,
+        groups: tuple[rs.RequestGroup, ...] = (),
     ) -> Candidates:
-        groups: tuple[rs.RequestGroup, ...] = ()
-        if in_tree is None and request.groups:
+        """Placement's candidates for ``amounts`` with the request's traits,
+        aggregates and our hosts' root filter.
+
+        :param in_tree: limit to one tree (a resize's source), unlimited count.
+        :param groups: numbered groups asked beside ``amounts`` (which then is
+            the unnumbered rest); by default, with no ``in_tree``, the
+            request's own groups, taken out of ``amounts``.
+        """
+        if not groups and in_tree is None and request.groups:
             # NOTE: the whole flavor: its numbered groups as such, the rest
             # unnumbered. A source asked for an increase alone (in_tree) asks
             # it unnumbered: where it lands beside the groups it holds is

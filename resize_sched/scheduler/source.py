@@ -150,24 +150,7 @@ class SourceMixin(SharedSourceMixin):
         placed = rs.normalize_allocations(request.source_placement)
         grouped = rs.add(grouped, rs.total(placed))
         rest = rs.normalize({rc: max(n - grouped.get(rc, 0), 0) for rc, n in amounts.items()})
-        required = [
-            *sorted(request.required_traits),
-            *(f"!{t}" for t in sorted(request.forbidden_traits)),
-        ]
-        candidates = hosts.unless_unknown(
-            self.client,
-            self.owner_trait,
-            lambda: self.client.get_allocation_candidates(
-                rest,
-                required=required,
-                member_of=request.member_of,
-                in_tree=source,
-                root_required=self._usable,
-                groups=groups,
-                group_policy=request.group_policy,
-            ),
-            Candidates([], {}),
-        )
+        candidates = self._query(rest, request, in_tree=source, groups=groups)
         suffixes = {g.suffix for g in groups}
         for index, allocation_request in enumerate(candidates.allocation_requests):
             mapping = candidates.mappings[index] if index < len(candidates.mappings) else {}
