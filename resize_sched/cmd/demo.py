@@ -27,8 +27,8 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -244,15 +244,60 @@ class Demo:
         return lines
 
 
+#: The output fits a terminal this wide.
+WIDTH = 100
+
+READING = (
+    "1. legacy asks vm-a's full host for the whole tall flavor on top of wide, so the resize "
+    "fails: Nova bug 1790204. 'deferred' means no host has the room now, though some host "
+    "could when emptier; the resize has ended, the server is ACTIVE with its old flavor, and "
+    "nothing retries it: the user may ask again later. drop_and_reclaim holds only tall "
+    "(VCPU 2, 2048 MB); max_flavor holds max(wide, tall) (VCPU 2, 4096 MB) until confirm or "
+    "revert.",
+    "2. The 2048 MB drop_and_reclaim let go was taken, so its revert is refused until room is "
+    "freed (the server waits in VERIFY_RESIZE; nothing retries the revert for it). max_flavor "
+    "kept the room, so its revert is a shrink that always fits; the filler found no host "
+    "instead.",
+    "3. Moving to another host, all three hold the same: wide on the source for the "
+    "migration, tall on the destination for the server, until confirm.",
+    "Requests: max_flavor costs 2 when the resize moves (the query over every host and one "
+    "claim), 3 on the same host here: a full source is not among the answers to a query for "
+    "the whole new flavor, so its usage is read (one GET) to judge new - old. With [resize] "
+    "prefer_same_host the source is asked first and the same-host resize costs 2. legacy and "
+    "drop_and_reclaim write once more either way: legacy's prepare (old to the migration, "
+    "beside the query), drop_and_reclaim's drop (before the query).",
+)
+
+
+def _wrap(text: str, first: str = "", indent: int | None = None) -> str:
+    """``text`` filled to :data:`WIDTH`, after ``first``, continued under it."""
+    rest = " " * (len(first) if indent is None else indent)
+    return textwrap.fill(
+        text,
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
 def _print(results: dict[str, dict[str, list[str]]]) -> None:
     print("Claim strategies ([resize] claim_strategy):")
     for strategy in STRATEGIES:
-        print(f"  {strategy:<17} {WHAT[strategy]}")
+        print(_wrap(WHAT[strategy], f"  {strategy:<17} "))
+    print()
     print(
-        f"\nHosts {', '.join(HOSTS)}: 4 VCPU, 4096 MB, 100 GB each. Flavors: "
-        f"{_flavor_text(WIDE)}, {_flavor_text(TALL)}, {_flavor_text(FILLER)}.\n"
-        "Each strategy starts from the same state: vm-a, vm-b and vm-c (wide), one per host, "
-        "so every host's memory and disk are full."
+        _wrap(
+            f"Hosts {', '.join(HOSTS)}: 4 VCPU, 4096 MB, 100 GB each. Flavors: "
+            f"{_flavor_text(WIDE)}, {_flavor_text(TALL)}, {_flavor_text(FILLER)}."
+        )
+    )
+    print(
+        _wrap(
+            "Each strategy starts from the same state: vm-a, vm-b and vm-c (wide), one per "
+            "host, so every host's memory and disk are full."
+        )
     )
     steps = (
         (
@@ -272,44 +317,16 @@ def _print(results: dict[str, dict[str, list[str]]]) -> None:
         ),
     )
     for key, title in steps:
-        print(f"\n{title}")
+        print()
+        print(_wrap(title, indent=3))
         for strategy in STRATEGIES:
             rows = results[strategy][key]
-            print(f"  {strategy:<17} {rows[0]}")
+            print(_wrap(rows[0], f"  {strategy:<17} "))
             for row in rows[1:]:
-                print(f"  {'':<17} {row}")
-    print(
-        "\nHow to read it:\n"
-        "  1. legacy asks vm-a's full host for the whole tall flavor on top of wide, so the "
-        "resize fails:\n"
-        "     Nova bug 1790204. 'deferred' means no host has the room now, though some "
-        "host could when\n"
-        "     emptier; the resize has ended, the server is ACTIVE with its old flavor, "
-        "and nothing retries\n"
-        "     it: the user may ask again later. drop_and_reclaim holds only tall (VCPU 2, "
-        "2048 MB);\n"
-        "     max_flavor holds max(wide, tall) (VCPU 2, 4096 MB) until confirm or revert.\n"
-        "  2. The 2048 MB drop_and_reclaim let go was taken, so its revert is refused "
-        "until room is freed\n"
-        "     (the server waits in VERIFY_RESIZE; nothing retries the revert for it). "
-        "max_flavor kept the\n"
-        "     room, so its revert is a shrink that always fits; the filler found no host "
-        "instead.\n"
-        "  3. Moving to another host, all three hold the same: wide on the source for the "
-        "migration,\n"
-        "     tall on the destination for the server, until confirm.\n"
-        "  Requests: max_flavor costs 2 when the resize moves (the query over every host "
-        "and one claim),\n"
-        "     3 on the same host here: a full source is not among the answers to a query "
-        "for the whole\n"
-        "     new flavor, so its usage is read (one GET) to judge new - old. With [resize] "
-        "prefer_same_host\n"
-        "     the source is asked first and the same-host resize costs 2. legacy and "
-        "drop_and_reclaim\n"
-        "     write once more either way: legacy's prepare (old to the migration, beside the "
-        "query),\n"
-        "     drop_and_reclaim's drop (before the query)."
-    )
+                print(_wrap(row, f"  {'':<17} "))
+    print("\nHow to read it:")
+    for paragraph in READING:
+        print(_wrap(paragraph, "  ", indent=5 if paragraph[0].isdigit() else 4))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -363,8 +380,6 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
     conf.set_override("state_path", os.path.join(workdir, "state"), group="all_in_one")
     conf.set_override("hosts", [f"{name}:{HOST}" for name in HOSTS], group="all_in_one")
 
-    # NOTE: a third-party import chain warns about eventlet, which we do not use.
-    warnings.filterwarnings("ignore", message=r"(?s)\s*eventlet")
     from resize_sched.all_in_one import AllInOne
 
     print("Starting the all-in-one: Placement (SQLite), API, conductor, 3 compute hosts...")
