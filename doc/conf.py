@@ -29,6 +29,7 @@ version = release
 extensions = [
     "oslo_config.sphinxext",
     "oslo_policy.sphinxext",
+    "reno.sphinxext",
     "resize_sched_docs",
 ]
 
