@@ -30,6 +30,7 @@ extensions = [
     "oslo_config.sphinxext",
     "oslo_policy.sphinxext",
     "reno.sphinxext",
+    "reno_untracked",
     "resize_sched_docs",
 ]
 

@@ -5,6 +5,14 @@ creates one); reno reads them from git history and renders them here, one
 page per series. The same notes appear in the manual (``doc/release-notes.rst``).
 """
 
+import os
+import sys
+
+# NOTE: the manual's Sphinx helpers (doc/_ext), for reno_untracked.
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "doc", "_ext")
+)
+
 project = "resize_sched Release Notes"
 author = "the resize_sched authors"
 copyright = "the resize_sched authors; Apache License 2.0"
@@ -13,7 +21,7 @@ copyright = "the resize_sched authors; Apache License 2.0"
 version = ""
 release = ""
 
-extensions = ["reno.sphinxext"]
+extensions = ["reno.sphinxext", "reno_untracked"]
 
 root_doc = "index"
 exclude_patterns = ["_build"]
