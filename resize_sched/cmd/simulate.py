@@ -54,9 +54,10 @@ CLI_OPTS = [
     cfg.ListOpt(
         "utilisation",
         item_type=types.Float(min=0.05, max=1.0),
-        default=["0.85", "0.97"],
+        default=[f"{level:.2f}" for level in simulation.UTILISATIONS],
         help="Utilisations to pack the cluster to (share of its most used resource "
-        "class), one run of every strategy each; the success plot has one point per value.",
+        "class), one run of every strategy per seed each; the success plot has one point "
+        "per value.",
     ),
     cfg.FloatOpt(
         "revert-ratio",
@@ -65,7 +66,20 @@ CLI_OPTS = [
         max=1.0,
         help="Share of the resizes reverted rather than confirmed.",
     ),
-    cfg.IntOpt("seed", default=_DEFAULTS.seed, help="Seed of the cluster, resizes and turns."),
+    cfg.IntOpt(
+        "seed",
+        default=_DEFAULTS.seed,
+        help="First seed of the cluster, resizes and turns; the runs use --seeds "
+        "consecutive seeds from it.",
+    ),
+    cfg.IntOpt(
+        "seeds",
+        default=simulation.SEEDS,
+        min=1,
+        help="Seeds per utilisation: each packs its own cluster and draws its own resizes. "
+        "The table shows the mean share over them with the least and greatest, the "
+        "success plot a band between those.",
+    ),
     cfg.IntOpt(
         "verify-turns",
         default=_DEFAULTS.verify_turns,
@@ -91,6 +105,12 @@ CLI_OPTS = [
         metavar="DIR",
         help="Write simulation-success.png and simulation-verify-held.png into this "
         "directory (needs matplotlib, the 'simulate' extra).",
+    ),
+    cfg.BoolOpt(
+        "per-run",
+        default=False,
+        help="Also print the table of every run (one line per utilisation, seed and "
+        "strategy), with the figures the summary sums.",
     ),
     cfg.BoolOpt("quiet", default=False, help="No progress bar on stderr."),
 ]
@@ -199,31 +219,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         sweep_every=conf.sweep_every,
     )
     levels = sorted(set(conf.utilisation))
-    progress = Progress(len(levels) * len(conf.strategies) * base.resizes, not conf.quiet)
+    seeds = [base.seed + n for n in range(conf.seeds)]
+    progress = Progress(
+        len(levels) * len(seeds) * len(conf.strategies) * base.resizes, not conf.quiet
+    )
     started = time.monotonic()
     rows, results = [], []
     try:
         for level in levels:
-            settings = replace(base, utilisation=level)
-            progress.label = f"utilisation {level:.2f}: packing"
-            progress.draw()
-            with run.Template(settings) as template:
-                for strategy in conf.strategies:
-                    progress.label = f"utilisation {level:.2f}: {strategy}"
-                    result = run.run(template, strategy, progress.step)
-                    results.append(result)
-                    rows.append(report.figures(result))
+            for seed in seeds:
+                settings = replace(base, utilisation=level, seed=seed)
+                progress.label = f"utilisation {level:.2f}, seed {seed}: packing"
+                progress.draw()
+                with run.Template(settings) as template:
+                    for strategy in conf.strategies:
+                        progress.label = f"utilisation {level:.2f}, seed {seed}: {strategy}"
+                        result = run.run(template, strategy, progress.step)
+                        results.append(result)
+                        rows.append(report.figures(result))
     finally:
         progress.close()
     elapsed = time.monotonic() - started
+    summary = report.summary(rows)
 
     print(
         f"{PROG}: {base.hosts} hosts (VCPU 16, 64 GiB, 640 GB each), {base.resizes} resizes "
-        f"per run by {base.workers} workers, revert ratio {base.revert_ratio}, seed "
-        f"{base.seed}; {elapsed:.0f} s"
+        f"per run by {base.workers} workers, revert ratio {base.revert_ratio}, seeds "
+        f"{seeds[0]}-{seeds[-1]}; {elapsed:.0f} s"
     )
-    print(report.table(rows))
-    print(report.LEGEND)
+    if conf.per_run:
+        print(report.table(rows))
+        print(report.LEGEND)
+        print()
+    print(report.summary_table(summary))
+    print(report.SUMMARY_LEGEND)
     if conf.json:
         document = {
             "command": [PROG, *(sys.argv[1:] if argv is None else argv)],
@@ -231,6 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "python_hash_seed": os.environ.get("PYTHONHASHSEED"),
             "elapsed_s": round(elapsed, 1),
             "figures": rows,
+            "summary": summary,
             "runs": [result.to_json() for result in results],
         }
         with open(conf.json, "w", encoding="utf-8") as out:

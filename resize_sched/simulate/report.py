@@ -61,6 +61,7 @@ def figures(result: RunResult) -> dict[str, Any]:
     return {
         "strategy": result.strategy,
         "utilisation": result.settings.utilisation,
+        "seed": result.settings.seed,
         "start_utilisation": round(result.start_utilisation, 3),
         "hosts": result.hosts,
         "servers": result.servers,
@@ -105,14 +106,14 @@ def _mean(values: Sequence[int]) -> float | None:
 
 
 HEADER = (
-    f"{'util':>5} {'strategy':<17} {'resizes':>7} {'ok':>4} {'feasible':>8} "
+    f"{'util':>5} {'seed':>4} {'strategy':<17} {'resizes':>7} {'ok':>4} {'feasible':>8} "
     f"{'ok/feas':>8} {'alone':>7} {'bug ok':>7} {'races':>6} {'VERIFY extra':>22} {'host%':>6} "
     f"{'rev.ref':>7} {'restore':>8} {'heal':>9} {'req':>5}"
 )
 
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
-    """The figures as a readable table, one line per utilisation and strategy."""
+    """The figures as a readable table, one line per run (utilisation, seed, strategy)."""
     lines = [HEADER, "-" * len(HEADER)]
     for f in rows:
         extra = f["verify_extra_mean"]
@@ -125,7 +126,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             else "-"
         )
         lines.append(
-            f"{f['utilisation']:>5.2f} {f['strategy']:<17} {f['resizes']:>7} "
+            f"{f['utilisation']:>5.2f} {f['seed']:>4} {f['strategy']:<17} {f['resizes']:>7} "
             f"{f['succeeded']:>4} {f['oracle_feasible']:>8} "
             f"{(f'{pct:.1f}%' if pct is not None else '-'):>8} "
             f"{f['uncontended_feasible_succeeded']:>3}/{f['uncontended_feasible']:<3} "
@@ -136,6 +137,104 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             f"{heal:>9} {f['requests_per_resize']:>5.2f}"
         )
     return "\n".join(lines)
+
+
+def summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs of each utilisation and strategy over their seeds, in ``rows``' order.
+
+    Counts are summed over the seeds; the shares (``ok/feas``, ``host%``,
+    requests) are the mean of each seed's, with their least and greatest
+    (the spread the plots show).
+    """
+    groups: dict[tuple[float, str], list[dict[str, Any]]] = {}
+    for f in rows:
+        groups.setdefault((f["utilisation"], f["strategy"]), []).append(f)
+    out = []
+    for (level, strategy), runs in groups.items():
+        shares = [f["success_of_feasible_pct"] for f in runs]
+        shares = [x for x in shares if x is not None]
+        held = [f["verify_extra_host_pct"] for f in runs]
+        entry: dict[str, Any] = {
+            "utilisation": level,
+            "strategy": strategy,
+            "seeds": [f["seed"] for f in runs],
+            "start_utilisation": round(statistics.fmean(f["start_utilisation"] for f in runs), 3),
+        }
+        for key in (
+            "resizes",
+            "succeeded",
+            "oracle_feasible",
+            "feasible_succeeded",
+            "same_host_full",
+            "same_host_full_succeeded",
+            "lost_races",
+            "won_races",
+            "reverts",
+            "reverts_refused",
+            "restores_refused",
+            "healed",
+        ):
+            entry[key] = sum(f[key] for f in runs)
+        entry["success_of_feasible_pct"] = _spread(shares)
+        entry["verify_extra_host_pct"] = _spread(held)
+        entry["verify_extra_mean"] = {
+            rc: round(statistics.fmean(f["verify_extra_mean"][rc] for f in runs), 2)
+            for rc in CLASSES
+        }
+        entry["verify_extra_host_pct_by_class"] = {
+            rc: _spread([100 * f["verify_extra_mean"][rc] / cluster.HOST[rc] for f in runs])
+            for rc in CLASSES
+        }
+        requests = [f["requests_per_resize"] for f in runs if f["requests_per_resize"] is not None]
+        entry["requests_per_resize"] = round(statistics.fmean(requests), 2) if requests else None
+        out.append(entry)
+    return out
+
+
+def _spread(values: Sequence[float]) -> dict[str, float] | None:
+    """Mean, least and greatest of ``values`` (None when there are none)."""
+    if not values:
+        return None
+    return {
+        "mean": round(statistics.fmean(values), 1),
+        "min": round(min(values), 1),
+        "max": round(max(values), 1),
+    }
+
+
+SUMMARY_HEADER = (
+    f"{'util':>5} {'strategy':<17} {'seeds':>5} {'resizes':>7} {'ok':>4} {'feasible':>8} "
+    f"{'ok/feas (min-max)':>19} {'bug ok':>7} {'races':>7} {'host%':>5} {'rev.ref':>7} "
+    f"{'restore':>7} {'heal':>4} {'req':>5}"
+)
+
+
+def summary_table(entries: Sequence[dict[str, Any]]) -> str:
+    """:func:`summary` as a table, one line per utilisation and strategy."""
+    lines = [SUMMARY_HEADER, "-" * len(SUMMARY_HEADER)]
+    for e in entries:
+        share = e["success_of_feasible_pct"]
+        spread = f"{share['mean']:.1f}% ({share['min']:.0f}-{share['max']:.0f})" if share else "-"
+        held = e["verify_extra_host_pct"]
+        req = e["requests_per_resize"]
+        lines.append(
+            f"{e['utilisation']:>5.2f} {e['strategy']:<17} {len(e['seeds']):>5} "
+            f"{e['resizes']:>7} {e['succeeded']:>4} {e['oracle_feasible']:>8} {spread:>19} "
+            f"{e['same_host_full_succeeded']:>3}/{e['same_host_full']:<3} "
+            f"{e['lost_races']:>3}/{e['won_races']:<3} "
+            f"{(held['mean'] if held else 0.0):>5.1f} "
+            f"{e['reverts_refused']:>3}/{e['reverts']:<3} {e['restores_refused']:>7} "
+            f"{e['healed']:>4} {(f'{req:.2f}' if req is not None else '-'):>5}"
+        )
+    return "\n".join(lines)
+
+
+SUMMARY_LEGEND = """\
+Summed over the seeds of each line: resizes, ok, feasible, bug ok, races, rev.ref,
+restore, heal (as in the per-run table, --per-run). ok/feas: the mean over the seeds of
+the share of the oracle-feasible resizes that succeeded, (least-greatest); host%: the
+mean share of a host held beyond the running flavor per VERIFY_RESIZE window; req: the
+mean Placement requests per resize."""
 
 
 LEGEND = """\
@@ -153,6 +252,11 @@ arrivals it took. req: Placement requests per resize (schedule and claim)."""
 def plot(rows: Sequence[dict[str, Any]], directory: str) -> list[str]:
     """Write the two PNGs into ``directory``; return their paths.
 
+    The success plot has one point per utilisation and strategy, the mean
+    over the seeds, and a band from the least to the greatest seed's share;
+    its axis runs from 0 to 100 %. The held plot's bars are the means at the
+    highest utilisation, with the least and greatest seed's as error bars.
+
     :raises PlotsUnavailable: matplotlib is not installed.
     """
     try:
@@ -162,44 +266,68 @@ def plot(rows: Sequence[dict[str, Any]], directory: str) -> list[str]:
         from matplotlib import pyplot
     except ImportError as exc:
         raise PlotsUnavailable() from exc
-    strategies = list(dict.fromkeys(f["strategy"] for f in rows))
+    entries = summary(rows)
+    strategies = list(dict.fromkeys(e["strategy"] for e in entries))
+    seeds = max(len(e["seeds"]) for e in entries)
     paths = []
 
-    figure, axes = pyplot.subplots(figsize=(6.4, 4.0), dpi=100)
+    figure, axes = pyplot.subplots(figsize=(6.4, 4.2), dpi=100)
     for strategy in strategies:
         mine = sorted(
-            (f for f in rows if f["strategy"] == strategy), key=lambda f: f["utilisation"]
+            (e for e in entries if e["strategy"] == strategy and e["success_of_feasible_pct"]),
+            key=lambda e: e["utilisation"],
         )
-        axes.plot(
-            [100 * f["start_utilisation"] for f in mine],
-            [f["success_of_feasible_pct"] for f in mine],
-            marker="o",
-            label=strategy,
+        x = [100 * e["start_utilisation"] for e in mine]
+        (line,) = axes.plot(
+            x, [e["success_of_feasible_pct"]["mean"] for e in mine], marker="o", label=strategy
         )
+        axes.fill_between(
+            x,
+            [e["success_of_feasible_pct"]["min"] for e in mine],
+            [e["success_of_feasible_pct"]["max"] for e in mine],
+            color=line.get_color(),
+            alpha=0.15,
+            linewidth=0,
+        )
+    axes.set_ylim(0, 102)
     axes.set_xlabel("cluster utilisation at start (% of the most used class)")
     axes.set_ylabel("oracle-feasible resizes that succeeded (%)")
-    axes.set_title("Resize success against utilisation")
+    axes.set_title(
+        f"Resize success against utilisation (mean of {seeds} seed(s), band: least to greatest)",
+        fontsize="medium",
+    )
     axes.grid(True, alpha=0.3)
-    axes.legend()
+    axes.legend(loc="lower left")
     figure.tight_layout()
     paths.append(f"{directory}/simulation-success.png")
     figure.savefig(paths[-1])
     pyplot.close(figure)
 
-    top = max(f["utilisation"] for f in rows)
-    at_top = [f for f in rows if f["utilisation"] == top]
+    top = max(e["utilisation"] for e in entries)
+    at_top = [e for e in entries if e["utilisation"] == top]
     figure, axes = pyplot.subplots(figsize=(6.4, 4.0), dpi=100)
     width = 0.8 / len(CLASSES)
     for i, rc in enumerate(CLASSES):
+        spreads = [e["verify_extra_host_pct_by_class"][rc] for e in at_top]
+        means = [s["mean"] for s in spreads]
         axes.bar(
             [n + (i - 1) * width for n in range(len(at_top))],
-            [100 * f["verify_extra_mean"][rc] / cluster.HOST[rc] for f in at_top],
+            means,
             width,
+            yerr=[
+                [m - s["min"] for m, s in zip(means, spreads)],
+                [s["max"] - m for m, s in zip(means, spreads)],
+            ],
+            capsize=3,
             label=rc,
         )
-    axes.set_xticks(range(len(at_top)), [f["strategy"] for f in at_top])
+    axes.set_xticks(range(len(at_top)), [e["strategy"] for e in at_top])
+    axes.set_ylim(bottom=0)
     axes.set_ylabel("held beyond the running flavor (% of a host)")
-    axes.set_title(f"Capacity held per VERIFY_RESIZE window (utilisation {top:.2f})")
+    axes.set_title(
+        f"Capacity held per VERIFY_RESIZE window (utilisation {top:.2f}, {seeds} seed(s))",
+        fontsize="medium",
+    )
     axes.grid(True, axis="y", alpha=0.3)
     axes.legend()
     figure.tight_layout()

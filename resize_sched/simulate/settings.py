@@ -3,6 +3,11 @@
 from dataclasses import dataclass
 
 STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
+#: The utilisations a default run sweeps: from where every strategy does as
+#: well as the oracle to where same-host-full cases are common.
+UTILISATIONS = (0.7, 0.8, 0.9, 0.95, 0.97)
+#: Seeds per utilisation in a default run (consecutive, from ``Settings.seed``).
+SEEDS = 3
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)
 
 def test_no_eventlet_warning_on_stderr() -> None:
     # NOTE: the smallest run that still imports everything a default run does.
-    args = ["--hosts", "2", "--resizes", "1", "--utilisation", "0.5"]
+    args = ["--hosts", "2", "--resizes", "1", "--seeds", "1", "--utilisation", "0.5"]
     done = subprocess.run(
         [sys.executable, "-m", "resize_sched.cmd.simulate", *args, "--quiet"],
         env={**os.environ, "PYTHONPATH": ROOT},

@@ -7,7 +7,7 @@ from resize_sched.simulate.run import Outcome, RunResult
 from resize_sched.simulate.settings import Settings
 
 
-def _result(strategy: str, level: float) -> RunResult:
+def _result(strategy: str, level: float, seed: int = 1) -> RunResult:
     ok = Outcome(1, "w0", "s1", "m1.small", "m1.medium", True, True, True, "ok", False)
     ok.extra_held = {"VCPU": 1, "MEMORY_MB": 2048, "DISK_GB": 20}
     ok.decision = "confirm"
@@ -19,7 +19,13 @@ def _result(strategy: str, level: float) -> RunResult:
     won.decision = "revert"
     healed = {5: 7, 6: None}
     return RunResult(
-        strategy, Settings(utilisation=level), 4, 20, level, [ok, lost, full, won], healed
+        strategy,
+        Settings(utilisation=level, seed=seed),
+        4,
+        20,
+        level,
+        [ok, lost, full, won],
+        healed,
     )
 
 
@@ -33,15 +39,38 @@ def test_figures_count_the_outcomes() -> None:
     assert (f["reverts"], f["reverts_refused"]) == (2, 1)
     assert (f["restores_refused"], f["healed"], f["unhealed"]) == (2, 1, 1)
     assert f["failures"] == {"deferred": 1}
+    assert f["seed"] == 1
     table = report.table([f])
     assert "drop_and_reclaim" in table and "66.7%" in table
+
+
+def test_summary_sums_counts_and_spreads_shares_over_seeds() -> None:
+    one = report.figures(_result("max_flavor", 0.9, seed=1))
+    two = report.figures(_result("max_flavor", 0.9, seed=2))
+    # A second seed where every feasible resize succeeded.
+    two = {**two, "feasible_succeeded": 3, "success_of_feasible_pct": 100.0}
+    other = report.figures(_result("legacy", 0.9, seed=1))
+    entries = report.summary([one, other, two])
+    assert [(e["strategy"], e["seeds"]) for e in entries] == [
+        ("max_flavor", [1, 2]),
+        ("legacy", [1]),
+    ]
+    mine = entries[0]
+    assert (mine["resizes"], mine["succeeded"], mine["oracle_feasible"]) == (8, 6, 6)
+    assert mine["feasible_succeeded"] == 2 + 3
+    assert mine["success_of_feasible_pct"] == {"mean": 83.3, "min": 66.7, "max": 100.0}
+    assert mine["restores_refused"] == 4
+    table = report.summary_table(entries)
+    assert "83.3% (67-100)" in table
+    assert len(table.splitlines()) == 2 + 2
 
 
 def test_plots(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     rows = [
-        report.figures(_result(strategy, level))
-        for level in (0.8, 0.9)
+        report.figures(_result(strategy, level, seed))
+        for level in (0.7, 0.8, 0.9, 0.95, 0.97)
+        for seed in (1, 2)
         for strategy in ("legacy", "max_flavor")
     ]
     paths = report.plot(rows, str(tmp_path))
