@@ -15,11 +15,13 @@ import uuid
 
 import pytest
 
-from resize_sched import actions, rpc
+from resize_sched import actions, exception, rpc
 from resize_sched import resources as rs
 from resize_sched.compute.rpcapi import ComputeAPI
+from resize_sched.conductor import heal
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.context import admin_context
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from tests.functional.fixtures.cloud import expect_no_valid_host
 from tests.functional.fixtures.flows import Recorder
 from tests.functional.trees.topology import cyborg_accelerator, neutron_port
@@ -150,3 +152,30 @@ def test_a_build_that_ends_keeps_theirs_and_a_delete_takes_all(make_cloud, end):
     cloud.check()
     assert cloud.holds(server.uuid) == {}
     assert cloud.observer.get_usages(bridge) == {}
+
+
+def test_heal_restores_a_failed_restore_beside_a_port(make_cloud):
+    """drop_and_reclaim's restore is refused (someone took the room in the
+    drop window) while Neutron's port holds bandwidth on the consumer: heal
+    gives the server its flavor back and keeps the port's allocation."""
+    cloud = make_cloud("drop_and_reclaim")
+    cloud.add_host("host1", vcpus=2, memory_mb=4096, disk_gb=100)
+    old = cloud.flavor("old", 2, 2048, 20)
+    server = cloud.boot("vm", old)
+    ours = cloud.on("host1", rs.flavor_request(old.to_snapshot()).resources)
+    bridge = neutron_port(cloud, "host1", server.uuid)
+    theirs = {bridge: {"NET_BW_EGR_KILOBIT_PER_SEC": 1000}}
+    migration = cloud.resizes.begin(server.uuid, cloud.flavor("huge", 64, 2048, 20).flavorid)
+    squatter = []
+    cloud.before_scheduling(lambda: squatter or squatter.append(cloud.squat("host1", VCPU=2)))
+    with pytest.raises(exception.RestoreFailed):
+        cloud.resizes.schedule(migration.uuid)
+    assert cloud.holds(server.uuid) == theirs
+    cloud.check()
+    cloud.leave(squatter[0])
+
+    report = heal.heal(cloud.db, cloud.observer, owner_trait=DEFAULT_OWNER_TRAIT)
+    assert [r.outcome for r in report.results] == [heal.HEALED], report.results
+    assert cloud.holds(server.uuid) == {**ours, **theirs}
+    assert not cloud.db.server_get(server.uuid).needs_heal
+    cloud.check()
