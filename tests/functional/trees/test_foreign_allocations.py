@@ -18,13 +18,13 @@ import pytest
 from resize_sched import actions, exception, rpc
 from resize_sched import resources as rs
 from resize_sched.compute.rpcapi import ComputeAPI
-from resize_sched.conductor import heal
+from resize_sched.conductor import audit, heal
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.context import admin_context
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from tests.functional.fixtures.cloud import expect_no_valid_host
 from tests.functional.fixtures.flows import Recorder
-from tests.functional.trees.topology import cyborg_accelerator, neutron_port
+from tests.functional.trees.topology import add_to_consumer, cyborg_accelerator, neutron_port
 
 STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
 OLD = (2, 2048, 20)
@@ -178,4 +178,29 @@ def test_heal_restores_a_failed_restore_beside_a_port(make_cloud):
     assert [r.outcome for r in report.results] == [heal.HEALED], report.results
     assert cloud.holds(server.uuid) == {**ours, **theirs}
     assert not cloud.db.server_get(server.uuid).needs_heal
+    cloud.check()
+
+
+def test_audit_leaves_another_services_class_on_our_root(make_cloud):
+    """A licence service counts seats on our root (a class no flavor asks)
+    and holds one on the server's consumer. The server moves to host2; the
+    seat stays where it is, and audit neither lists nor deletes it."""
+    cloud = make_cloud("max_flavor")
+    for name in ("host1", "host2"):
+        cloud.add_host(name, vcpus=8, memory_mb=8192, disk_gb=100)
+    root = cloud.hosts["host1"]
+    inventory, generation = cloud.observer.get_inventories(root)
+    seats = {"total": 10, "reserved": 0, "min_unit": 1, "max_unit": 10, "step_size": 1}
+    cloud.observer.set_inventory(root, {**inventory, "CUSTOM_LICENSE_SEAT": seats}, generation)
+    server = cloud.boot("vm", cloud.flavor("old", *OLD), host="host1")
+    add_to_consumer(cloud, server.uuid, root, {"CUSTOM_LICENSE_SEAT": 1})
+    migration, dest = cloud.resize_to_verify(server, cloud.flavor("new", *NEW))
+    assert dest.host == "host2"
+    cloud.confirm(server)
+    held = cloud.holds(server.uuid)
+    assert held[root] == {"CUSTOM_LICENSE_SEAT": 1}
+
+    report = audit.audit(cloud.db, cloud.observer, owner_trait=DEFAULT_OWNER_TRAIT, delete=True)
+    assert report.orphans == []
+    assert cloud.holds(server.uuid) == held
     cloud.check()
