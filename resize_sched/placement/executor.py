@@ -19,6 +19,13 @@ through :meth:`TransitionExecutor.apply` (a server alone: case 5):
    reap), follows the same steps with the server journal in the migration
    journal's place: :mod:`resize_sched.placement.server_executor`.
 
+A consumer's allocations are read as two parts
+(:mod:`resize_sched.placement.foreign`): ours, the classes the resize's
+flavors ask, which is all the strategies, the journal and the holdings see;
+and what other services put on the same consumer (a port's bandwidth, an
+accelerator), which every write carries through unchanged and only a
+delete's release gives back.
+
 A consumer-generation conflict (someone else wrote one of the consumers)
 re-reads both consumers and retries, a bounded number of times. A capacity
 refusal is never retried: it is the caller's to handle (next alternate, or
