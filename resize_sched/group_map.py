@@ -102,10 +102,13 @@ def group_increase(
 ) -> Allocations | None:
     """Where a same-host resize's increase must be free, provider by provider.
 
-    Each numbered group the server holds grows (``new - old`` of that group,
-    class by class) on the provider that holds it; the unnumbered group's
-    increase goes to the providers that hold each class for the unnumbered
-    group (the first of them when several do).
+    The new flavor is laid out where the server's holdings are: each
+    numbered group on the provider that holds it, the unnumbered group's
+    classes on the providers that hold each for the unnumbered group (the
+    first of them takes a growth). What a provider must have free is what
+    it then holds beyond what it holds now: ``max(old, new)`` is taken per
+    provider, so two groups of one class on one provider (``group_policy=
+    none``) that swap sizes need nothing more.
 
     :param original: what the server holds (``max_flavor`` keeps it all).
     :param group_providers: the map when the resize began.
@@ -115,29 +118,31 @@ def group_increase(
         class the unnumbered group does not hold yet (Placement must say
         where it goes).
     """
-    old_by_suffix = {group.suffix: group for group in old_groups}
-    if any(group.suffix not in old_by_suffix for group in new_groups):
+    held = {group.suffix for group in old_groups}
+    if any(group.suffix not in held for group in new_groups):
         return None
     held_groups = grouped(old_groups, group_providers)
-    if held_groups is None:
+    new_grouped = grouped(new_groups, group_providers)
+    if held_groups is None or new_grouped is None:
         return None
-    parts: list[Allocations] = []
-    for group in new_groups:
-        provider = provider_of(group_providers, group.suffix)
-        assert provider is not None  # NOTE: grouped() found every one
-        parts.append(
-            rs.on(provider, rs.increase(old_by_suffix[group.suffix].resources, group.resources))
-        )
     unnumbered_held = subtract(original, held_groups)
     if unnumbered_held is None:
         return None
     extra = rs.increase(old_unnumbered, new_unnumbered)
-    if extra:
-        spread = rs.spread(unnumbered_held, extra)
-        if spread is None:
-            return None
-        parts.append(spread)
-    return rs.add_allocations(*parts)
+    grows = rs.spread(unnumbered_held, extra) if extra else {}
+    if grows is None:
+        return None
+    layout = rs.add_allocations(new_grouped, rs.shrink(unnumbered_held, new_unnumbered), grows)
+    return per_provider_increase(original, layout)
+
+
+def per_provider_increase(
+    before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
+) -> Allocations:
+    """What each provider holds in ``after`` beyond ``before``, class by class."""
+    return rs.normalize_allocations(
+        {rp: rs.increase(before.get(rp, {}), amounts) for rp, amounts in after.items()}
+    )
 
 
 def held_increase(
@@ -145,27 +150,32 @@ def held_increase(
     new_groups: Sequence[RequestGroup],
     group_providers: Mapping[str, Sequence[str]] | None,
 ) -> Allocations | None:
-    """The increase of each numbered group the server already holds, on the
-    provider that holds it; the new flavor's groups the server does not hold
-    yet are left out (Placement places them).
+    """The increase of the numbered groups the server already holds, on the
+    providers that hold them; the new flavor's groups the server does not
+    hold yet are left out (Placement places them). Taken per provider: a
+    group that shrinks (or goes) leaves room for another on its provider.
 
     :returns: provider -> class -> amount (empty: no held group grows); None
         when a held group grows and the map does not name its provider.
     """
     old_by_suffix = {group.suffix: group for group in old_groups}
-    parts: list[Allocations] = []
+    before: list[Allocations] = []
+    after: list[Allocations] = []
+    for group in old_groups:
+        provider = provider_of(group_providers, group.suffix)
+        if provider is not None:
+            before.append(rs.on(provider, group.resources))
     for group in new_groups:
-        before = old_by_suffix.get(group.suffix)
-        if before is None:
-            continue
-        grows = rs.increase(before.resources, group.resources)
-        if not grows:
+        old = old_by_suffix.get(group.suffix)
+        if old is None:
             continue
         provider = provider_of(group_providers, group.suffix)
         if provider is None:
-            return None
-        parts.append(rs.on(provider, grows))
-    return rs.add_allocations(*parts)
+            if rs.increase(old.resources, group.resources):
+                return None
+            continue
+        after.append(rs.on(provider, group.resources))
+    return per_provider_increase(rs.add_allocations(*before), rs.add_allocations(*after))
 
 
 def fits_beside(

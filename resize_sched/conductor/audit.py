@@ -8,7 +8,10 @@ Only this deployment's providers (those with its owner trait, see
 :mod:`resize_sched.scheduler.hosts`) are read: in a Placement shared with
 Nova or other deployments, their providers and the consumers on them are
 never listed, and a deletion only ever removes the part of a consumer's
-allocations that is on one of our providers.
+allocations that is on one of our providers. What another service put on a
+live consumer of ours (a class none of its flavors asks: a port's bandwidth,
+see :mod:`resize_sched.placement.foreign`) is not ours to judge: never
+listed, never removed, wherever it is.
 
 As in :mod:`resize_sched.conductor.heal`, a consumer is read from Placement
 before the database is asked about it, and written with the generation read:
@@ -25,6 +28,8 @@ from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.db import models
 from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient, child_trait
+from resize_sched.placement.executor import ours_of
+from resize_sched.placement.server_executor import server_classes
 from resize_sched.resources import Resources
 from resize_sched.scheduler import hosts
 
@@ -111,6 +116,25 @@ def _why_orphan(rp: str, server: Any, migration: Any, in_flight: Any) -> str | N
     return f"server runs on {server.host or 'no host'}"
 
 
+def _ours(resources: Resources, server: Any, migration: Any, in_flight: Any) -> Resources:
+    """What of a consumer's ``resources`` on one provider is ours to judge:
+    the classes a migration's flavors ask, or a live server's flavor and its
+    resize in flight; everything, for a consumer that is neither (a deleted
+    server's whole consumer is given back). What another service put on a
+    live consumer of ours (a class no flavor of it asks) is never an orphan."""
+    if migration is not None:
+        classes: frozenset[str] | None = ours_of(migration)
+    elif server is not None and server.deleted_at is None and server.status != "DELETED":
+        classes = server_classes(server)
+        if classes is not None and in_flight is not None:
+            classes |= ours_of(in_flight)
+    else:
+        classes = None
+    if classes is None:
+        return dict(resources)
+    return {rc: n for rc, n in resources.items() if rc in classes}
+
+
 def _providers_of(migration: Any) -> set[str]:
     """Every provider a resize holds or held for its server: what it last
     wrote (a destination's child) and what the server held when it began."""
@@ -142,7 +166,11 @@ def _delete(db: Any, client: PlacementClient, consumer: str, found: list[Orphan]
     done: list[Orphan] = []
     drop: list[Orphan] = []
     for orphan in found:
-        held = current.allocations.get(orphan.rp_uuid, {})
+        held = {
+            rc: n
+            for rc, n in current.allocations.get(orphan.rp_uuid, {}).items()
+            if rc in orphan.resources
+        }
         if not held:
             done.append(_outcome(orphan, DELETED, "already gone"))
         elif _why_orphan(orphan.rp_uuid, server, migration, in_flight) is None:
@@ -153,8 +181,15 @@ def _delete(db: Any, client: PlacementClient, consumer: str, found: list[Orphan]
             drop.append(orphan)
     if not drop:
         return done
-    gone = {o.rp_uuid for o in drop}
-    remaining = {rp: res for rp, res in current.allocations.items() if rp not in gone}
+    # NOTE: only the classes listed go: what another service holds on the
+    # same provider for the consumer stays.
+    gone = {o.rp_uuid: set(o.resources) for o in drop}
+    remaining = rs.normalize_allocations(
+        {
+            rp: {rc: n for rc, n in res.items() if rc not in gone.get(rp, ())}
+            for rp, res in current.allocations.items()
+        }
+    )
     write = ConsumerWrite(
         remaining,
         current.project_id or "",
@@ -233,10 +268,13 @@ def audit(
     }
     for provider, allocations in held:
         report.providers += 1
-        for consumer, resources in sorted(allocations.items()):
+        for consumer, held_there in sorted(allocations.items()):
             report.allocations += 1
             migration = migrations.get(consumer)
             server = None if migration else servers.get(consumer)
+            resources = _ours(held_there, server, migration, in_flight.get(consumer))
+            if not resources:
+                continue  # another service's, on a consumer of ours
             reason = _why_orphan(provider["uuid"], server, migration, in_flight.get(consumer))
             if reason is not None:
                 orphan = Orphan(consumer, provider["uuid"], provider["name"], resources, reason)

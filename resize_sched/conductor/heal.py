@@ -18,7 +18,8 @@ written with one generation-checked ``PUT /allocations/{consumer}``.
 Only this deployment's providers (those with its owner trait) are ever
 written: a server recorded on a provider that is not one of ours is reported,
 never healed there, and what a server's consumer holds on providers that are
-not ours is neither compared nor changed (a write keeps it as it is).
+not ours, or of classes its flavor does not ask (another service's: a port's
+bandwidth), is neither compared nor changed (a write keeps it as it is).
 
 Ordering against running conductors: each consumer is read from Placement
 first, the database second, and written last with the generation read, so a
@@ -35,13 +36,14 @@ from oslo_log import log as logging
 from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.db import models
+from resize_sched.placement import foreign
 from resize_sched.placement.client import (
     CONCURRENT_UPDATE,
     INSTANCE,
     ConsumerWrite,
     PlacementClient,
 )
-from resize_sched.placement.executor import Known, TransitionExecutor
+from resize_sched.placement.executor import TransitionExecutor, known_from
 from resize_sched.resources import Resources
 from resize_sched.scheduler import hosts
 from resize_sched.strategies import Holdings
@@ -191,16 +193,21 @@ def _heal_server(
     except ValueError as exc:
         reason = f"its stored flavor is refused: {exc}"
         return HealResult(uuid, server.host, MISSING, reason=reason)
+    # NOTE: what another service put on the consumer (a class the flavor
+    # does not ask: a port's bandwidth) is never ours; nor is a class of the
+    # flavor held on a provider that is not ours. Both are kept as they are.
     mine = owned | set(expected)
-    ours = {rp: res for rp, res in actual.allocations.items() if rp in mine}
-    theirs = {rp: res for rp, res in actual.allocations.items() if rp not in mine}
+    held, theirs = foreign.split(actual.allocations, foreign.classes(*expected.values()))
+    ours = {rp: res for rp, res in held.items() if rp in mine}
+    strays = {rp: res for rp, res in held.items() if rp not in mine}
+    theirs = foreign.merge(theirs, strays)
     pending = [m for m in db.migration_list(server_uuid=uuid, statuses=["error"]) if m.missing]
     if ours == expected and not server.needs_heal and not pending:
         report.ok += 1
         return None
     target = Holdings.from_dict(pending[-1].missing).server if pending else expected
     resources = rs.total(target)
-    if pending and (theirs or not set(target) <= mine):
+    if pending and (strays or not set(target) <= mine):
         # NOTE: the restore writes the consumer's whole allocations; that
         # would change what it holds on a provider that is not ours.
         reason = "the restore to heal involves providers that are not hosts of this deployment"
@@ -214,19 +221,14 @@ def _heal_server(
             # records are superseded by it. The server's generation is the
             # one read before the database was asked, as for a direct write.
             migration = pending[-1]
-            held = client.get_allocations(migration.uuid)
-            known = Known(
-                Holdings(server=actual.allocations, migration=held.allocations),
-                actual.generation,
-                held.generation,
-            )
+            known = known_from(migration, actual, client.get_allocations(migration.uuid))
             migration = db.migration_update(migration.uuid, holdings=known.to_dict())
             restore_missing(db, executor, migration, "heal")
             for older in pending[:-1]:
                 db.migration_update(older.uuid, missing=None)
         else:
             write = ConsumerWrite(
-                {**theirs, **expected},
+                foreign.merge(expected, theirs),
                 server.project_id,
                 server.user_id,
                 actual.generation,

@@ -19,6 +19,13 @@ through :meth:`TransitionExecutor.apply` (a server alone: case 5):
    reap), follows the same steps with the server journal in the migration
    journal's place: :mod:`resize_sched.placement.server_executor`.
 
+A consumer's allocations are read as two parts
+(:mod:`resize_sched.placement.foreign`): ours, the classes the resize's
+flavors ask, which is all the strategies, the journal and the holdings see;
+and what other services put on the same consumer (a port's bandwidth, an
+accelerator), which every write carries through unchanged and only a
+delete's release gives back.
+
 A consumer-generation conflict (someone else wrote one of the consumers)
 re-reads both consumers and retries, a bounded number of times. A capacity
 refusal is never retried: it is the caller's to handle (next alternate, or
@@ -28,16 +35,18 @@ Placement, at the next transition or by crash recovery.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.db.steps import StepRun
+from resize_sched.placement import foreign
 from resize_sched.placement.client import (
     INSTANCE,
     MIGRATION,
+    ConsumerAllocations,
     ConsumerWrite,
     PlacementClient,
 )
@@ -51,25 +60,45 @@ TargetFn = Callable[[Holdings], Holdings]
 
 @dataclass(frozen=True)
 class Known:
-    """Holdings plus the consumer generations they were read or written at."""
+    """Holdings plus the consumer generations they were read or written at.
+
+    :ivar holdings: what the two consumers hold for us (the classes the
+        resize's flavors ask; see :mod:`resize_sched.placement.foreign`):
+        all a strategy, the journal and the migration's records ever see.
+    :ivar foreign: what other services hold on the same consumers, as last
+        read; every write carries it through unchanged.
+    """
 
     holdings: Holdings
     server_generation: int | None
     migration_generation: int | None
+    foreign: Holdings = field(default_factory=Holdings)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             **self.holdings.to_dict(),
             "generations": {
                 "server": self.server_generation,
                 "migration": self.migration_generation,
             },
         }
+        if self.foreign.server or self.foreign.migration:
+            data["foreign"] = self.foreign.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Known":
         gens = data.get("generations") or {}
-        return cls(Holdings.from_dict(data), gens.get("server"), gens.get("migration"))
+        return cls(
+            Holdings.from_dict(data),
+            gens.get("server"),
+            gens.get("migration"),
+            Holdings.from_dict(data.get("foreign") or {}),
+        )
+
+    def whole(self, consumer: str) -> dict[str, dict[str, int]]:
+        """What ``consumer`` (``server`` or ``migration``) holds in all."""
+        return foreign.merge(getattr(self.holdings, consumer), getattr(self.foreign, consumer))
 
 
 def _next_generation(previous: int | None, allocations: dict) -> int | None:
@@ -80,6 +109,25 @@ def _next_generation(previous: int | None, allocations: dict) -> int | None:
     if not allocations:
         return None
     return 1 if previous is None else previous + 1
+
+
+def ours_of(migration: Any) -> frozenset[str]:
+    """The classes ours on a migration's two consumers: those its old and
+    new flavors ask (see :mod:`resize_sched.placement.foreign`)."""
+    return foreign.classes(migration.old_resources, migration.new_resources)
+
+
+def known_from(migration: Any, server: ConsumerAllocations, mig: ConsumerAllocations) -> Known:
+    """:class:`Known` from a read of both consumers of ``migration``."""
+    ours = ours_of(migration)
+    server_ours, server_theirs = foreign.split(server.allocations, ours)
+    mig_ours, mig_theirs = foreign.split(mig.allocations, ours)
+    return Known(
+        Holdings(server=server_ours, migration=mig_ours),
+        server.generation,
+        mig.generation,
+        Holdings(server=server_theirs, migration=mig_theirs),
+    )
 
 
 class TransitionExecutor(ServerTransitions):
@@ -96,14 +144,11 @@ class TransitionExecutor(ServerTransitions):
         self.conflict_retries = conflict_retries
 
     def read(self, migration: Any) -> Known:
-        """Read both consumers' actual allocations from Placement."""
+        """Read both consumers' actual allocations from Placement, ours
+        (the classes the resize's flavors ask) apart from other services'."""
         server = self.client.get_allocations(migration.server_uuid)
         mig = self.client.get_allocations(migration.uuid)
-        return Known(
-            Holdings(server=server.allocations, migration=mig.allocations),
-            server.generation,
-            mig.generation,
-        )
+        return known_from(migration, server, mig)
 
     def known(self, migration: Any) -> Known:
         """What the migration row says is held, or a fresh read if unknown."""
@@ -120,8 +165,14 @@ class TransitionExecutor(ServerTransitions):
         verify: bool = False,
         fresh: bool = False,
         run: StepRun | None = None,
+        keep_foreign: bool = True,
     ) -> Any:
         """Move both consumers of ``migration`` to ``target`` in one write.
+
+        ``target`` is what the consumers hold for us (the classes the
+        resize's flavors ask); what other services hold on them, as last
+        read (a generation conflict's re-read is where it first shows), is
+        written back with it unchanged.
 
         :param migration: the migration row (``uuid``, ``server_uuid``,
             ``project_id``, ``user_id``, ``holdings``).
@@ -144,6 +195,8 @@ class TransitionExecutor(ServerTransitions):
             so nothing a delete emptied is ever re-created. None (recovery,
             heal, release): whoever owns the migration, and the entry is
             marked ``applied`` at once.
+        :param keep_foreign: False: ``target`` is the consumers' whole
+            allocations, other services' parts given back too (a delete).
         :returns: the updated migration row.
         :raises StepNotDue: the step lost the migration (a delete, another
             step) before a write; nothing more was written.
@@ -168,7 +221,8 @@ class TransitionExecutor(ServerTransitions):
         expected = False  # the row holds an intended target, not what is held
         for attempt in range(self.conflict_retries + 1):
             goal = target(current.holdings) if callable(target) else target
-            writes = self._writes(migration, current, goal, verify)
+            carried = current.foreign if keep_foreign else Holdings()
+            writes = self._writes(migration, current, goal, verify, carried)
             if not writes:
                 LOG.debug("Migration %s %s: nothing to change", migration.uuid, phase)
                 if expected:
@@ -179,12 +233,17 @@ class TransitionExecutor(ServerTransitions):
                 return self._remember(migration, current, owner)
             done = Known(
                 goal,
-                _next_generation(current.server_generation, goal.server)
+                _next_generation(
+                    current.server_generation, foreign.merge(goal.server, carried.server)
+                )
                 if migration.server_uuid in writes
                 else current.server_generation,
-                _next_generation(current.migration_generation, goal.migration)
+                _next_generation(
+                    current.migration_generation, foreign.merge(goal.migration, carried.migration)
+                )
                 if migration.uuid in writes
                 else current.migration_generation,
+                carried,
             )
             # NOTE: the intent and the holdings it leads to, in one commit;
             # a refused write puts back what is held (see journal_intend).
@@ -354,7 +413,7 @@ class TransitionExecutor(ServerTransitions):
     def _fence(self, migration: Any, actual: Known) -> Known:
         """Write every consumer that holds something again, unchanged, so any
         write still in flight with the generations read before is refused."""
-        writes = self._writes(migration, actual, actual.holdings, verify=True)
+        writes = self._writes(migration, actual, actual.holdings, True, actual.foreign)
         if not writes:
             return actual
         if len(writes) == 1:
@@ -364,53 +423,49 @@ class TransitionExecutor(ServerTransitions):
             self.client.post_allocations(writes)
         return Known(
             actual.holdings,
-            _next_generation(actual.server_generation, actual.holdings.server)
+            _next_generation(actual.server_generation, actual.whole("server"))
             if migration.server_uuid in writes
             else actual.server_generation,
-            _next_generation(actual.migration_generation, actual.holdings.migration)
+            _next_generation(actual.migration_generation, actual.whole("migration"))
             if migration.uuid in writes
             else actual.migration_generation,
+            actual.foreign,
         )
 
     def _writes(
-        self, migration: Any, current: Known, goal: Holdings, verify: bool = False
+        self,
+        migration: Any,
+        current: Known,
+        goal: Holdings,
+        verify: bool = False,
+        carried: Holdings | None = None,
     ) -> dict[str, ConsumerWrite]:
+        """The writes that take each consumer from ``current`` to ``goal``
+        (ours) plus ``carried`` (other services' parts; None: as held)."""
+        carried = current.foreign if carried is None else carried
         writes: dict[str, ConsumerWrite] = {}
-        if goal.server != current.holdings.server or (verify and goal.server):
-            writes[migration.server_uuid] = ConsumerWrite(
-                allocations=goal.server,
-                project_id=migration.project_id,
-                user_id=migration.user_id,
-                generation=current.server_generation,
-                consumer_type=INSTANCE,
-            )
-        if goal.migration != current.holdings.migration or (verify and goal.migration):
-            writes[migration.uuid] = ConsumerWrite(
-                allocations=goal.migration,
-                project_id=migration.project_id,
-                user_id=migration.user_id,
-                generation=current.migration_generation,
-                consumer_type=MIGRATION,
-            )
+        consumers = (
+            (migration.server_uuid, "server", current.server_generation, INSTANCE),
+            (migration.uuid, "migration", current.migration_generation, MIGRATION),
+        )
+        for consumer, part, generation, consumer_type in consumers:
+            ours = getattr(goal, part)
+            whole = foreign.merge(ours, getattr(carried, part))
+            if whole != current.whole(part) or (verify and ours):
+                writes[consumer] = ConsumerWrite(
+                    allocations=whole,
+                    project_id=migration.project_id,
+                    user_id=migration.user_id,
+                    generation=generation,
+                    consumer_type=consumer_type,
+                )
         if writes and all(w.generation is None for w in writes.values()):
             # NOTE: a write that only creates consumers carries no generation
             # Placement could refuse it on if it arrives late (see settle). Anchor
             # it to the other consumer, unchanged, at its generation: the same
             # one request, now refused once that consumer has moved on.
-            for consumer, held, generation, consumer_type in (
-                (
-                    migration.server_uuid,
-                    current.holdings.server,
-                    current.server_generation,
-                    INSTANCE,
-                ),
-                (
-                    migration.uuid,
-                    current.holdings.migration,
-                    current.migration_generation,
-                    MIGRATION,
-                ),
-            ):
+            for consumer, part, generation, consumer_type in consumers:
+                held = current.whole(part)
                 if consumer not in writes and held and generation is not None:
                     writes[consumer] = ConsumerWrite(
                         allocations=held,
@@ -440,7 +495,9 @@ class TransitionExecutor(ServerTransitions):
         """Empty both consumers of ``migration``, from what Placement holds now.
 
         For a deleted server: whatever a step wrote, early or late, is given
-        back. Journaled like any transition; safe to repeat.
+        back, and what other services hold on the two consumers with it (as
+        Nova's delete gives back the instance's whole consumer). Journaled
+        like any transition; safe to repeat.
         """
         migration = self.db.migration_get(migration.uuid)
-        return self.apply(migration, "release", Holdings(), fresh=True)
+        return self.apply(migration, "release", Holdings(), fresh=True, keep_foreign=False)

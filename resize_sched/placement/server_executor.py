@@ -27,7 +27,9 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import exception
+from resize_sched import resources as rs
 from resize_sched.db import models
+from resize_sched.placement import foreign
 from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient
 
 LOG = logging.getLogger(__name__)
@@ -45,6 +47,16 @@ def only_takes_away(current: Allocations, goal: Allocations) -> bool:
     )
 
 
+def server_classes(server: Any) -> frozenset[str] | None:
+    """The classes ours on a server's consumer: those its flavor asks (see
+    :mod:`resize_sched.placement.foreign`); None when its stored flavor
+    cannot be read (then the whole consumer is taken as ours)."""
+    try:
+        return foreign.classes(rs.stored_request(server.flavor).resources)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 class ServerTransitions:
     """Journaled, generation-checked writes to a server's own consumer.
 
@@ -58,19 +70,22 @@ class ServerTransitions:
 
     def claim_server(
         self, server: Any, allocations: Allocations, *, expected: dict[str, Any]
-    ) -> int:
-        """Claim ``allocations`` for a server whose consumer must not exist yet.
+    ) -> tuple[int, int]:
+        """Claim ``allocations`` for a server whose consumer holds nothing of ours yet.
 
         A provider generation conflict (a concurrent claim on the same
         provider) while the consumer still does not exist is sent again, up
-        to ``conflict_retries`` times.
+        to ``conflict_retries`` times. A consumer that exists holding only
+        what other services put there (a port's bandwidth) is claimed
+        beside it, at the generation read, their part carried unchanged.
 
         :param expected: the server's state the claim is for (build:
             ``BUILD``/``scheduling``), checked under its row lock with "no
             delete asked for".
         :returns: the claim's journal entry id, ``intended``: the caller
             marks it ``applied`` in the transaction that records the host
-            (:meth:`~resize_sched.db.server_journal_api.ServerJournalApi.server_advance`).
+            (:meth:`~resize_sched.db.server_journal_api.ServerJournalApi.server_advance`);
+            and the consumer's generation once the claim is written.
         :raises ServerStateConflict: the server moved on (a delete was
             asked for); nothing was written.
         :raises ServerNotFound: the server is gone; nothing was written.
@@ -85,22 +100,32 @@ class ServerTransitions:
             server.uuid, phase="claim", before={}, target=allocations, expected=expected
         )
         write = ConsumerWrite(allocations, server.project_id, server.user_id, None, INSTANCE)
+        ours = foreign.classes(*allocations.values()) | (server_classes(server) or frozenset())
         attempt = 0
         while True:
             try:
                 self.client.put_allocations(server.uuid, write)
-                return int(entry.id)
+                return int(entry.id), 1 if write.generation is None else write.generation + 1
             except exception.ConsumerGenerationConflict as exc:
                 # NOTE: Placement answers a provider's generation conflict (a
-                # concurrent claim there) as a consumer's; only a consumer
-                # that still does not exist may be claimed again.
-                if attempt == self.conflict_retries or (
-                    self.client.get_allocations(server.uuid).generation is not None
-                ):
+                # concurrent claim there) as a consumer's; a consumer that
+                # still does not exist, or holds only other services'
+                # allocations, may be claimed again.
+                held = self.client.get_allocations(server.uuid)
+                mine, theirs = foreign.split(held.allocations, ours)
+                if attempt == self.conflict_retries or mine:
                     self.db.server_journal_mark(entry.id, models.JOURNAL_ABANDONED, str(exc))
                     raise
+                if held.generation is not None:
+                    write = ConsumerWrite(
+                        foreign.merge(allocations, theirs),
+                        held.project_id or server.project_id,
+                        held.user_id or server.user_id,
+                        held.generation,
+                        held.consumer_type or INSTANCE,
+                    )
                 attempt += 1
-                LOG.info("Build of %s: provider generation conflict, claiming again", server.uuid)
+                LOG.info("Build of %s: generation conflict, claiming again", server.uuid)
             except exception.PlacementUnavailable:
                 raise
             except exception.PlacementError as exc:
@@ -147,6 +172,7 @@ class ServerTransitions:
         target: Allocations | AllocationsFn,
         *,
         expected: dict[str, Any] | None = None,
+        ours: frozenset[str] | None = None,
     ) -> bool:
         """Move the server's consumer to ``target``, from what it holds now.
 
@@ -156,6 +182,10 @@ class ServerTransitions:
 
         :param target: the allocations, or a function of those held now
             (re-evaluated after a conflict).
+        :param ours: the classes ``target`` is about: what the consumer
+            holds of other classes (another service's) is carried through
+            unchanged, and neither the target nor the journal sees it.
+            None: the whole consumer (a delete, a reap).
         :param expected: the server's state the write is for (None: any);
             a write that holds anything also needs the server live with no
             delete asked for.
@@ -168,20 +198,25 @@ class ServerTransitions:
         """
         for attempt in range(self.conflict_retries + 1):
             current = self.client.get_allocations(server.uuid)
-            self.settle_server(server.uuid, current.allocations)
-            goal = target(current.allocations) if callable(target) else target
-            if goal == current.allocations:
+            mine, theirs = (
+                (current.allocations, {})
+                if ours is None
+                else foreign.split(current.allocations, ours)
+            )
+            self.settle_server(server.uuid, mine)
+            goal = target(mine) if callable(target) else target
+            if goal == mine:
                 return False
             entry = self.db.server_journal_intend(
                 server.uuid,
                 phase=phase,
-                before=current.allocations,
+                before=mine,
                 target=goal,
                 expected=expected,
-                releasing=only_takes_away(current.allocations, goal),
+                releasing=only_takes_away(mine, goal),
             )
             write = ConsumerWrite(
-                goal,
+                foreign.merge(goal, theirs),
                 current.project_id or server.project_id,
                 current.user_id or server.user_id,
                 current.generation,
@@ -215,10 +250,19 @@ class ServerTransitions:
         )
 
     def release_server(
-        self, server: Any, phase: str = "release", *, expected: dict[str, Any] | None = None
+        self,
+        server: Any,
+        phase: str = "release",
+        *,
+        expected: dict[str, Any] | None = None,
+        whole: bool = True,
     ) -> bool:
         """Empty the server's consumer, from what it holds now (journaled).
 
-        :returns: whether it held anything.
+        :param whole: give back the whole consumer, what other services put
+            on it too (a delete, as Nova's); False: only what its flavor
+            accounts for, theirs carried through (a spawn that failed).
+        :returns: whether it held anything (of what is given back).
         """
-        return self.apply_server(server, phase, {}, expected=expected)
+        ours = None if whole else server_classes(server)
+        return self.apply_server(server, phase, {}, expected=expected, ours=ours)

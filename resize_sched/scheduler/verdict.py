@@ -12,6 +12,8 @@ them to a provider's inventory.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from oslo_log import log as logging
@@ -132,7 +134,7 @@ class VerdictMixin:
         for rp in allowed:
             if rp not in reported:
                 unreported.append(rp)
-            elif self._tree_fits_empty(rp, reported[rp][1], wanted):
+            elif self._tree_fits_empty(rp, reported[rp][1], wanted, request):
                 return True
         for rp in unreported:
             LOG.debug("Provider %s has no compute node report; reading its inventory", rp)
@@ -140,7 +142,7 @@ class VerdictMixin:
                 inventories, _ = self.client.get_inventories(rp)
             except exception.PlacementNotFound:
                 continue  # deleted since the listing
-            if self._tree_fits_empty(rp, inventories, wanted):
+            if self._tree_fits_empty(rp, inventories, wanted, request):
                 return True
         return False
 
@@ -156,11 +158,17 @@ class VerdictMixin:
         return any(
             not node.disabled
             and _host_allowed(request, node.uuid, node.host)
-            and self._tree_fits_empty(node.uuid, node.inventory, wanted)
+            and self._tree_fits_empty(node.uuid, node.inventory, wanted, request)
             for node in nodes
         )
 
-    def _tree_fits_empty(self, root: str, inventory: dict[str, dict], wanted: Resources) -> bool:
+    def _tree_fits_empty(
+        self,
+        root: str,
+        inventory: dict[str, dict],
+        wanted: Resources,
+        request: SchedulingRequest | None = None,
+    ) -> bool:
         """Whether the host of root provider ``root`` (its own ``inventory``)
         could hold ``wanted`` empty.
 
@@ -169,14 +177,42 @@ class VerdictMixin:
         or on a sharing provider (a disk pool), which the compute node's
         report does not show: Placement is asked (failure path only), the
         providers of the host's tree and the sharing providers, each judged
-        empty. Erring towards ``deferred`` is safe: it only means a retry.
+        empty. A request with numbered groups is judged on them all, group by
+        group (:func:`_groups_fit_empty`). Erring towards ``deferred`` is
+        safe: it only means a retry.
         """
+        if request is not None and request.groups:
+            others = self._others_of(root)
+            if others is None:
+                return False
+            unnumbered = dict(wanted)
+            for group in request.groups:
+                unnumbered = rs.normalize(
+                    {rc: n - group.resources.get(rc, 0) for rc, n in unnumbered.items()}
+                )
+            return _groups_fit_empty(
+                {root: inventory, **others},
+                request.groups,
+                unnumbered,
+                isolate=request.group_policy == "isolate",
+            )
         on_root = {rc: n for rc, n in wanted.items() if rc in inventory}
         if not _fits_empty(inventory, on_root):
             return False
         elsewhere = {rc: n for rc, n in wanted.items() if rc not in inventory}
         if not elsewhere:
             return True
+        others = self._others_of(root)
+        if others is None:
+            return False
+        return all(
+            any(_fits_empty(inv, {rc: amount}) for inv in others.values())
+            for rc, amount in elsewhere.items()
+        )
+
+    def _others_of(self, root: str) -> dict[str, dict[str, dict]] | None:
+        """The inventories of the providers of ``root``'s tree but the root,
+        and of the sharing providers; None when the host went away."""
         try:
             others = [
                 rp["uuid"]
@@ -186,13 +222,48 @@ class VerdictMixin:
             others += [
                 rp["uuid"] for rp in self.client.list_resource_providers(required=[SHARING_TRAIT])
             ]
-            inventories = [self.client.get_inventories(rp)[0] for rp in others]
+            return {rp: self.client.get_inventories(rp)[0] for rp in others}
         except exception.PlacementNotFound:
-            return False  # the host went away meanwhile
-        return all(
-            any(_fits_empty(inv, {rc: amount}) for inv in inventories)
-            for rc, amount in elsewhere.items()
-        )
+            return None  # the host went away meanwhile
+
+
+#: Numbered groups are placed by trying every assignment only up to this
+#: many of them; past it a host is taken to fit (towards ``deferred``).
+_MAX_PLACED_GROUPS = 6
+
+
+def _groups_fit_empty(
+    inventories: dict[str, dict[str, dict]],
+    groups: Sequence[rs.RequestGroup],
+    unnumbered: Resources,
+    *,
+    isolate: bool,
+) -> bool:
+    """Whether empty providers with ``inventories`` (one host's tree and the
+    sharing providers) could hold a request, as Placement would place it:
+    each numbered group whole on one provider (each on its own under
+    ``isolate``), each class of the unnumbered group on one provider, the
+    amounts a provider gets from several groups summed. Group traits are
+    not judged (towards ``deferred``).
+    """
+    if len(groups) > _MAX_PLACED_GROUPS:
+        return True
+    providers = list(inventories)
+    for choice in itertools.product(providers, repeat=len(groups)):
+        if isolate and len(set(choice)) != len(choice):
+            continue
+        placed = rs.add_allocations(*(rs.on(rp, g.resources) for rp, g in zip(choice, groups)))
+        if not all(_fits_empty(inventories[rp], amounts) for rp, amounts in placed.items()):
+            continue
+        if all(
+            any(
+                _fits_empty(inventories[rp], rs.add(placed.get(rp, {}), {rc: amount}))
+                for rp in providers
+            )
+            for rc, amount in unnumbered.items()
+        ):
+            return True
+    return False
 
 
 def _asks_placement_only(request: SchedulingRequest) -> bool:

@@ -26,6 +26,8 @@ from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import action_api
 from resize_sched.placement.client import owner_trait
+from resize_sched.placement.foreign import split
+from resize_sched.placement.server_executor import server_classes
 from resize_sched.scheduler.manager import SchedulingRequest, flavor_filters
 
 LOG = logging.getLogger(__name__)
@@ -102,7 +104,7 @@ class BuildTask:
             selection = self.deps.scheduler.select_destinations(request)
             for dest in selection.destinations:
                 try:
-                    entry_id = self.deps.executor.claim_server(
+                    entry_id, generation = self.deps.executor.claim_server(
                         server, dest.allocation_request, expected=_SCHEDULING
                     )
                 except exception.ClaimRefused as exc:
@@ -125,7 +127,7 @@ class BuildTask:
                         host=dest.host,
                         node=dest.host,
                         rp_uuid=dest.provider,
-                        placement_generation=1,
+                        placement_generation=generation,
                         # NOTE: a tree's child or a sharing provider holds part.
                         allocations=(
                             dest.allocation_request
@@ -189,15 +191,18 @@ class BuildTask:
         :raises ServerStateConflict: the build moved on meanwhile.
         """
         held = self.deps.client.get_allocations(server_uuid)
+        # NOTE: what other services put on its consumer (a port's bandwidth)
+        # is not our claim: it names no host of ours.
+        ours = server_classes(self.db.server_get(server_uuid))
+        allocations = held.allocations if ours is None else split(held.allocations, ours)[0]
         # NOTE: the claims journaled for it are settled by the same read.
-        self.deps.executor.settle_server(server_uuid, held.allocations)
-        if held.generation is None or not held.allocations:
+        self.deps.executor.settle_server(server_uuid, allocations)
+        if held.generation is None or not allocations:
             return None
         # NOTE: a build claims on its host's root provider, named after the
         # host, and on a tree also on children and a sharing disk pool: the
         # host is the root that carries this deployment's owner trait.
         client = self.deps.client
-        allocations = held.allocations
         rp_uuid = next(iter(allocations))
         if len(allocations) > 1:
             roots = {client.get_resource_provider(rp)["root_provider_uuid"] for rp in allocations}
@@ -250,7 +255,9 @@ class BuildTask:
             LOG.info("Build of server %s: spawn failure not due; nothing to do", server_uuid)
             return None
         try:
-            self.deps.executor.release_server(server, "spawn failed", expected=_SPAWNING)
+            self.deps.executor.release_server(
+                server, "spawn failed", expected=_SPAWNING, whole=False
+            )
         except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
             LOG.info(
                 "Build of server %s: spawn failure not due (%s); nothing to do", server_uuid, exc

@@ -16,10 +16,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from resize_sched.placement.client import child_trait
+from resize_sched import resources as rs
+from resize_sched.placement.client import ConsumerWrite, child_trait
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 
 VGPU = "VGPU"
+ACCELERATOR = "FPGA"
 PCI_CLASS = "CUSTOM_PCI_10DE_1EB8"
 BANDWIDTH = "NET_BW_EGR_KILOBIT_PER_SEC"
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
@@ -121,3 +123,51 @@ def add_tree_host(
     elif topology != "flat":
         raise ValueError(f"unknown topology {topology}")
     return root
+
+
+def add_to_consumer(cloud: Any, consumer: str, provider: str, amounts: dict[str, int]) -> None:
+    """Another service adds ``amounts`` on ``provider`` to one of our
+    consumers, as Neutron does for a port's bandwidth and Cyborg for an
+    accelerator: it reads the consumer, then writes it whole with what it
+    read plus its own, at the consumer generation read. The checker then
+    expects the consumer to keep it (``cloud.foreign``)."""
+    held = cloud.observer.get_allocations(consumer)
+    project_id, user_id = held.project_id, held.user_id
+    if held.generation is None:
+        # NOTE: before our claim: the server's project, as the port's.
+        server = cloud.db.server_get(consumer)
+        project_id, user_id = server.project_id, server.user_id
+    cloud.observer.put_allocations(
+        consumer,
+        ConsumerWrite(
+            rs.add_allocations(held.allocations, {provider: amounts}),
+            project_id,
+            user_id,
+            held.generation,
+            held.consumer_type or "INSTANCE",
+        ),
+    )
+    theirs = cloud.foreign.setdefault(consumer, {})
+    theirs[provider] = rs.add(theirs.get(provider, {}), amounts)
+
+
+def neutron_port(cloud: Any, host: str, server: str, kbps: int = 1000) -> str:
+    """Neutron's QoS port of ``server`` on ``host``: the OVS agent's bridge,
+    a child of our root Neutron creates (once) with its own bandwidth
+    inventory, then the port's bandwidth put on the server's consumer."""
+    name = f"{host}/br-int"
+    if name not in cloud.hosts:
+        add_child(cloud, host, "br-int", {BANDWIDTH: 100000}, ("CUSTOM_PHYSNET_DATA",))
+    add_to_consumer(cloud, server, cloud.hosts[name], {BANDWIDTH: kbps})
+    return cloud.hosts[name]
+
+
+def cyborg_accelerator(cloud: Any, host: str, server: str) -> str:
+    """Cyborg's accelerator for ``server`` on ``host``: its own device
+    provider (a child of our root, with a class no flavor of ours asks for),
+    then one unit of it put on the server's consumer."""
+    name = f"{host}/fpga0"
+    if name not in cloud.hosts:
+        add_child(cloud, host, "fpga0", {ACCELERATOR: 4}, ("CUSTOM_FPGA_INTEL",))
+    add_to_consumer(cloud, server, cloud.hosts[name], {ACCELERATOR: 1})
+    return cloud.hosts[name]
