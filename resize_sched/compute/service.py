@@ -38,6 +38,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import exception, rpc
+from resize_sched.compute import reshape as provider_reshape
 from resize_sched.compute import rpcapi as compute_rpcapi
 from resize_sched.compute import tree as provider_tree
 from resize_sched.compute.driver import base as driver_base
@@ -146,8 +147,16 @@ class ComputeService:
         self.conf = conf
         self.host: str = conf.host
         self.owner_trait = owner_trait(conf.placement.deployment_name)
-        self.inventory = inventory_from_conf(conf)
+        self._configured = inventory_from_conf(conf)
         self.driver = driver if driver is not None else FakeDriver.from_conf(conf)
+        #: Classes the root lacks and a child of another service holds: not
+        #: put back on the root (see :mod:`resize_sched.compute.reshape`).
+        self._foreign_classes: frozenset[str] = frozenset()
+        #: The root's inventory: ``[compute]``'s, less the classes the
+        #: driver's children hold (NUMA cells hold VCPU and MEMORY_MB).
+        self.inventory = self._root_inventory()
+        #: A reshape emptied children: the next tree refresh looks for them.
+        self._prune_children = False
         self.placement = placement
         self.provider_uuid: str | None = None
         #: The provider generation the inventory was last read or written at.
@@ -243,7 +252,9 @@ class ComputeService:
             someone else's.
         """
         assert self.placement is not None, "start() builds the client"
+        self.inventory = self._root_inventory()
         known: tuple[dict[str, dict[str, Any]], int] | None = None
+        reshaped = False
         try:
             if self.provider_uuid is None:
                 provider, created = self._find_or_create_provider()
@@ -267,7 +278,14 @@ class ComputeService:
             known = None
             if inventory_matches(current, self.inventory):
                 self.provider_generation = generation
-                return False
+                return reshaped
+            if current.keys() != self.inventory.keys() and not reshaped:
+                reshaped = self._reshape()
+                if reshaped:
+                    continue  # NOTE: read the root back at its new generation
+                if inventory_matches(current, self.inventory):
+                    self.provider_generation = generation
+                    return False
             try:
                 self.provider_generation = self.placement.set_inventory(
                     self.provider_uuid, self.inventory, generation
@@ -286,6 +304,46 @@ class ComputeService:
             return True
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _root_inventory(self) -> dict[str, dict[str, Any]]:
+        children = {rc for child in self.driver.provider_tree() for rc in child.inventory}
+        return {
+            rc: record
+            for rc, record in self._configured.items()
+            if rc not in children and rc not in self._foreign_classes
+        }
+
+    def _reshape(self) -> bool:
+        """The classes the root holds change: move what is held of them (see
+        :mod:`resize_sched.compute.reshape`), and learn which of them a child
+        of another service holds.
+
+        :returns: whether a reshape was written.
+        """
+        assert self.placement is not None and self.provider_uuid is not None
+        self._foreign_classes = frozenset()
+        wanted = self._root_inventory()
+        effective, reshaped = provider_reshape.plan_and_reshape(
+            self.placement,
+            self.host,
+            self.provider_uuid,
+            wanted,
+            self.driver.provider_tree(),
+            mark=provider_tree.child_trait(self.conf.placement.deployment_name),
+        )
+        self._foreign_classes = frozenset(wanted) - frozenset(effective)
+        if self._foreign_classes:
+            LOG.warning(
+                "Compute host %s: %s held by a child provider another service created; "
+                "not put back on the root",
+                self.host,
+                ", ".join(sorted(self._foreign_classes)),
+            )
+        self.inventory = effective
+        # NOTE: the tree changed: the next refresh looks for children to drop
+        # even on a host that is flat now.
+        self._prune_children = True
+        return reshaped
+
     def refresh_tree(self, *, at_start: bool = False) -> int:
         """Make the host's child providers and aggregates match its driver and
         ``[compute] sharing_aggregates`` (see :mod:`resize_sched.compute.tree`).
@@ -299,6 +357,7 @@ class ComputeService:
         assert self.placement is not None and self.provider_uuid is not None
         children = self.driver.provider_tree()
         aggregates = self.conf.compute.sharing_aggregates
+        at_start, self._prune_children = at_start or self._prune_children, False
         if not (children or aggregates or at_start):
             return 0
         owned: dict[str, dict[str, Any]] = {}

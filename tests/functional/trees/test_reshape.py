@@ -1,0 +1,252 @@
+"""A host whose tree changes under its servers: the compute service reshapes.
+
+A flat host (a real compute service, 16 vCPUs and 16 GiB on its root) runs
+servers, one of them mid-resize (VERIFY_RESIZE); it is then re-described
+with two NUMA cells (``[fake_driver] provider_tree``), which hold the VCPU
+and MEMORY_MB from then on. Its next inventory check moves every allocation
+to the cells in one ``POST /reshaper``, its report makes the conductor's
+records follow, and resizes (same host and another host, confirm and revert,
+under every strategy), heal and audit all work on the tree as it is now.
+"""
+
+import uuid
+from typing import Any
+
+import pytest
+
+from resize_sched import resources as rs
+from resize_sched.compute import reshape as compute_reshape
+from resize_sched.compute.tree import Child
+from resize_sched.conductor import audit as audit_mod
+from resize_sched.conductor import heal as heal_mod
+from resize_sched.conductor import reports
+from resize_sched.placement.client import ConsumerWrite
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
+
+STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
+CELLS = [
+    Child("numa0", {"VCPU": 8, "MEMORY_MB": 8192}, frozenset({"HW_NUMA_ROOT"})),
+    Child("numa1", {"VCPU": 8, "MEMORY_MB": 8192}, frozenset({"HW_NUMA_ROOT"})),
+]
+SMALL = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 10}
+BIG = {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 10}
+HOST = {"vcpus": 16, "memory_mb": 16384, "disk_gb": 200}
+
+
+def _report(cloud: Any, service: Any) -> None:
+    """Deliver ``service``'s report to the conductor, as its RPC handler would."""
+    reports.record(
+        cloud.db,
+        cloud.client,
+        "default",
+        host=service.host,
+        node=service.host,
+        rp_uuid=service.provider_uuid,
+        inventory=service.inventory,
+        provider_generation=service.provider_generation,
+        version="1.0",
+        children=service.children,
+    )
+
+
+def _capacity(cloud: Any, host: str) -> dict[str, int]:
+    """Each class's total over the host's whole tree."""
+    out: dict[str, int] = {}
+    for rp in cloud.observer.list_resource_providers(in_tree=cloud.hosts[host]):
+        for rc, record in cloud.observer.get_inventories(rp["uuid"])[0].items():
+            out[rc] = out.get(rc, 0) + record["total"]
+    return out
+
+
+def _where(cloud: Any, held: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    names = {rp: name for name, rp in cloud.hosts.items()}
+    return {names.get(rp, rp): res for rp, res in held.items()}
+
+
+def _on_cells(cloud: Any, consumer: str, host: str = "c1") -> None:
+    """The consumer's VCPU and MEMORY_MB are on the host's cells, none on its root."""
+    held = cloud.holds(consumer)
+    root = held.get(cloud.hosts[host], {})
+    assert "VCPU" not in root and "MEMORY_MB" not in root, _where(cloud, held)
+    cells = {cloud.hosts[f"{host}/{c.name}"] for c in CELLS}
+    assert any(rp in cells for rp in held), _where(cloud, held)
+
+
+def _everything(cloud: Any) -> dict[str, Any]:
+    """Every consumer's allocations, read from Placement."""
+    consumers: dict[str, Any] = {}
+    for rp in cloud.hosts.values():
+        for consumer in cloud.observer.get_provider_allocations(rp):
+            consumers[consumer] = cloud.holds(consumer)
+    return consumers
+
+
+def _reshaped(make_cloud: Any, make_compute: Any, strategy: str) -> tuple[Any, Any, dict]:
+    """The cloud after c1's reshape: c1 (two cells), c2 (flat, for other-host
+    resizes), servers ``a`` and ``b`` on c1 built flat, ``m`` resized on c1
+    to VERIFY_RESIZE before the change."""
+    cloud = make_cloud(strategy, resize={"allow_same_host": True})
+    service = make_compute("c1", compute=dict(HOST))
+    cloud.hosts["c1"] = service.provider_uuid
+    _report(cloud, service)
+    cloud.add_host("c2", vcpus=16, memory_mb=16384, disk_gb=200)
+    small = cloud.flavor("small", *SMALL.values())
+    big = cloud.flavor("big", *BIG.values())
+    servers = {name: cloud.boot(name, small, host="c1") for name in ("a", "b", "m")}
+    full = cloud.squat("c2", VCPU=16)  # m's resize stays on c1
+    migration, dest = cloud.resize_to_verify(servers["m"], big)
+    assert dest.same_host
+    cloud.leave(full)
+    servers["m-migration"] = migration
+    before = rs.total(rs.add_allocations(*(_everything(cloud).values())))
+
+    service.driver.children = list(CELLS)
+    assert service.refresh_inventory()
+    service.refresh_tree()
+    for child in CELLS:
+        found = cloud.observer.list_resource_providers(name=f"c1_{child.name}")
+        cloud.hosts[f"c1/{child.name}"] = found[0]["uuid"]
+    _report(cloud, service)
+
+    # Capacity is the host's, not doubled; the root keeps only the disk.
+    assert _capacity(cloud, "c1") == {"VCPU": 16, "MEMORY_MB": 16384, "DISK_GB": 200}
+    assert set(cloud.observer.get_inventories(cloud.hosts["c1"])[0]) == {"DISK_GB"}
+    for name in ("a", "b", "m"):
+        _on_cells(cloud, servers[name].uuid)
+    if cloud.holds(migration.uuid):  # legacy: the old flavor, on the source
+        _on_cells(cloud, migration.uuid)
+    # Nothing was lost or added: every consumer holds what it held, on the cells.
+    assert rs.total(rs.add_allocations(*(_everything(cloud).values()))) == before
+    cloud.check()
+    # A second check finds nothing to do, and costs what a flat host's does.
+    count = service.placement.request_count
+    assert not service.refresh_inventory()
+    assert service.refresh_tree() == 0
+    assert service.placement.request_count - count == 2 + 1 + 2 * 2  # root, tree, children
+    return cloud, service, {"small": small, "big": big, **servers}
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_reshape_moves_every_allocation_and_heal_and_audit_keep_them(
+    make_cloud: Any, make_compute: Any, strategy: str
+) -> None:
+    cloud, _service, s = _reshaped(make_cloud, make_compute, strategy)
+    held = _everything(cloud)
+
+    report = heal_mod.heal(cloud.db, cloud.client, owner_trait=DEFAULT_OWNER_TRAIT)
+    assert report.count(heal_mod.HEALED) == 0, [r.line() for r in report.results]
+    assert report.complete, [r.line() for r in report.results]
+    assert _everything(cloud) == held
+
+    found = audit_mod.audit(cloud.db, cloud.client, owner_trait=DEFAULT_OWNER_TRAIT, delete=True)
+    assert found.orphans == [], [o.line() for o in found.orphans]
+    assert _everything(cloud) == held
+
+    # The resize in flight ends on the cells, exactly.
+    m = s["m"]
+    if strategy == "drop_and_reclaim":
+        cloud.revert(m)
+        assert rs.total(cloud.holds(m.uuid)) == SMALL
+    else:
+        cloud.confirm(m)
+        assert rs.total(cloud.holds(m.uuid)) == BIG
+    _on_cells(cloud, m.uuid)
+    assert cloud.holds(s["m-migration"].uuid) == {}
+    cloud.check()
+
+
+def _resize(cloud: Any, server: Any, flavor: Any, *, same_host: bool, decision: str) -> None:
+    full = None if same_host else cloud.squat("c1", DISK_GB=1)
+    if same_host:
+        full = cloud.squat("c2", VCPU=16)
+    migration, dest = cloud.resize_to_verify(server, flavor)
+    assert dest.same_host == same_host
+    cloud.leave(full)
+    if decision == "confirm":
+        cloud.confirm(server)
+        want = BIG
+    else:
+        cloud.revert(server)
+        want = SMALL
+    held = cloud.holds(server.uuid)
+    assert rs.total(held) == want, _where(cloud, held)
+    assert cloud.holds(migration.uuid) == {}
+    if decision == "revert" or same_host:
+        _on_cells(cloud, server.uuid)
+    else:
+        assert set(held) == {cloud.hosts["c2"]}
+    cloud.check()
+
+
+QUICK = {("max_flavor", True, "revert")}
+
+
+def _matrix() -> Any:
+    for strategy in STRATEGIES:
+        for same_host in (True, False):
+            for decision in ("confirm", "revert"):
+                marks = () if (strategy, same_host, decision) in QUICK else (pytest.mark.slow,)
+                where = "same" if same_host else "other"
+                yield pytest.param(
+                    strategy, same_host, decision, marks=marks, id=f"{strategy}-{where}-{decision}"
+                )
+
+
+@pytest.mark.parametrize(("strategy", "same_host", "decision"), list(_matrix()))
+def test_a_server_built_before_the_reshape_resizes(
+    make_cloud: Any, make_compute: Any, strategy: str, same_host: bool, decision: str
+) -> None:
+    cloud, _service, s = _reshaped(make_cloud, make_compute, strategy)
+    _resize(cloud, s["a"], s["big"], same_host=same_host, decision=decision)
+    server = cloud.db.server_get(s["a"].uuid)
+    assert not server.needs_heal
+    report = heal_mod.heal(cloud.db, cloud.client, owner_trait=DEFAULT_OWNER_TRAIT)
+    assert report.count(heal_mod.HEALED) == 0, [r.line() for r in report.results]
+
+
+def test_cells_removed_again_move_everything_back_to_the_root(
+    make_cloud: Any, make_compute: Any
+) -> None:
+    cloud, service, s = _reshaped(make_cloud, make_compute, "max_flavor")
+    cloud.confirm(s["m"])
+    service.driver.children = []
+    assert service.refresh_inventory()
+    service.refresh_tree()
+    cells = {cloud.hosts.pop(f"c1/{c.name}") for c in CELLS}
+    _report(cloud, service)
+    assert not cells & {rp["uuid"] for rp in cloud.observer.list_resource_providers()}
+    assert _capacity(cloud, "c1") == {"VCPU": 16, "MEMORY_MB": 16384, "DISK_GB": 200}
+    root = cloud.hosts["c1"]
+    for name, want in (("a", SMALL), ("b", SMALL), ("m", BIG)):
+        assert cloud.holds(s[name].uuid) == {root: want}
+    cloud.check()
+    _resize(cloud, s["a"], s["big"], same_host=True, decision="revert")
+    assert cloud.holds(s["a"].uuid) == {root: SMALL}
+
+
+def test_a_consumer_written_meanwhile_makes_the_reshape_read_again(
+    make_cloud: Any, make_compute: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cloud = make_cloud("max_flavor")
+    service = make_compute("c1", compute=dict(HOST))
+    cloud.hosts["c1"] = service.provider_uuid
+    root = service.provider_uuid
+    other = str(uuid.uuid4())
+    cloud.observer.put_allocations(other, ConsumerWrite({root: SMALL}, "p", "u", None))
+    real = service.placement.reshape
+    calls = []
+
+    def racing(inventories: Any, writes: Any) -> None:
+        if not calls:  # someone grows the consumer just before our first call
+            cloud.observer.put_allocations(other, ConsumerWrite({root: BIG}, "p", "u", 1))
+        calls.append(1)
+        real(inventories, writes)
+
+    monkeypatch.setattr(service.placement, "reshape", racing)
+    service.driver.children = list(CELLS)
+    assert service.refresh_inventory()
+    assert len(calls) == 2
+    held = cloud.holds(other)
+    assert rs.total(held) == BIG
+    assert set(held[root]) == {"DISK_GB"}
+    assert compute_reshape.RESHAPE_CONFLICT_RETRIES >= 1
