@@ -81,7 +81,9 @@ def _everything(cloud: Any) -> dict[str, Any]:
     return consumers
 
 
-def _reshaped(make_cloud: Any, make_compute: Any, strategy: str) -> tuple[Any, Any, dict]:
+def _reshaped(
+    make_cloud: Any, make_compute: Any, strategy: str, *, report: bool = True
+) -> tuple[Any, Any, dict]:
     """The cloud after c1's reshape: c1 (two cells), c2 (flat, for other-host
     resizes), servers ``a`` and ``b`` on c1 built flat, ``m`` resized on c1
     to VERIFY_RESIZE before the change."""
@@ -106,6 +108,8 @@ def _reshaped(make_cloud: Any, make_compute: Any, strategy: str) -> tuple[Any, A
     for child in CELLS:
         found = cloud.observer.list_resource_providers(name=f"c1_{child.name}")
         cloud.hosts[f"c1/{child.name}"] = found[0]["uuid"]
+    if not report:  # the conductor has not heard of it yet
+        return cloud, service, {"small": small, "big": big, **servers}
     _report(cloud, service)
 
     # Capacity is the host's, not doubled; the root keeps only the disk.
@@ -153,6 +157,18 @@ def test_the_reshape_moves_every_allocation_and_heal_and_audit_keep_them(
     _on_cells(cloud, m.uuid)
     assert cloud.holds(s["m-migration"].uuid) == {}
     cloud.check()
+
+
+def test_audit_before_the_conductor_hears_of_the_reshape_deletes_nothing(
+    make_cloud: Any, make_compute: Any
+) -> None:
+    cloud, _service, s = _reshaped(make_cloud, make_compute, "max_flavor", report=False)
+    held = _everything(cloud)
+    for name in ("a", "b", "m"):
+        _on_cells(cloud, s[name].uuid)
+    found = audit_mod.audit(cloud.db, cloud.client, owner_trait=DEFAULT_OWNER_TRAIT, delete=True)
+    assert found.orphans == [], [o.line() for o in found.orphans]
+    assert _everything(cloud) == held
 
 
 def _resize(cloud: Any, server: Any, flavor: Any, *, same_host: bool, decision: str) -> None:
