@@ -62,12 +62,18 @@ def translate(
     """``stored`` with each amount on a provider that no longer holds its
     class moved to the providers that hold it ``after``: first those
     ``hints`` (what the consumers hold now) hold it on, up to that much, then
-    the first that holds it (the root before the children).
+    the first that holds it (the root before the children). A provider the
+    hints name that neither layout does (a child of another service) counts
+    as holding the classes held on it.
 
     Providers ``before`` did not name (another host, a sharing pool) and
     classes still where they were are kept as they are.
     """
-    budget = {rp: dict(res) for rp, res in hints.items() if rp in after}
+    # NOTE: a child another service created (its NUMA cells) is in no
+    # report: a provider the consumers hold the class on now, outside the
+    # layout before, holds it too.
+    outside = {rp for rp, res in hints.items() if rp not in before and rp not in after}
+    budget = {rp: dict(res) for rp, res in hints.items() if rp in after or rp in outside}
     kept: rs.Allocations = {}
     moving: dict[str, int] = {}
     for rp, res in stored.items():
@@ -79,6 +85,7 @@ def translate(
     placed: list[rs.Allocations] = [kept]
     for rc, amount in sorted(moving.items()):
         holders = [rp for rp, classes in after.items() if rc in classes]
+        holders += sorted(rp for rp in outside if hints[rp].get(rc))
         if not holders:
             placed.append({next(iter(after)): {rc: amount}})
             continue

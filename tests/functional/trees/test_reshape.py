@@ -268,3 +268,52 @@ def test_a_consumer_written_meanwhile_makes_the_reshape_read_again(
     assert rs.total(held) == BIG
     assert set(held[root]) == {"DISK_GB"}
     assert compute_reshape.RESHAPE_CONFLICT_RETRIES >= 1
+
+
+def test_a_tree_another_service_reshaped_is_not_undone(make_cloud: Any, make_compute: Any) -> None:
+    """Another service moves c1's VCPU and MEMORY_MB to NUMA cells of its
+    own (through POST /reshaper, the allocations with them): our compute
+    service keeps its configured tree flat but never puts the classes back
+    on the root, and the conductor's records follow its next report."""
+    cloud = make_cloud("max_flavor", resize={"allow_same_host": True})
+    service = make_compute("c1", compute=dict(HOST))
+    root = cloud.hosts["c1"] = service.provider_uuid
+    _report(cloud, service)
+    cloud.add_host("c2", vcpus=16, memory_mb=16384, disk_gb=200)
+    full = cloud.squat("c2", VCPU=16)
+    small = cloud.flavor("small", *SMALL.values())
+    big = cloud.flavor("big", *BIG.values())
+    a = cloud.boot("a", small, host="c1")
+    m = cloud.boot("m", small, host="c1")
+    migration, dest = cloud.resize_to_verify(m, big)
+    assert dest.same_host
+    cloud.leave(full)
+
+    disk = cloud.observer.get_inventories(root)[0]["DISK_GB"]
+    _, moved = compute_reshape.plan_and_reshape(
+        cloud.observer, "c1", root, {"DISK_GB": disk}, CELLS, mark="CUSTOM_NUMA_SERVICE"
+    )
+    assert moved
+    for child in CELLS:
+        cloud.hosts[f"c1/{child.name}"] = cloud.observer.list_resource_providers(
+            name=f"c1_{child.name}"
+        )[0]["uuid"]
+    service.refresh_inventory()
+    service.refresh_tree()
+    assert _capacity(cloud, "c1") == {"VCPU": 16, "MEMORY_MB": 16384, "DISK_GB": 200}
+    assert set(service.inventory) == {"DISK_GB"}
+    _report(cloud, service)
+    cloud.check()
+    for server in (a, m):
+        _on_cells(cloud, server.uuid)
+
+    report = heal_mod.heal(cloud.db, cloud.client, owner_trait=DEFAULT_OWNER_TRAIT)
+    assert report.count(heal_mod.HEALED) == 0 and report.complete, [
+        r.line() for r in report.results
+    ]
+    found = audit_mod.audit(cloud.db, cloud.client, owner_trait=DEFAULT_OWNER_TRAIT, delete=True)
+    assert found.orphans == []
+    cloud.revert(m)
+    assert rs.total(cloud.holds(m.uuid)) == SMALL
+    _on_cells(cloud, m.uuid)
+    _resize(cloud, a, big, same_host=True, decision="confirm")
