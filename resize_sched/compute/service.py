@@ -157,6 +157,8 @@ class ComputeService:
         self.inventory = self._root_inventory()
         #: A reshape emptied children: the next tree refresh looks for them.
         self._prune_children = False
+        #: A reshape moved allocations since the last report that was sent.
+        self._reshaped_unreported = False
         self.placement = placement
         self.provider_uuid: str | None = None
         #: The provider generation the inventory was last read or written at.
@@ -342,6 +344,7 @@ class ComputeService:
         # NOTE: the tree changed: the next refresh looks for children to drop
         # even on a host that is flat now.
         self._prune_children = True
+        self._reshaped_unreported = self._reshaped_unreported or reshaped
         return reshaped
 
     def refresh_tree(self, *, at_start: bool = False) -> int:
@@ -361,15 +364,32 @@ class ComputeService:
         if not (children or aggregates or at_start):
             return 0
         owned: dict[str, dict[str, Any]] = {}
-        changes = provider_tree.update_provider_tree(
-            self.placement,
-            self.host,
-            self.provider_uuid,
-            children,
-            mark=provider_tree.child_trait(self.conf.placement.deployment_name),
-            aggregates=aggregates,
-            owned=owned,
-        )
+        update = {
+            "mark": provider_tree.child_trait(self.conf.placement.deployment_name),
+            "aggregates": aggregates,
+            "owned": owned,
+        }
+        try:
+            changes = provider_tree.update_provider_tree(
+                self.placement, self.host, self.provider_uuid, children, **update
+            )
+        except exception.PlacementConflict as exc:
+            # NOTE: a child's class moves while allocated to (the root's
+            # classes did not change, so the inventory check did not see it).
+            if isinstance(exc, exception.ConsumerGenerationConflict) or not self._reshape():
+                raise
+            owned.clear()
+            changes = 1 + provider_tree.update_provider_tree(
+                self.placement, self.host, self.provider_uuid, children, **update
+            )
+        wanted = {f"{self.host}_{child.name}" for child in children}
+        if any(child["name"] not in wanted for child in owned.values()) and self._reshape():
+            # NOTE: a child the driver dropped is still allocated to: what
+            # it holds moved to the providers that hold its classes now.
+            owned.clear()
+            changes += 1 + provider_tree.update_provider_tree(
+                self.placement, self.host, self.provider_uuid, children, **update
+            )
         self.children = owned
         return changes
 
@@ -465,6 +485,10 @@ class ComputeService:
                 try:
                     self.refresh_inventory()
                     self.refresh_tree()
+                    if self._reshaped_unreported:
+                        # NOTE: the conductor's records of the servers moved
+                        # must follow now, not at the next report.
+                        last_report = 0.0
                 except exception.PlacementError as exc:
                     LOG.warning("Could not refresh the inventory of %s: %s", self.host, exc)
                 except Exception:
@@ -472,7 +496,8 @@ class ComputeService:
             if now - last_report >= report_interval:
                 last_report = now
                 try:
-                    self.report()
+                    if self.report():
+                        self._reshaped_unreported = False
                 except Exception:
                     LOG.exception("Report of %s failed", self.host)
 

@@ -248,7 +248,9 @@ def audit(
             migration = migrations.get(consumer)
             server = None if migration else servers.get(consumer)
             root = provider.get("root_provider_uuid")
-            reason = _why_orphan(provider["uuid"], server, migration, in_flight.get(consumer), root)
+            reason = _why_orphan(
+                provider["uuid"], server, migration, in_flight.get(consumer), root
+            )
             if reason is not None:
                 orphan = Orphan(
                     consumer, provider["uuid"], provider["name"], resources, reason, root=root
