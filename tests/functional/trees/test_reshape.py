@@ -344,3 +344,59 @@ def test_two_cells_merged_into_one_move_the_second_cells_servers(
         assert {rc for rc in held[cell]} == {"VCPU", "MEMORY_MB"}, _where(cloud, held)
     cloud.check()
     _resize(cloud, s["b"], s["big"], same_host=True, decision="revert")
+
+
+def test_a_reshape_cut_short_is_finished_by_the_next_start(
+    make_cloud: Any, make_compute: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service dies after creating the cells, before its one reshape
+    call; the next start (configured with the cells) finds them, moves
+    everything once, and a second check changes nothing."""
+    from resize_sched import exception
+
+    cloud = make_cloud("max_flavor")
+    first = make_compute("c1", compute=dict(HOST))
+    root = cloud.hosts["c1"] = first.provider_uuid
+    _report(cloud, first)
+    small = cloud.flavor("small", *SMALL.values())
+    a = cloud.boot("a", small, host="c1")
+
+    def dies(inventories: Any, writes: Any) -> None:
+        raise exception.PlacementUnavailable(method="POST", url="/reshaper", reason="gone")
+
+    monkeypatch.setattr(first.placement, "reshape", dies)
+    first.driver.children = list(CELLS)
+    with pytest.raises(exception.PlacementUnavailable):
+        first.refresh_inventory()
+    assert cloud.holds(a.uuid) == {root: SMALL}  # nothing moved; the cells exist, empty
+    assert len(cloud.observer.list_resource_providers(in_tree=root)) == 3
+    first.stop()
+
+    cells = [f"{c.name}:VCPU=8,MEMORY_MB=8192:HW_NUMA_ROOT" for c in CELLS]
+    again = make_compute("c1", compute=dict(HOST), fake_driver={"provider_tree": cells})
+    for child in CELLS:
+        found = cloud.observer.list_resource_providers(name=f"c1_{child.name}")
+        assert len(found) == 1
+        cloud.hosts[f"c1/{child.name}"] = found[0]["uuid"]
+    assert _capacity(cloud, "c1") == {"VCPU": 16, "MEMORY_MB": 16384, "DISK_GB": 200}
+    _on_cells(cloud, a.uuid)
+    assert rs.total(cloud.holds(a.uuid)) == SMALL
+    assert not again.refresh_inventory()
+    assert again.refresh_tree() == 0
+    _report(cloud, again)
+    cloud.check()
+
+
+def test_a_host_described_with_cells_has_no_vcpu_or_memory_on_its_root(
+    make_compute: Any, placement_client: Any
+) -> None:
+    cells = [f"{c.name}:VCPU=8,MEMORY_MB=8192:HW_NUMA_ROOT" for c in CELLS]
+    service = make_compute("c9", compute=dict(HOST), fake_driver={"provider_tree": cells})
+    root = service.provider_uuid
+    assert set(placement_client.get_inventories(root)[0]) == {"DISK_GB"}
+    assert set(service.inventory) == {"DISK_GB"}
+    totals: dict[str, int] = {}
+    for rp in placement_client.list_resource_providers(in_tree=root):
+        for rc, record in placement_client.get_inventories(rp["uuid"])[0].items():
+            totals[rc] = totals.get(rc, 0) + record["total"]
+    assert totals == {"VCPU": 16, "MEMORY_MB": 16384, "DISK_GB": 200}
