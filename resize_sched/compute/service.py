@@ -7,6 +7,10 @@ provider's inventory from ``[compute]``; then it serves the compute RPC API
 on topic ``compute`` with ``server=<host>``; every ``[compute]
 update_interval`` seconds a background thread puts the mark and the inventory
 right again if they drifted (or re-creates the provider if it was deleted).
+The root's inventory is ``[compute]``'s less the classes the driver's
+children hold (NUMA cells hold VCPU and MEMORY_MB); when that layout changes
+under allocations, the service reshapes the host in one ``POST /reshaper``
+(:mod:`resize_sched.compute.reshape`) and reports at once.
 
 The service also reports to the conductor (conductor RPC API 1.3,
 ``compute_report``) at start and every ``[DEFAULT] report_interval``
