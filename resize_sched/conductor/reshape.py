@@ -13,11 +13,15 @@ root that holds none.
 :func:`follow` runs when a host's report shows another layout (which
 provider of the host holds which class) than the one recorded, before the
 report is recorded: it re-reads from Placement what each of the host's
-servers and resizes holds, and records that; a stored shape that is not in
-Placement any more (``old_allocations``) is *translated*: each amount on a
-provider that no longer holds its class goes to the provider of the host
-that holds it now, where the resize's consumers hold that class (the
-reshape put it there). It is safe to run twice: a translated shape names no
+servers and resizes holds, records the consumer generations read, and
+*translates* each stored shape (a server's ``allocations``, a resize's
+``old_allocations``): each amount on a provider that no longer holds its
+class goes to the provider of the host that holds it now, where the
+server's and resize's consumers hold that class (the reshape put it
+there). A shape is translated rather than copied from Placement, so a
+server missing part of its flavor (flagged for heal) or holding what
+another service put on its consumer keeps the shape that is its own. It
+is safe to run twice: a translated shape names no
 provider that lost its class. A host whose layout did not change costs
 nothing.
 """
@@ -136,11 +140,17 @@ def follow(
     for server in db.server_list():
         if server.rp_uuid not in tree or server.uuid in resizing:
             continue
+        try:
+            flavor = rs.stored_request(server.flavor).resources
+        except ValueError:
+            continue  # NOTE: heal reports it; nothing here to translate it by
         actual = client.get_allocations(server.uuid)
         values: dict[str, Any] = {"placement_generation": actual.generation}
-        if actual.allocations:
-            values["allocations"] = _recorded(actual.allocations, server.rp_uuid)
-            groups = _derived(actual.allocations, server.flavor)
+        stored = server.allocations or rs.on(server.rp_uuid, flavor)
+        shape = translate(stored, before, after, actual.allocations)
+        if shape != rs.normalize_allocations(stored):
+            values["allocations"] = _recorded(shape, server.rp_uuid)
+            groups = _derived(shape, server.flavor)
             if groups is not None or server.group_providers:
                 values["group_providers"] = groups
         try:
