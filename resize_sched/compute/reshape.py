@@ -219,8 +219,9 @@ def _place(
     moving: Mapping[str, int], free: dict[str, dict[str, int]], order: list[str], host: str
 ) -> rs.Allocations:
     """Where ``moving`` goes: one provider holding all of it with room (the
-    one with most room for its first class), else class by class, most room
-    first; ``free`` is reduced by what is placed.
+    one left with the most room, as a share of what it had, in its tightest
+    class), else class by class, most room first; ``free`` is reduced by
+    what is placed.
 
     :raises ClaimRefused: no room for some of it.
     """
@@ -229,7 +230,12 @@ def _place(
         rp for rp in order if all(free.get(rp, {}).get(rc, -1) >= moving[rc] for rc in classes)
     ]
     if whole:
-        best = max(whole, key=lambda rp: free[rp][classes[0]] - moving[classes[0]])
+        best = max(
+            whole,
+            key=lambda rp: min(
+                (free[rp][rc] - moving[rc]) / max(free[rp][rc], 1) for rc in classes
+            ),
+        )
         for rc in classes:
             free[best][rc] -= moving[rc]
         return {best: dict(moving)}
