@@ -400,3 +400,12 @@ def test_a_host_described_with_cells_has_no_vcpu_or_memory_on_its_root(
         for rc, record in placement_client.get_inventories(rp["uuid"])[0].items():
             totals[rc] = totals.get(rc, 0) + record["total"]
     assert totals == {"VCPU": 16, "MEMORY_MB": 16384, "DISK_GB": 200}
+
+
+def test_a_flat_hosts_check_costs_what_it_did(make_compute: Any) -> None:
+    """Two requests (the root's traits and inventory), nothing for the tree."""
+    service = make_compute("c1", compute=dict(HOST))
+    count = service.placement.request_count
+    assert not service.refresh_inventory()
+    assert service.refresh_tree() == 0
+    assert service.placement.request_count - count == 2
