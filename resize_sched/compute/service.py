@@ -285,7 +285,9 @@ class ComputeService:
             if inventory_matches(current, self.inventory):
                 self.provider_generation = generation
                 return reshaped
-            if current.keys() != self.inventory.keys() and not reshaped:
+            # NOTE: a root with no inventory (just registered) has nothing
+            # allocated to move: it costs no tree read.
+            if current and current.keys() != self.inventory.keys() and not reshaped:
                 reshaped = self._reshape()
                 if reshaped:
                     continue  # NOTE: read the root back at its new generation

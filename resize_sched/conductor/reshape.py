@@ -137,7 +137,7 @@ def follow(
         if {m.source_rp_uuid, m.dest_rp_uuid} & tree
     ]
     resizing = {m.server_uuid for m in migrations}
-    for server in db.server_list():
+    for server in db.server_list(host=host):
         if server.rp_uuid not in tree or server.uuid in resizing:
             continue
         try:
