@@ -389,7 +389,15 @@ class ComputeService:
                 self.placement, self.host, self.provider_uuid, children, **update
             )
         wanted = {f"{self.host}_{child.name}" for child in children}
-        if any(child["name"] not in wanted for child in owned.values()) and self._reshape():
+        held = set(self.inventory) | {rc for child in children for rc in child.inventory}
+        stranded = [
+            child
+            for child in owned.values()
+            if child["name"] not in wanted and held & set(child["inventory"])
+        ]
+        # NOTE: a dropped device no provider takes over (its class is gone
+        # with it) stays until its allocations are given back, as before.
+        if stranded and self._reshape():
             # NOTE: a child the driver dropped is still allocated to: what
             # it holds moved to the providers that hold its classes now.
             owned.clear()

@@ -409,3 +409,23 @@ def test_a_flat_hosts_check_costs_what_it_did(make_compute: Any) -> None:
     assert not service.refresh_inventory()
     assert service.refresh_tree() == 0
     assert service.placement.request_count - count == 2
+
+
+def test_a_dropped_device_still_allocated_is_kept_not_reshaped(
+    make_compute: Any, placement_client: Any
+) -> None:
+    """No provider takes over its class: nothing to reshape to; the child
+    stays (as before) until its allocations are given back."""
+    service = make_compute(
+        "c1", compute=dict(HOST), fake_driver={"provider_tree": ["gpu0:VGPU=2"]}
+    )
+    (gpu,) = placement_client.list_resource_providers(name="c1_gpu0")
+    consumer = str(uuid.uuid4())
+    placement_client.put_allocations(
+        consumer, ConsumerWrite({gpu["uuid"]: {"VGPU": 1}}, "p", "u", None)
+    )
+    service.driver.children = []
+    assert not service.refresh_inventory()
+    service.refresh_tree(at_start=True)
+    assert placement_client.get_allocations(consumer).allocations == {gpu["uuid"]: {"VGPU": 1}}
+    assert gpu["uuid"] in service.children
