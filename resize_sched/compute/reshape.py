@@ -140,9 +140,10 @@ def _attempt(
     if not movers:
         return effective, False
     # NOTE: the children to add exist before the one call that fills them.
+    taken = {p.name for p in tree.values() if not p.ours}
     for name, child in wanted_children.items():
-        if name in by_name:
-            continue
+        if name in by_name or name in taken:
+            continue  # NOTE: another service's child of that name is never ours
         created = client.create_resource_provider(name, parent_provider_uuid=root)
         generation = client.put_traits(
             created["uuid"], frozenset(child.traits) | {mark}, created["generation"]
@@ -155,6 +156,8 @@ def _attempt(
     writes: dict[str, ConsumerWrite] = {}
     for consumer in sorted(movers):
         current = client.get_allocations(consumer)
+        if not current.allocations:
+            continue  # NOTE: given back meanwhile: nothing to move
         target = {
             rp: {rc: n for rc, n in res.items() if rc not in losing.get(rp, ())}
             for rp, res in current.allocations.items()
