@@ -7,6 +7,10 @@ provider's inventory from ``[compute]``; then it serves the compute RPC API
 on topic ``compute`` with ``server=<host>``; every ``[compute]
 update_interval`` seconds a background thread puts the mark and the inventory
 right again if they drifted (or re-creates the provider if it was deleted).
+The root's inventory is ``[compute]``'s less the classes the driver's
+children hold (NUMA cells hold VCPU and MEMORY_MB); when that layout changes
+under allocations, the service reshapes the host in one ``POST /reshaper``
+(:mod:`resize_sched.compute.reshape`) and reports at once.
 
 The service also reports to the conductor (conductor RPC API 1.3,
 ``compute_report``) at start and every ``[DEFAULT] report_interval``
@@ -38,6 +42,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import exception, rpc
+from resize_sched.compute import reshape as provider_reshape
 from resize_sched.compute import rpcapi as compute_rpcapi
 from resize_sched.compute import tree as provider_tree
 from resize_sched.compute.driver import base as driver_base
@@ -146,8 +151,18 @@ class ComputeService:
         self.conf = conf
         self.host: str = conf.host
         self.owner_trait = owner_trait(conf.placement.deployment_name)
-        self.inventory = inventory_from_conf(conf)
+        self._configured = inventory_from_conf(conf)
         self.driver = driver if driver is not None else FakeDriver.from_conf(conf)
+        #: Classes the root lacks and a child of another service holds: not
+        #: put back on the root (see :mod:`resize_sched.compute.reshape`).
+        self._foreign_classes: frozenset[str] = frozenset()
+        #: The root's inventory: ``[compute]``'s, less the classes the
+        #: driver's children hold (NUMA cells hold VCPU and MEMORY_MB).
+        self.inventory = self._root_inventory()
+        #: A reshape emptied children: the next tree refresh looks for them.
+        self._prune_children = False
+        #: A reshape moved allocations since the last report that was sent.
+        self._reshaped_unreported = False
         self.placement = placement
         self.provider_uuid: str | None = None
         #: The provider generation the inventory was last read or written at.
@@ -243,7 +258,9 @@ class ComputeService:
             someone else's.
         """
         assert self.placement is not None, "start() builds the client"
+        self.inventory = self._root_inventory()
         known: tuple[dict[str, dict[str, Any]], int] | None = None
+        reshaped = False
         try:
             if self.provider_uuid is None:
                 provider, created = self._find_or_create_provider()
@@ -267,7 +284,16 @@ class ComputeService:
             known = None
             if inventory_matches(current, self.inventory):
                 self.provider_generation = generation
-                return False
+                return reshaped
+            # NOTE: a root with no inventory (just registered) has nothing
+            # allocated to move: it costs no tree read.
+            if current and current.keys() != self.inventory.keys() and not reshaped:
+                reshaped = self._reshape()
+                if reshaped:
+                    continue  # NOTE: read the root back at its new generation
+                if inventory_matches(current, self.inventory):
+                    self.provider_generation = generation
+                    return False
             try:
                 self.provider_generation = self.placement.set_inventory(
                     self.provider_uuid, self.inventory, generation
@@ -286,6 +312,47 @@ class ComputeService:
             return True
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _root_inventory(self) -> dict[str, dict[str, Any]]:
+        children = {rc for child in self.driver.provider_tree() for rc in child.inventory}
+        return {
+            rc: record
+            for rc, record in self._configured.items()
+            if rc not in children and rc not in self._foreign_classes
+        }
+
+    def _reshape(self) -> bool:
+        """The classes the root holds change: move what is held of them (see
+        :mod:`resize_sched.compute.reshape`), and learn which of them a child
+        of another service holds.
+
+        :returns: whether a reshape was written.
+        """
+        assert self.placement is not None and self.provider_uuid is not None
+        self._foreign_classes = frozenset()
+        wanted = self._root_inventory()
+        effective, reshaped = provider_reshape.plan_and_reshape(
+            self.placement,
+            self.host,
+            self.provider_uuid,
+            wanted,
+            self.driver.provider_tree(),
+            mark=provider_tree.child_trait(self.conf.placement.deployment_name),
+        )
+        self._foreign_classes = frozenset(wanted) - frozenset(effective)
+        if self._foreign_classes:
+            LOG.warning(
+                "Compute host %s: %s held by a child provider another service created; "
+                "not put back on the root",
+                self.host,
+                ", ".join(sorted(self._foreign_classes)),
+            )
+        self.inventory = effective
+        # NOTE: the tree changed: the next refresh looks for children to drop
+        # even on a host that is flat now.
+        self._prune_children = True
+        self._reshaped_unreported = self._reshaped_unreported or reshaped
+        return reshaped
+
     def refresh_tree(self, *, at_start: bool = False) -> int:
         """Make the host's child providers and aggregates match its driver and
         ``[compute] sharing_aggregates`` (see :mod:`resize_sched.compute.tree`).
@@ -299,18 +366,44 @@ class ComputeService:
         assert self.placement is not None and self.provider_uuid is not None
         children = self.driver.provider_tree()
         aggregates = self.conf.compute.sharing_aggregates
+        at_start, self._prune_children = at_start or self._prune_children, False
         if not (children or aggregates or at_start):
             return 0
         owned: dict[str, dict[str, Any]] = {}
-        changes = provider_tree.update_provider_tree(
-            self.placement,
-            self.host,
-            self.provider_uuid,
-            children,
-            mark=provider_tree.child_trait(self.conf.placement.deployment_name),
-            aggregates=aggregates,
-            owned=owned,
-        )
+        update = {
+            "mark": provider_tree.child_trait(self.conf.placement.deployment_name),
+            "aggregates": aggregates,
+            "owned": owned,
+        }
+        try:
+            changes = provider_tree.update_provider_tree(
+                self.placement, self.host, self.provider_uuid, children, **update
+            )
+        except exception.PlacementConflict as exc:
+            # NOTE: a child's class moves while allocated to (the root's
+            # classes did not change, so the inventory check did not see it).
+            if isinstance(exc, exception.ConsumerGenerationConflict) or not self._reshape():
+                raise
+            owned.clear()
+            changes = 1 + provider_tree.update_provider_tree(
+                self.placement, self.host, self.provider_uuid, children, **update
+            )
+        wanted = {f"{self.host}_{child.name}" for child in children}
+        held = set(self.inventory) | {rc for child in children for rc in child.inventory}
+        stranded = [
+            child
+            for child in owned.values()
+            if child["name"] not in wanted and held & set(child["inventory"])
+        ]
+        # NOTE: a dropped device no provider takes over (its class is gone
+        # with it) stays until its allocations are given back, as before.
+        if stranded and self._reshape():
+            # NOTE: a child the driver dropped is still allocated to: what
+            # it holds moved to the providers that hold its classes now.
+            owned.clear()
+            changes += 1 + provider_tree.update_provider_tree(
+                self.placement, self.host, self.provider_uuid, children, **update
+            )
         self.children = owned
         return changes
 
@@ -406,6 +499,10 @@ class ComputeService:
                 try:
                     self.refresh_inventory()
                     self.refresh_tree()
+                    if self._reshaped_unreported:
+                        # NOTE: the conductor's records of the servers moved
+                        # must follow now, not at the next report.
+                        last_report = 0.0
                 except exception.PlacementError as exc:
                     LOG.warning("Could not refresh the inventory of %s: %s", self.host, exc)
                 except Exception:
@@ -413,7 +510,8 @@ class ComputeService:
             if now - last_report >= report_interval:
                 last_report = now
                 try:
-                    self.report()
+                    if self.report():
+                        self._reshaped_unreported = False
                 except Exception:
                     LOG.exception("Report of %s failed", self.host)
 

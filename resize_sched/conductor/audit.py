@@ -54,6 +54,7 @@ class Orphan:
     reason: str  # why it is an orphan
     outcome: str = FOUND  # FOUND, DELETED or LEFT (asked to delete, but not deleted)
     detail: str = ""  # why it was left
+    root: str | None = None  # the root of the provider's tree
 
     def line(self) -> str:
         """``orphan|deleted|left <consumer> on <provider> (<rp>): <resources>: <why>``."""
@@ -86,12 +87,15 @@ class AuditReport:
         return f"{head} {len(self.orphans)} orphaned, {deleted} deleted, {len(self.left)} left."
 
 
-def _why_orphan(rp: str, server: Any, migration: Any, in_flight: Any) -> str | None:
+def _why_orphan(
+    rp: str, server: Any, migration: Any, in_flight: Any, root: str | None = None
+) -> str | None:
     """Why the consumer's allocation on ``rp`` is an orphan; None when it is not.
 
     :param server: the consumer as a server of ours (deleted ones too), or None.
     :param migration: the consumer as a migration of ours, or None.
     :param in_flight: the server's resize in flight, if any.
+    :param root: the root of ``rp``'s tree (None: not known).
     """
     if migration is not None:
         if migration.status in models.IN_FLIGHT_STATUSES:
@@ -103,11 +107,15 @@ def _why_orphan(rp: str, server: Any, migration: Any, in_flight: Any) -> str | N
         return "server deleted"
     if rp == server.rp_uuid or rp in (server.allocations or {}):
         return None  # its host, or a child of its host it holds a device on
+    if root is not None and root == server.rp_uuid:
+        # NOTE: a child of its host: the host's tree changed (a NUMA cell now
+        # holds what the root held) before the records followed.
+        return None
     if in_flight is not None and (
         # NOTE: while pre-migrating a claim may land on any candidate before
         # the migration records it as the destination.
         in_flight.status == models.MIGRATION_PRE_MIGRATING
-        or rp in (in_flight.source_rp_uuid, in_flight.dest_rp_uuid)
+        or {rp, root} & {in_flight.source_rp_uuid, in_flight.dest_rp_uuid}
         or rp in _providers_of(in_flight)
     ):
         return None
@@ -173,7 +181,7 @@ def _delete(db: Any, client: PlacementClient, consumer: str, found: list[Orphan]
         }
         if not held:
             done.append(_outcome(orphan, DELETED, "already gone"))
-        elif _why_orphan(orphan.rp_uuid, server, migration, in_flight) is None:
+        elif _why_orphan(orphan.rp_uuid, server, migration, in_flight, orphan.root) is None:
             done.append(_outcome(orphan, LEFT, "no longer an orphan"))
         elif held != orphan.resources:
             done.append(_outcome(orphan, LEFT, "changed since it was listed; audit again"))
@@ -221,6 +229,7 @@ def _outcome(orphan: Orphan, outcome: str, detail: str = "") -> Orphan:
         orphan.reason,
         outcome,
         detail,
+        orphan.root,
     )
 
 
@@ -230,7 +239,8 @@ def audit(
     """Find (and optionally delete) allocations nothing of ours accounts for.
 
     An allocation of consumer C on provider P is ours when C is a live server
-    whose provider is P, a migration in flight, or a server with a resize in
+    whose provider is P or P's root (a child of its host: a NUMA cell, a
+    device), a migration in flight, or a server with a resize in
     flight and P its source or destination (any provider while the resize is
     still being claimed), or a server still being placed.
 
@@ -275,9 +285,14 @@ def audit(
             resources = _ours(held_there, server, migration, in_flight.get(consumer))
             if not resources:
                 continue  # another service's, on a consumer of ours
-            reason = _why_orphan(provider["uuid"], server, migration, in_flight.get(consumer))
+            root = provider.get("root_provider_uuid")
+            reason = _why_orphan(
+                provider["uuid"], server, migration, in_flight.get(consumer), root
+            )
             if reason is not None:
-                orphan = Orphan(consumer, provider["uuid"], provider["name"], resources, reason)
+                orphan = Orphan(
+                    consumer, provider["uuid"], provider["name"], resources, reason, root=root
+                )
                 report.orphans.append(orphan)
     if delete and report.orphans:
         by_consumer: dict[str, list[Orphan]] = {}

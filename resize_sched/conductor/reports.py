@@ -17,6 +17,10 @@ Reports are casts and may be handled out of order, or late:
 * a report naming the provider the node already has but an older generation
   refreshes the heartbeat and leaves the newer inventory alone (the data API
   compares generations);
+* a report whose provider holds its classes elsewhere than recorded (a
+  NUMA cell now holds the VCPU the root held: the host was reshaped) first
+  makes the records of the host's servers and resizes follow
+  (:mod:`resize_sched.conductor.reshape`);
 * a report naming another provider than the node's replaces the node (its
   provider was deleted and the service registered a new one), unless that
   provider is no longer ours in Placement: then it is a stale report from
@@ -44,7 +48,7 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
 from resize_sched import exception
-from resize_sched.conductor import rpcapi
+from resize_sched.conductor import reshape, rpcapi
 from resize_sched.db.api import Database
 from resize_sched.db.host_api import CONDUCTOR_BINARY
 from resize_sched.placement.client import DISABLED_TRAIT, PlacementClient, owner_trait
@@ -130,7 +134,8 @@ def record(
         provider change (nothing was recorded; the next report retries).
     """
     owner = owner_trait(deployment_name)
-    known = {n.uuid for n in db.compute_nodes_by_host(host) if n.hypervisor_hostname == node}
+    nodes = {n.uuid: n for n in db.compute_nodes_by_host(host) if n.hypervisor_hostname == node}
+    known = set(nodes)
     replaced = bool(known) and rp_uuid not in known
     new_node = rp_uuid not in known
     if replaced:
@@ -146,6 +151,15 @@ def record(
                 rp_uuid,
             )
             return False
+    recorded = nodes.get(rp_uuid)
+    if recorded is not None:
+        # NOTE: before the report is recorded, so a failure here leaves the
+        # old layout recorded and the next report follows again.
+        before = reshape.layout(rp_uuid, recorded.inventory, recorded.children)
+        kept = recorded.children if children is None else children
+        after = reshape.layout(rp_uuid, inventory, kept)
+        if before != after:
+            reshape.follow(db, client, host, rp_uuid, before, after)
     service, _ = db.compute_node_report(
         host=host,
         node=node,

@@ -138,8 +138,14 @@ OPTS = [
         "e.g. 'pgpu0:VGPU=4:CUSTOM_VGPU_A100' or 'pci0:CUSTOM_PCI_10DE_1EB8=2'. "
         "The child is named <host>_<NAME>; the service creates, updates and removes "
         "its own children to match this list and never touches a child another "
-        "service created under the host. Set it to try flavors that ask for devices "
-        "(resources:VGPU=1) without the hardware.",
+        "service created under the host. A class a child holds is not put on the "
+        "host's root: 'numa0:VCPU=8,MEMORY_MB=8192:HW_NUMA_ROOT' and "
+        "'numa1:VCPU=8,MEMORY_MB=8192:HW_NUMA_ROOT' describe a host whose root holds "
+        "only its disk ([compute] vcpus and memory_mb are then not used). Changing "
+        "the list under running servers reshapes the host: their allocations move "
+        "to the providers that now hold each class, in one Placement request. Set it "
+        "to try flavors that ask for devices (resources:VGPU=1) or NUMA cells "
+        "(hw:numa_nodes) without the hardware.",
     ),
 ]
 

@@ -46,6 +46,7 @@ INVENTORY_VERSION = (1, 26)  # reserved may equal total
 IN_TREE_VERSION = (1, 31)  # in_tree on allocation candidates, root/parent in summaries
 ROOT_REQUIRED_VERSION = (1, 35)  # root_required on allocation candidates
 CONSUMER_TYPE_VERSION = (1, 38)  # consumer_type, used when the server has it
+RESHAPER_VERSION = (1, 30)  # POST /reshaper: inventories and allocations in one request
 # GET /resource_providers/{uuid}/allocations is as old as Placement (1.0) and
 # its answer never changed shape; the floor of every call is error codes.
 PROVIDER_ALLOCATIONS_VERSION = ERROR_CODE_VERSION
@@ -630,6 +631,34 @@ class PlacementClient:
         """
         body = {consumer: self._write_body(w) for consumer, w in writes.items()}
         self._request("POST", "/allocations", self._alloc_version(), json=body)
+
+    def reshape(
+        self,
+        inventories: Mapping[str, tuple[Mapping[str, Mapping[str, Any]], int]],
+        writes: Mapping[str, ConsumerWrite],
+    ) -> None:
+        """Replace providers' inventories and consumers' allocations in one
+        all-or-nothing request (``POST /reshaper``, microversion 1.30; 1.38
+        when the server keeps consumer types).
+
+        :param inventories: provider uuid -> (its whole inventory: class ->
+            record, the provider generation it was read at).
+        :param writes: consumer uuid -> its full target (generation-checked).
+        :raises ConsumerGenerationConflict: a provider or consumer changed
+            since it was read; nothing was written.
+        :raises ClaimRefused: a target does not fit; nothing was written.
+        :raises PlacementConflict: inventory would be removed from under an
+            allocation no write moves; nothing was written.
+        """
+        version = CONSUMER_TYPE_VERSION if self.supports_consumer_types else RESHAPER_VERSION
+        body = {
+            "inventories": {
+                rp: {"inventories": dict(records), "resource_provider_generation": generation}
+                for rp, (records, generation) in inventories.items()
+            },
+            "allocations": {consumer: self._write_body(w) for consumer, w in writes.items()},
+        }
+        self._request("POST", "/reshaper", version, json=body)
 
     def delete_allocations(self, consumer_uuid: str) -> bool:
         """Delete a consumer's allocations without a generation check.
