@@ -1,10 +1,11 @@
-"""``resize-sched-api``: its command line, and how it sets up waitress."""
+"""``resize-sched-api``: its command line, and how the shared server sets up waitress."""
 
 import resource
 
 import pytest
 
 from resize_sched import conf as rs_conf
+from resize_sched.api import server
 from resize_sched.cmd import api
 
 
@@ -42,9 +43,9 @@ class _Limits:
 @pytest.mark.parametrize(
     ("soft", "hard", "soft_after", "limit"),
     [
-        (1024, 65536, 2000 + api.RESERVED_FDS, 2000),  # raised to fit
+        (1024, 65536, 2000 + server.RESERVED_FDS, 2000),  # raised to fit
         (65536, 65536, 65536, 2000),  # already enough
-        (1024, 1024, 1024, 1024 - api.RESERVED_FDS),  # cut to fit, with a warning
+        (1024, 1024, 1024, 1024 - server.RESERVED_FDS),  # cut to fit, with a warning
     ],
 )
 def test_the_open_file_limit_is_raised_to_fit_the_connections(
@@ -58,7 +59,7 @@ def test_the_open_file_limit_is_raised_to_fit_the_connections(
     limits = _Limits(soft, hard)
     monkeypatch.setattr(resource, "getrlimit", limits.get)
     monkeypatch.setattr(resource, "setrlimit", limits.set)
-    assert api.connection_limit(2000) == limit
+    assert server.connection_limit(2000) == limit
     assert limits.value == (soft_after, hard)
     warned = [r for r in caplog.records if "does not fit the open-file limit" in r.getMessage()]
     assert len(warned) == (1 if limit < 2000 else 0)
@@ -72,11 +73,11 @@ def test_the_server_polls_and_applies_the_wsgi_options() -> None:
     conf.set_override("connection_limit", 1500, group="wsgi")
     conf.set_override("client_socket_timeout", 45, group="wsgi")
     conf.set_override("request_read_timeout", 12, group="wsgi")
-    server = api.create_server(conf, lambda environ, start_response: [])
+    http = server.create_server(conf, lambda environ, start_response: [], ident="test")
     try:
-        adj = server.adj
+        adj = http.adj
         assert adj.asyncore_use_poll is True
         assert (adj.connection_limit, adj.channel_timeout, adj.cleanup_interval) == (1500, 45, 4)
-        assert server.channel_class is api.ReadTimedChannel
+        assert http.channel_class is server.ReadTimedChannel
     finally:
-        server.close()
+        http.close()
