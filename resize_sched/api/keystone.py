@@ -12,7 +12,8 @@ after ``http_connect_timeout`` seconds (a token validation that cannot
 connect is tried again ``http_request_max_retries`` times). Against a
 Keystone that accepts and never answers, measured with these defaults: the
 first request waits 10 s (version discovery, then the service user's log-in),
-each later one 5 s, then gets the 503.
+each later one 5 s, then gets the 503; with the service user's token already
+held, a validation is tried twice, about 10 s.
 
 When Keystone cannot be reached, or does not answer in time, the caller
 gets a Compute-style JSON 503 with the request id (keystonemiddleware's
