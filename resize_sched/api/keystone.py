@@ -15,12 +15,18 @@ first request waits 10 s (version discovery, then the service user's log-in),
 each later one 5 s, then gets the 503; with the service user's token already
 held, a validation is tried twice, about 10 s.
 
+While Keystone does not answer, tokens not in the cache are refused at once
+and one request at a time asks again (:class:`_Unreachable`), so a hanging
+Keystone holds one worker thread, not all of them.
+
 When Keystone cannot be reached, or does not answer in time, the caller
 gets a Compute-style JSON 503 with the request id (keystonemiddleware's
 own answers are a plain-text 503 for the first and, for a timeout, an
 exception that reached the WSGI server as a bare 500).
 """
 
+import threading
+import time
 from typing import Any
 
 import webob
@@ -82,8 +88,91 @@ def set_defaults() -> None:
     cfg.set_defaults(auth_token._opts._OPTS, **DEFAULTS)
 
 
+class _Unreachable:
+    """Whether Keystone is known not to answer, and whose turn it is to ask again.
+
+    After a call to Keystone failed (unreachable, or no answer in time), a
+    token that is not in the cache is refused at once instead of being sent
+    to Keystone; once ``pause`` seconds have passed, one request at a time
+    asks Keystone again, and the first answer ends the outage. So a hanging
+    Keystone holds at most one worker thread at a time, not every one.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._down = False
+        self._retry_at = 0.0
+        self._probing = False
+
+    def turn(self) -> str:
+        """``ask`` (Keystone is up), ``probe`` (down, and this request asks
+        again) or ``wait`` (down: do not ask)."""
+        with self._lock:
+            if not self._down:
+                return "ask"
+            if self._probing or time.monotonic() < self._retry_at:
+                return "wait"
+            self._probing = True
+            return "probe"
+
+    def release(self, turn: str) -> None:
+        """A request given ``turn`` did not ask Keystone after all (its token was cached)."""
+        if turn == "probe":
+            with self._lock:
+                self._probing = False
+
+    def answered(self) -> None:
+        with self._lock:
+            if self._down:
+                LOG.info("Keystone answers again")
+            self._down = self._probing = False
+
+    def failed(self, pause: float) -> None:
+        with self._lock:
+            if not self._down:
+                LOG.warning(
+                    "Keystone does not answer: tokens not in the cache are refused (503) "
+                    "without asking it; asking again every %s s, one request at a time",
+                    pause,
+                )
+            self._down = True
+            self._probing = False
+            self._retry_at = time.monotonic() + pause
+
+
 class AuthToken(auth_token.AuthProtocol):
-    """``auth_token``, answering an unreachable or slow Keystone with our JSON 503."""
+    """``auth_token``, answering an unreachable or slow Keystone with our JSON 503,
+    and not asking it again for every request while it does not answer."""
+
+    def __init__(self, app: Any, conf: dict[str, Any]) -> None:
+        super().__init__(app, conf)
+        self._keystone = _Unreachable()
+
+    def fetch_token(self, token: str, **kwargs: Any) -> Any:
+        turn = self._keystone.turn()
+        if turn != "ask" and self._cached(token):
+            self._keystone.release(turn)
+            return super().fetch_token(token, **kwargs)
+        if turn == "wait":
+            raise webob.exc.HTTPServiceUnavailable()
+        try:
+            data = super().fetch_token(token, **kwargs)
+        except (webob.exc.HTTPServiceUnavailable, *UNAVAILABLE):
+            self._keystone.failed(float(self._conf.get("http_connect_timeout") or 5))
+            raise
+        except BaseException:
+            # NOTE: Keystone answered (it refused the token, say), or a bug.
+            self._keystone.answered()
+            raise
+        self._keystone.answered()
+        return data
+
+    def _cached(self, token: str) -> bool:
+        """Whether ``token`` is in the token cache (valid or refused), so no call is needed."""
+        try:
+            return self._token_cache.get(token) is not None
+        except auth_token.InvalidToken:
+            return True
 
     def process_request(self, request: webob.Request) -> Any:
         try:

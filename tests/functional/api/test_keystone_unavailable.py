@@ -8,6 +8,7 @@ service user, ``auth_url``) with a short ``http_connect_timeout``.
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -118,3 +119,26 @@ def test_the_wait_for_keystone_is_bounded_by_default(api: ApiHarness) -> None:
         keystone.DEFAULTS["http_request_max_retries"],
     )
     assert group.http_connect_timeout is not None
+
+
+def test_while_keystone_hangs_one_request_at_a_time_waits_for_it(
+    api: ApiHarness, tmp_path: Path, hanging: HangingKeystone
+) -> None:
+    """The others are refused at once: random tokens cannot hold every worker thread."""
+    app = _app(api, tmp_path, hanging.port)
+
+    def ask(token: str) -> webob.Response:
+        return webob.Request.blank("/v2.1/servers", headers={"X-Auth-Token": token}).get_response(
+            app
+        )
+
+    _assert_json_503(ask("first"))
+    asked = len(hanging.accepted)
+    assert asked >= 1
+    for n in range(5):
+        _assert_json_503(ask(f"random-{n}"))
+    assert len(hanging.accepted) == asked  # none of them reached Keystone
+    # After http_connect_timeout (1 s here), one request asks again.
+    time.sleep(1.2)
+    _assert_json_503(ask("probe"))
+    assert len(hanging.accepted) > asked
