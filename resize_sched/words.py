@@ -167,3 +167,37 @@ def restore_refused(host: str, why: str) -> str:
         f"runs on host {host} but holds nothing in Placement (needs_heal). Free room on "
         f"host {host}, then run 'resize-sched-manage placement heal'."
     )
+
+
+#: What each recorded step of a resize is, for :func:`step_failed`.
+_STEPS = {
+    "schedule": "choosing a host for the resize",
+    "reschedule": "choosing another host for the resize",
+    "confirm": "confirming the resize",
+    "revert": "reverting the resize",
+}
+
+
+def step_failed(
+    step: str,
+    exc: exception.PlacementError,
+    source: str | None,
+    hosts: Mapping[str | None, str | None],
+) -> str:
+    """A conductor step of a resize failed on Placement, and said nothing more itself.
+
+    :param step: the step (``schedule``, ``reschedule``, ``confirm``, ``revert``).
+    :param source: the resize's source host.
+    :param hosts: the resize's providers (UUID to host name).
+    """
+    doing = _STEPS.get(step, f"the resize's {step} step")
+    detail = named(exc.message.rstrip("."), hosts)
+    if isinstance(exc, exception.PlacementUnavailable):
+        what = f"Placement did not answer while {doing}"
+    else:
+        what = f"Placement refused a change while {doing}"
+    return (
+        f"{what} of the server on host {source or 'its host'}: {detail}. "
+        "The conductor's sweep takes the resize on again (completes or undoes it) after "
+        "[conductor] stuck_after. Check that Placement is up and its log."
+    )

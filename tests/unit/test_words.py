@@ -37,3 +37,13 @@ def test_a_compute_reason_loses_its_error_code() -> None:
 def test_placement_not_answering_a_decision_says_the_sweep_finishes_it() -> None:
     said = words.decision_unanswered("revert", "h1")
     assert "host h1" in said and "sweep" in said and "Check that Placement is up" in said
+
+
+def test_a_step_that_failed_on_placement_names_the_host_and_the_sweep() -> None:
+    exc = exception.PlacementUnavailable(
+        method="GET", url=f"/resource_providers/{DEST_RP}/inventories", reason="timed out"
+    )
+    said = words.step_failed("schedule", exc, "h1", {SOURCE_RP: "h1", DEST_RP: "h2"})
+    assert said.startswith("Placement did not answer while choosing a host for the resize")
+    assert "host h1" in said and "host h2" in said and DEST_RP not in said
+    assert "sweep" in said and "Check that Placement is up" in said

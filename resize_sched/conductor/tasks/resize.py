@@ -200,6 +200,16 @@ class ResizeTask:
             return None
         except BaseException as exc:
             error = exc
+            if run.failure is None and isinstance(exc, exception.PlacementError):
+                run.failure = words.step_failed(
+                    name,
+                    exc,
+                    migration.source_host,
+                    {
+                        migration.source_rp_uuid: migration.source_host,
+                        migration.dest_rp_uuid: migration.dest_host,
+                    },
+                )
             raise
         finally:
             self.db.step_end(run, error=error, not_due=not_due)
