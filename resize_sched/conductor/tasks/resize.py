@@ -737,7 +737,8 @@ class ResizeTask:
                 migration, "restore", strategy.restore(facts), run=run
             )
         except exception.ClaimRefused as exc:
-            run.failure = words.restore_refused(migration.source_host, reason)
+            why = "a compute host failed its part" if kind == "failed" else reason
+            run.failure = words.restore_refused(migration.source_host, why)
             server_values.update(needs_heal=True, fault_message=run.failure, fault_code=409)
             self.db.migration_advance(
                 migration.uuid,
