@@ -64,6 +64,9 @@ REQUIRED_MODULES = {
     "waitress": "waitress",
 }
 
+#: The API server's name in its answers.
+SERVER_IDENT = "resize-sched-all-in-one"
+
 #: File names in the state path.
 TOOL_CONFIG = "resize_sched.conf"
 LOG_FILE = "all-in-one.log"
@@ -207,23 +210,32 @@ class AllInOne:
 
     # -- lifecycle --------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Start every part; on any failure stop what already started."""
+    def start(self, remove_state: bool = True) -> None:
+        """Start every part; on any failure stop what already started.
+
+        :param remove_state: as for :meth:`stop`, on a failure.
+        :raises ListenError: a port is taken (the message names its option).
+        """
         try:
             self._start()
         except BaseException:
-            self.stop()
+            self.stop(remove_state=remove_state)
             raise
 
     def _start(self) -> None:
+        from resize_sched.api.server import ListenError
         from resize_sched.placement.embedded import PlacementHTTP
 
         conf = self.conf
-        self.placement = PlacementHTTP(
-            f"{self.state_path}/placement",
-            host=conf.api.bind_host if conf.api.bind_host != "0.0.0.0" else "127.0.0.1",
-            port=conf.all_in_one.placement_port,
-        ).start()
+        host = conf.api.bind_host if conf.api.bind_host != "0.0.0.0" else "127.0.0.1"
+        try:
+            self.placement = PlacementHTTP(
+                f"{self.state_path}/placement", host=host, port=conf.all_in_one.placement_port
+            ).start()
+        except OSError as exc:
+            raise ListenError(
+                host, conf.all_in_one.placement_port, "[all_in_one] placement_port", exc
+            ) from exc
         self.placement.configure(conf, connect_retry_delay=0.5, status_code_retry_delay=0.5)
         conf.set_override(
             "connection", f"sqlite:///{self.state_path}/resize_sched.sqlite", group="database"
@@ -384,18 +396,17 @@ class AllInOne:
             self.computes.append(service)
 
     def _start_api(self) -> None:
-        import waitress
-
         from resize_sched.api.app import build_app
+        from resize_sched.api.server import create_server
         from resize_sched.conductor.rpcapi import ConductorAPI
 
         app = build_app(self.conf, self.db, ConductorAPI(self.conf, self.transport))
         root = PrefixDispatcher(app, {IDENTITY_PREFIX: self.identity, IMAGE_PREFIX: self.images})
-        # NOTE: a create's image check calls the stand-ins on this same server:
-        # threads enough for that second request (and its log-in) beside others.
-        self.api_server = waitress.create_server(
-            root, host=self.conf.api.bind_host, port=self.conf.api.bind_port, threads=8
-        )
+        # NOTE: resize-sched-api's own server, with the [wsgi] options. A
+        # create's image check calls the stand-ins on this same server: its
+        # threads ([wsgi] threads, 8 by default) leave room for that second
+        # request (and its log-in) beside others.
+        self.api_server = create_server(self.conf, root, ident=SERVER_IDENT)
         host = self.api_server.effective_host
         if host == "0.0.0.0":
             host = "127.0.0.1"
@@ -436,8 +447,14 @@ class AllInOne:
         }.items():
             self.conf.set_override(name, value, group=group)
 
-    def stop(self) -> None:
-        """Stop every part, newest first. Safe to call more than once."""
+    def stop(self, remove_state: bool = True) -> None:
+        """Stop every part, newest first. Safe to call more than once.
+
+        :param remove_state: also remove the state path when it is a
+            temporary directory of ours (:meth:`remove_state`); a caller
+            whose log file is in it passes False, closes its log, then
+            calls :meth:`remove_state`.
+        """
         if self.api_server is not None:
             self.api_server.close()
             # NOTE: waitress's loop runs until its socket map is empty, and a
@@ -466,6 +483,11 @@ class AllInOne:
         if self.placement is not None:
             self.placement.stop()
             self.placement = None
+        if remove_state:
+            self.remove_state()
+
+    def remove_state(self) -> None:
+        """Remove the state path if it is a temporary directory made at start."""
         if self._own_state:
             shutil.rmtree(self.state_path, ignore_errors=True)
 

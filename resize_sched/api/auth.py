@@ -17,8 +17,10 @@ administrator is the policy rule ``context_is_admin`` (by default, the role
   the system, ``X-Domain-Id`` or ``OpenStack-System-Scope`` instead of a
   project (it strips those headers from what the client sent first); a
   missing, invalid or expired token is refused with 401 before any of our
-  code runs. keystonemiddleware (the ``keystone`` extra) is imported only for
-  this strategy, and development tokens (``admin:admin``) mean nothing there.
+  code runs; a Keystone that is down or too slow, with a JSON 503
+  (:mod:`resize_sched.api.keystone`, which also bounds the wait).
+  keystonemiddleware (the ``keystone`` extra) is imported only for this
+  strategy, and development tokens (``admin:admin``) mean nothing there.
 
 Every resource of the Compute API belongs to a project, as in Nova, whose
 rules are all project-scoped: a caller whose token names no project (scoped
@@ -184,15 +186,13 @@ def wrap(conf: cfg.ConfigOpts, app: WSGIApp, policy: Policy) -> WSGIApp:
         )
         return NoAuthMiddleware(app, policy)
     try:
-        from keystonemiddleware import auth_token
+        import keystonemiddleware.auth_token  # noqa: F401
     except ImportError as exc:
         raise exception.ConfigurationError(
             reason="[api] auth_strategy = keystone needs keystonemiddleware "
             f"({exc}); install it (pip install keystonemiddleware) or set "
             "[api] auth_strategy = noauth2 for a test deployment"
         ) from exc
-    # NOTE: handing our ConfigOpts over makes auth_token register and read its
-    # [keystone_authtoken] options there instead of on the global cfg.CONF.
-    return auth_token.AuthProtocol(
-        KeystoneContextMiddleware(app, policy), {"oslo_config_config": conf}
-    )
+    from resize_sched.api import keystone
+
+    return keystone.wrap(conf, KeystoneContextMiddleware(app, policy))

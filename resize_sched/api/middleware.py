@@ -40,8 +40,26 @@ class ComputeRequestId(request_id.RequestId):
     compat_headers = ["x-compute-request-id"]
 
 
+def max_body_size(conf: cfg.ConfigOpts) -> int:
+    """``[oslo_middleware] max_request_body_size``, registered on ``conf`` if it was not."""
+    # NOTE: the very Opt objects the filter registers itself: no clash.
+    conf.register_opts(sizelimit.OPTS, group="oslo_middleware")
+    return int(conf.oslo_middleware.max_request_body_size)
+
+
+def too_large_message(limit: int) -> str:
+    """The message of a 413, from the filter or from the HTTP server."""
+    return f"Request is too large (over max_request_body_size, {limit} bytes)."
+
+
 class BodySizeLimiter(sizelimit.RequestBodySizeLimiter):
-    """oslo.middleware's body size limit, refusing with a Compute-style 413 body."""
+    """oslo.middleware's body size limit, refusing with a Compute-style 413 body.
+
+    A ``Content-Length`` over the limit is refused before anything reads the
+    body or asks who the caller is; a chunked body is cut at the limit
+    while it is read. (waitress, which reads the body before calling us,
+    applies the same limit itself: :mod:`resize_sched.api.server`.)
+    """
 
     @webob.dec.wsgify
     def __call__(self, req: webob.Request) -> Any:
@@ -49,9 +67,7 @@ class BodySizeLimiter(sizelimit.RequestBodySizeLimiter):
             return super().__call__(req)
         except webob.exc.HTTPRequestEntityTooLarge:
             limit = self._conf_get("max_request_body_size")
-            return faults.error_response(
-                413, f"Request is too large (over max_request_body_size, {limit} bytes)."
-            )
+            return faults.error_response(413, too_large_message(limit))
 
 
 class _PlainHealthcheck(healthcheck.Healthcheck):

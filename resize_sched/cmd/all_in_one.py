@@ -10,18 +10,23 @@ otherwise, so that stdout holds only the banner: the endpoints, the
 ``resize-sched-status`` and ``resize-sched-manage``.
 """
 
+import logging as std_logging
 import os
 import shlex
 import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
+
+if TYPE_CHECKING:
+    from resize_sched.all_in_one import AllInOne
 
 LOG = logging.getLogger(__name__)
 
@@ -58,11 +63,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     log_path = _log_to_state_path(conf, service.state_path)
     logging.setup(conf, "resize_sched")
+    try:
+        return _serve(conf, service, log_path)
+    finally:
+        # NOTE: the log file may be in the state path: closed (and flushed)
+        # before the directory goes, so that nothing logs into a removed file.
+        _detach_logs(service.state_path)
+        service.remove_state()
+
+
+def _serve(conf: cfg.ConfigOpts, service: "AllInOne", log_path: str | None) -> int:
+    """Start the all-in-one, print how to use it, serve until SIGTERM or SIGINT.
+
+    :returns: the exit code: 0 after a clean stop, 1 when it cannot start.
+    """
+    from resize_sched.api.server import ListenError
 
     stopped = threading.Event()
+    caught: list[str] = []
 
     def _stop(signum: int, frame: object) -> None:
-        LOG.info("Caught %s, stopping", signal.Signals(signum).name)
+        caught.append(signal.Signals(signum).name)
         stopped.set()
 
     def _reload(signum: int, frame: object) -> None:
@@ -73,11 +94,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGHUP, _reload)
     try:
-        service.start()
-    except (exception.ResizeSchedException, OSError, ValueError) as exc:
+        service.start(remove_state=False)
+    except (exception.ResizeSchedException, ListenError, OSError, ValueError) as exc:
         LOG.error("%s", exc)
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
+    if stopped.is_set():
+        service.stop(remove_state=False)
+        _say_stopped(service, caught)
+        return 0
+    _print_banner(service, log_path)
+    try:
+        stopped.wait()
+    finally:
+        service.stop(remove_state=False)
+    _say_stopped(service, caught)
+    return 0
+
+
+def _say_stopped(service: "AllInOne", caught: list[str]) -> None:
+    """Log and print that the all-in-one stopped, and what became of its state."""
+    why = f" on {caught[0]}" if caught else ""
+    if service.conf.all_in_one.state_path is None:
+        state = f"its temporary state directory {service.state_path} is removed"
+    else:
+        state = f"its state stays in {service.state_path}"
+    LOG.info("%s stopped%s; %s", PROG, why, state)
+    print(f"{PROG} stopped{why}; {state}.", flush=True)
+
+
+def _print_banner(service: "AllInOne", log_path: str | None) -> None:
+    """Print the endpoints and the lines that point the CLIs at them."""
     print(f"Compute API: {service.api_endpoint}  (X-Auth-Token: admin:admin)", flush=True)
     print(f"Placement:   {service.placement.endpoint}  (X-Auth-Token: admin)", flush=True)
     print(f"Identity:    {service.identity_endpoint}  (a development stand-in)", flush=True)
@@ -97,12 +144,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"    resize-sched-manage {config_args} placement audit", flush=True)
     if log_path:
         print(f"Log:         {log_path}", flush=True)
-    try:
-        stopped.wait()
-    finally:
-        service.stop()
-    LOG.info("%s stopped", PROG)
-    return 0
+
+
+def _detach_logs(state_path: str) -> None:
+    """Flush, close and remove every log handler writing to a file under ``state_path``."""
+    prefix = os.path.join(os.path.realpath(state_path), "")
+    loggers = [std_logging.getLogger()] + [
+        logger
+        for logger in std_logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, std_logging.Logger)
+    ]
+    for logger in loggers:
+        for handler in list(logger.handlers):
+            filename = getattr(handler, "baseFilename", None)
+            if filename and os.path.realpath(filename).startswith(prefix):
+                handler.flush()
+                handler.close()
+                logger.removeHandler(handler)
 
 
 def _log_to_state_path(conf: cfg.ConfigOpts, state_path: str) -> str | None:

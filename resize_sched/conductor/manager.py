@@ -17,7 +17,7 @@ from typing import Any
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
-from resize_sched import actions, exception, notifications
+from resize_sched import actions, exception, notifications, words
 from resize_sched.compute.rpcapi import ComputeAPI, migration_message, server_message
 from resize_sched.conductor import reports
 from resize_sched.conductor.rpcapi import NAMESPACE, VERSION
@@ -295,37 +295,43 @@ class ConductorManager:
         )
         # NOTE: each failure's event is recorded only when the report was due
         # (the task acted on it): a duplicate or stale report records nothing.
+        # What is recorded says it in words (resize_sched.words).
         if operation == "spawn":
-            if self.builds.fail(server_uuid, reason) is not None:
-                self._compute_event("spawn", server_uuid, host, reason=reason)
+            said = words.compute_failed(operation, host, reason, source=None)
+            if self.builds.fail(server_uuid, said) is not None:
+                self._compute_event("spawn", server_uuid, host, reason=said)
         elif operation == "prep_resize" and migration_uuid:
+            said = self._said(operation, host, reason, migration_uuid)
             try:
                 dest = self.resizes.reschedule(migration_uuid, reason, host)
             except (exception.NoValidHost, exception.RestoreFailed) as exc:
                 LOG.warning("Resize %s: no alternate left: %s", migration_uuid, exc)
-                self._compute_event("prep_resize", server_uuid, host, reason=reason)
+                self._compute_event("prep_resize", server_uuid, host, reason=said)
                 self._notify_resize_error(ctxt, migration_uuid, exc)
                 return
             if dest is not None:
-                self._compute_event("prep_resize", server_uuid, host, reason=reason)
+                self._compute_event("prep_resize", server_uuid, host, reason=said)
                 self._prep(ctxt, migration_uuid, dest.host)
         elif operation in ("resize", "finish_resize") and migration_uuid:
             # NOTE: as Nova's fix for bug 1825537: the server goes to ERROR on
             # its source with exactly its old allocation; nothing leaks.
+            said = self._said(operation, host, reason, migration_uuid)
             failed = self.resizes.fail(
-                migration_uuid, kind="failed", reason=f"{operation}: {reason}", server_error=True
+                migration_uuid, kind="failed", reason=said, server_error=True
             )
             if failed is not None:
-                self._compute_event(operation, server_uuid, host, reason=reason)
+                self._compute_event(operation, server_uuid, host, reason=said)
         elif operation in _DECISION_PARTS and migration_uuid:
             status, host_columns = _DECISION_PARTS[operation]
+            part = self._revert_part(operation, migration_uuid, host)
+            said = self._said(part, host, reason, migration_uuid)
             if not self.db.server_record_step_fault(
                 server_uuid,
                 migration_uuid,
                 expected_status=status,
                 host=host,
                 host_columns=host_columns,
-                fault_message=f"{operation}: {reason}",
+                fault_message=said,
             ):
                 # NOTE: a late or replayed report: the server has moved on
                 # (resized again, deleted) since this part ran.
@@ -337,14 +343,21 @@ class ConductorManager:
                     migration_uuid,
                 )
                 return
-            part = self._revert_part(operation, migration_uuid, host)
-            self._compute_event(part, server_uuid, host, reason=reason)
+            self._compute_event(part, server_uuid, host, reason=said)
         else:
             LOG.info(
                 "Failure of %s of server %s names no migration it belongs to; nothing to do",
                 operation,
                 server_uuid,
             )
+
+    def _said(self, operation: str, host: str | None, reason: str, migration_uuid: str) -> str:
+        """A compute host's failure of ``operation`` in words, naming the resize's source."""
+        try:
+            source = self.db.migration_get(migration_uuid).source_host
+        except exception.NotFound:
+            source = None
+        return words.compute_failed(operation, host, reason, source=source)
 
     def _revert_part(self, operation: str, migration_uuid: str | None, host: str | None) -> str:
         """``revert`` on a source host is the revert's second part, ``finish_revert``."""

@@ -1,8 +1,9 @@
 """Options of the ``[wsgi]`` group: how ``resize-sched-api`` holds its connections.
 
-They matter only to the standalone server (:mod:`resize_sched.cmd.api`,
-waitress). Behind uWSGI or Apache mod_wsgi
-(:mod:`resize_sched.api.wsgi`) that server's own settings decide instead.
+They matter only to the standalone server (:mod:`resize_sched.api.server`,
+waitress), which ``resize-sched-api`` and ``resize-sched-all-in-one`` run.
+Behind uWSGI or Apache mod_wsgi (:mod:`resize_sched.api.wsgi`) that server's
+own settings decide instead.
 """
 
 import copy
@@ -12,7 +13,8 @@ from oslo_config import cfg
 GROUP = cfg.OptGroup(
     "wsgi",
     title="Standalone API server options",
-    help="Connections of resize-sched-api's own HTTP server (waitress): how many it "
+    help="Connections of the HTTP server (waitress) of resize-sched-api and "
+    "resize-sched-all-in-one: how many it "
     "holds, and how long a slow or idle client may keep one. Not read when the API "
     "runs under uWSGI or mod_wsgi.",
 )

@@ -61,16 +61,18 @@ def _now() -> datetime.datetime:
 def failure_text(exc: BaseException) -> tuple[str, str]:
     """What an event records about a failure: a one-line message and a traceback.
 
-    A :class:`~resize_sched.exception.NoValidHost` is an expected outcome:
-    its message says ``deferred`` or ``infeasible`` and the scheduler's
-    reason, and the traceback is that line (there is no bug to trace).
+    An error of :mod:`resize_sched.exception` is an expected outcome (no
+    room, Placement refused, a host failed): its message is recorded as both,
+    with no Python traceback (there is no bug to trace). A step that knows
+    more says it in words itself (:mod:`resize_sched.words`): see
+    :attr:`resize_sched.db.steps.StepRun.failure` and :meth:`ActionApi.action_event`.
+    Anything else is a bug, recorded with its traceback.
 
     :param exc: the exception the step raised.
     :returns: ``(message, traceback)``.
     """
-    if isinstance(exc, exception.NoValidHost):
-        message = f"NoValidHost ({exc.kind}): {exc.reason}"
-        return message, message
+    if isinstance(exc, exception.ResizeSchedException):
+        return exc.message, exc.message
     message = f"{type(exc).__name__}: {exc}"
     text = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))
     return message, text[-_MAX_TRACEBACK:]
@@ -564,11 +566,14 @@ class ActionApi(SessionSource):
         *,
         host: str | None = None,
         request_id: str | None = None,
+        said: list[str] | None = None,
     ) -> Iterator[None]:
         """Record the step run inside the ``with`` block as one event.
 
         A clean exit records ``Success``; an exception records ``Error`` with
-        :func:`failure_text` and is raised again. A
+        what the block appended to ``said`` (the failure in words, see
+        :mod:`resize_sched.words`), else :func:`failure_text`, and is raised
+        again. A
         :class:`~resize_sched.exception.StepNotDue` means the step had
         nothing to do (a duplicate or late message): the event this block
         opened is dropped, so a replay leaves no misleading ``Error``.
@@ -586,7 +591,7 @@ class ActionApi(SessionSource):
                 self._safely(self._event_discard, opened)
             raise
         except Exception as exc:
-            message, text = failure_text(exc)
+            message, text = (said[-1], said[-1]) if said else failure_text(exc)
             self.action_event_finish(
                 server_uuid,
                 event,

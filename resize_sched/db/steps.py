@@ -68,6 +68,10 @@ class StepRun:
     applied: list[int] = field(default_factory=list)
     #: the step's end is recorded: nothing is left to write
     ended: bool = False
+    #: what the step's failure means for an operator, in words
+    #: (:mod:`resize_sched.words`), set by the step before it raises; the
+    #: event records it instead of the error's own text
+    failure: str | None = None
 
     @property
     def request_spec_loaded(self) -> bool:
@@ -133,7 +137,7 @@ def end_in(
             session, server_uuid, event.event, event.actions, SUCCESS, host=event.host
         )
         return
-    message, text = failure_text(error)
+    message, text = (run.failure, run.failure) if run.failure else failure_text(error)
     ActionApi.finish_event_in(
         session, server_uuid, event.event, event.actions, ERROR, message, text, event.host
     )

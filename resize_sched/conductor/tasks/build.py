@@ -20,7 +20,7 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from resize_sched import actions, exception
+from resize_sched import actions, exception, words
 from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
@@ -83,12 +83,13 @@ class BuildTask:
             it stays recorded, and nothing is written).
         :raises NoValidHost: nothing fits; the server goes to ERROR with a fault.
         """
+        said: list[str] = []
         with self.db.action_event(
-            server_uuid, SCHEDULE_EVENT, (action_api.CREATE,), host=self.deps.conf.host
+            server_uuid, SCHEDULE_EVENT, (action_api.CREATE,), host=self.deps.conf.host, said=said
         ):
-            return self._schedule(server_uuid)
+            return self._schedule(server_uuid, said)
 
-    def _schedule(self, server_uuid: str) -> Any:
+    def _schedule(self, server_uuid: str, said: list[str]) -> Any:
         server = self.db.server_get(server_uuid)
         spec = self.db.request_spec_get(server_uuid)
         request = SchedulingRequest(
@@ -149,6 +150,7 @@ class BuildTask:
                 reason="every candidate host refused the claim",
             )
         except exception.NoValidHost as exc:
+            said.append(words.no_host_for_build(exc, server.flavor))
             # NOTE: compare-and-swap on the state the build left it in: a
             # delete recorded meanwhile (``deleting``) must stay recorded, or
             # the delete's own compare-and-swap fails and the server stays
@@ -161,7 +163,7 @@ class BuildTask:
                     status="ERROR",
                     vm_state="error",
                     task_state=None,
-                    fault_message=exc.message,
+                    fault_message=said[-1],
                     fault_code=500,
                 )
             except (exception.ServerStateConflict, exception.ServerNotFound) as lost:

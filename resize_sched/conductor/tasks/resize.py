@@ -30,7 +30,7 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from resize_sched import actions, exception
+from resize_sched import actions, exception, words
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.facts import facts_of, group_devices, grouped
@@ -82,6 +82,11 @@ def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> b
     return rs.add_allocations(held.server, held.migration) == rs.add_allocations(
         target.server, target.migration
     )
+
+
+def _decided_on(migration: Any, decision: str) -> str:
+    """The host whose allocation a confirm or revert changes: the one it keeps."""
+    return str(migration.dest_host if decision == "confirm" else migration.source_host)
 
 
 def _recorded(allocations: dict[str, Any] | None, provider: str) -> dict[str, Any] | None:
@@ -195,6 +200,16 @@ class ResizeTask:
             return None
         except BaseException as exc:
             error = exc
+            if run.failure is None and isinstance(exc, exception.PlacementError):
+                run.failure = words.step_failed(
+                    name,
+                    exc,
+                    migration.source_host,
+                    {
+                        migration.source_rp_uuid: migration.source_host,
+                        migration.dest_rp_uuid: migration.dest_host,
+                    },
+                )
             raise
         finally:
             self.db.step_end(run, error=error, not_due=not_due)
@@ -234,6 +249,9 @@ class ResizeTask:
             migration, selection = self._prepare_and_select(migration, run, strategy, facts)
             return self._claim_first(migration, run, strategy, facts, selection, frozenset())
         except exception.NoValidHost as exc:
+            run.failure = words.no_host_for_resize(
+                exc.kind, exc.reason, migration.new_flavor, migration.source_host
+            )
             self._fail(migration.uuid, run, kind=exc.kind, reason=exc.reason)
             raise
 
@@ -328,6 +346,13 @@ class ResizeTask:
                 migration, run, strategy, facts, Selection(alternates, complete), tried
             )
         except exception.NoValidHost as exc:
+            run.failure = words.no_host_for_resize(
+                exc.kind,
+                f"preparing it on host {host or migration.dest_host} failed "
+                f"({words.reason_of(reason)}), and {exc.reason}",
+                migration.new_flavor,
+                migration.source_host,
+            )
             self._fail(migration.uuid, run, kind=exc.kind, reason=f"{reason}; {exc.reason}")
             raise
 
@@ -578,6 +603,9 @@ class ResizeTask:
                     LOG.warning(
                         "Migration %s: %s left for the sweep: %s", migration.uuid, status, exc
                     )
+                    run.failure = words.decision_unanswered(
+                        decision, _decided_on(migration, decision)
+                    )
                     raise
                 LOG.warning(
                     "Migration %s: %s unanswered (%s); once more", migration.uuid, status, exc
@@ -624,6 +652,16 @@ class ResizeTask:
     def _undecide(self, migration: Any, run: StepRun, status: str, exc: Exception) -> None:
         """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded."""
         LOG.warning("Migration %s: %s failed: %s", migration.uuid, status, exc)
+        decision = "confirm" if status == "confirming" else "revert"
+        run.failure = words.decision_refused(
+            decision,
+            _decided_on(migration, decision),
+            exc,
+            {
+                migration.source_rp_uuid: migration.source_host,
+                migration.dest_rp_uuid: migration.dest_host,
+            },
+        )
         self.db.migration_advance(
             migration.uuid,
             token=run.token,
@@ -633,7 +671,7 @@ class ResizeTask:
             server_values={
                 "status": "VERIFY_RESIZE",
                 "task_state": None,
-                "fault_message": str(exc),
+                "fault_message": run.failure,
                 "fault_code": 409 if isinstance(exc, exception.PlacementConflict) else 500,
             },
         )
@@ -699,7 +737,9 @@ class ResizeTask:
                 migration, "restore", strategy.restore(facts), run=run
             )
         except exception.ClaimRefused as exc:
-            server_values.update(needs_heal=True, fault_message=str(exc), fault_code=409)
+            why = "a compute host failed its part" if kind == "failed" else reason
+            run.failure = words.restore_refused(migration.source_host, why)
+            server_values.update(needs_heal=True, fault_message=run.failure, fault_code=409)
             self.db.migration_advance(
                 migration.uuid,
                 error_reason=f"{reason}; restore refused: {exc}",

@@ -17,6 +17,7 @@ import pytest
 import webob
 
 from resize_sched.api import wsgi
+from tests.functional.fixtures import raw_http
 from tests.functional.fixtures.database import fresh_sqlite_database, sqlite_url
 
 SERVING = re.compile(r"serving the Compute API at (http://127\.0\.0\.1:\d+/v2\.1)")
@@ -220,3 +221,47 @@ def test_idle_and_trickling_clients_are_closed(tmp_path: Path) -> None:
             assert json.load(response)["version"]["id"] == "v2.1"
     finally:
         _stop(process)
+
+
+def test_an_announced_huge_body_without_a_token_is_refused_unread(tmp_path: Path) -> None:
+    process, _output, endpoint = _serving(tmp_path)
+    address = urllib.parse.urlsplit(endpoint)
+    host, port = str(address.hostname), int(address.port or 0)
+    try:
+        answer = raw_http.announce_body(host, port, "/v2.1/servers")
+        assert answer.status == 413
+        assert answer.json() == {
+            "overLimit": {
+                "code": 413,
+                "message": "Request is too large (over max_request_body_size, 114688 bytes).",
+            }
+        }
+        assert answer.headers["x-openstack-request-id"].startswith("req-")
+        assert answer.headers["x-compute-request-id"] == answer.headers["x-openstack-request-id"]
+        chunked = raw_http.chunked_past(host, port, "/v2.1/servers", 200 * 1024)
+        assert chunked.status == 413
+        # A body of the limit exactly still reaches the API (and its token check).
+        assert raw_http.announce_body(host, port, "/v2.1/servers", 114688, send=True).status == 401
+    finally:
+        _stop(process)
+
+
+def test_a_taken_port_is_one_line_naming_the_options(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = _config(tmp_path)
+        config.write_text(config.read_text().replace("bind_port = 0", f"bind_port = {port}"))
+        process = subprocess.run(
+            [sys.executable, "-m", "resize_sched.cmd.api", "--config-file", str(config)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        )
+    assert process.returncode == 1
+    assert process.stderr.splitlines() == [
+        f"resize-sched-api: cannot listen on 127.0.0.1:{port} ([api] bind_host, bind_port): "
+        "the port is already in use (another process listens there)"
+    ]

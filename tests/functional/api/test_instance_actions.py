@@ -368,7 +368,9 @@ def test_deferred_resize_shows_an_error_event_with_the_reason(
     assert events(resize) == [("conductor_migrate_server", "Error")]
     event = _error_event(resize, "conductor_migrate_server")
     reason = live.db.migration_list(server_uuid=server)[-1].error_reason
-    assert event["traceback"].startswith("NoValidHost (deferred): ")
+    assert event["traceback"].startswith(
+        "No host could take the resize to flavor big (deferred): "
+    )
     assert reason in event["traceback"]
     assert event["finish_time"] is not None
 
@@ -393,7 +395,9 @@ def test_infeasible_resize_shows_an_error_event_with_the_reason(
     resize = live.action(server, resize_id)
     assert resize["message"] == "Error"
     event = _error_event(resize, "conductor_migrate_server")
-    assert event["traceback"].startswith("NoValidHost (infeasible): ")
+    assert event["traceback"].startswith(
+        "No host could take the resize to flavor huge (infeasible): "
+    )
     assert migration.error_reason in event["traceback"]
 
 
@@ -421,7 +425,7 @@ def test_prep_failure_shows_the_host_and_its_reason(
     assert prep["host"] == "h2"
     assert "prep_resize" in prep["traceback"]
     again = _error_event(resize, "conductor_migrate_server")
-    assert again["traceback"].startswith("NoValidHost (")
+    assert again["traceback"].startswith("No host could take the resize to flavor big (")
 
 
 def test_spawn_failure_is_an_error_event_and_a_fault(
@@ -455,7 +459,9 @@ def test_no_valid_host_at_build_is_an_error_event_and_a_fault(
     assert live.status(server) == "ERROR"
     create = live.action(server, create_id)
     assert events(create) == [("conductor_schedule_and_build_instances", "Error")]
-    assert create["events"][0]["traceback"].startswith("NoValidHost (infeasible): ")
+    assert create["events"][0]["traceback"].startswith(
+        "No host could take the server with flavor huge (infeasible): "
+    )
     fault = live.ok("GET", f"/servers/{server}", token=ALICE).json["server"]["fault"]
     assert fault["code"] == 500
     assert "infeasible" in fault["message"]
@@ -602,4 +608,6 @@ def test_openstack_server_event_list_and_show(live: LiveCloud, flavors: tuple[An
         assert shown["message"] == "Error"
         (event,) = shown["events"]
         assert (event["event"], event["result"]) == ("conductor_migrate_server", "Error")
-        assert event["traceback"].startswith("NoValidHost (infeasible): ")
+        assert event["traceback"].startswith(
+            "No host could take the resize to flavor huge (infeasible): "
+        )

@@ -5,6 +5,7 @@ import json
 import logging
 import pathlib
 import re
+from typing import Any
 
 import pytest
 import webob
@@ -98,6 +99,31 @@ def test_a_chunked_body_over_the_limit_is_refused_with_413(api: ApiHarness) -> N
     assert response.status_int == 413, response.body
     assert response.json["overLimit"]["code"] == 413
     assert api.snapshot() == before
+
+
+class _Unreadable(io.RawIOBase):
+    """A request body that fails the test if anything reads it."""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        raise AssertionError("the body was read")
+
+
+def test_an_announced_body_over_the_limit_is_refused_before_auth_and_unread(
+    keystone_api: ApiHarness,
+) -> None:
+    # NOTE: keystone_api's auth_token knows no Keystone at all: reaching it
+    # would answer 401 (no token) or fail, never 413.
+    req = webob.Request.blank("/v2.1/servers", method="POST")
+    req.content_type = "application/json"
+    req.environ["wsgi.input"] = _Unreadable()
+    req.environ["CONTENT_LENGTH"] = "300000000"
+    response = req.get_response(keystone_api.app)
+    assert response.status_int == 413
+    assert response.json["overLimit"]["code"] == 413
+    assert response.headers["x-openstack-request-id"].startswith("req-")
 
 
 def test_healthcheck_answers_200(api: ApiHarness) -> None:

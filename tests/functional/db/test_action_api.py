@@ -64,7 +64,20 @@ def test_the_context_manager_records_success_error_and_not_due(db: Database) -> 
     action = db.action_get_by_request_id(server, "req-1")
     assert action is not None and action.message == "Error"
     last = db.action_events(action.id)[-1]
-    assert (last.result, last.traceback) == ("Error", "NoValidHost (deferred): no room on h1")
+    assert (last.result, last.traceback) == (
+        "Error",
+        "No valid host was found (deferred): no room on h1",
+    )
+    # A step that says its failure in words records them instead.
+    with pytest.raises(exception.NoValidHost):
+        with db.action_event(server, "conductor_migrate_server", RESIZE, said=[]):
+            raise exception.NoValidHost(kind="deferred", reason="no room")
+    said = ["No room on host h1 now. Retry later."]
+    with pytest.raises(exception.NoValidHost):
+        with db.action_event(server, "conductor_migrate_server", RESIZE, host="c2", said=said):
+            raise exception.NoValidHost(kind="deferred", reason="no room")
+    last = db.action_events(action.id)[-1]
+    assert (last.host, last.traceback) == ("c2", said[0])
 
 
 def test_an_event_without_its_action_is_not_recorded(db: Database) -> None:

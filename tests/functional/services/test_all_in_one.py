@@ -303,5 +303,6 @@ def test_the_command_writes_a_config_for_the_tools_and_logs_to_a_file(tmp_path, 
     while (line := lines.get(timeout=10)) is not None:
         rest.append(line)
     assert code == 0
-    assert rest == []  # nothing but the banner on stdout
+    # Nothing but the banner on stdout, and the line saying it stopped.
+    assert rest == [f"resize-sched-all-in-one stopped on SIGTERM; its state stays in {state}.\n"]
     assert " INFO " not in text

@@ -1,0 +1,203 @@
+"""Failures said in words: what an operator reads in a server's fault and events.
+
+A failed step records a message where ``openstack server event show`` (the
+event's ``traceback``) and ``openstack server show`` (the server's
+``fault``) print it. Each function here writes one such message from what
+the step knows: what happened, on which host (by name, never by provider
+UUID), what state the server is left in, and what the operator can do. The
+deferred and infeasible verdicts of the scheduler
+(:mod:`resize_sched.scheduler.verdict`) give the reason the no-host
+messages quote.
+"""
+
+import re
+from collections.abc import Mapping
+
+from resize_sched import exception
+
+_CODE = re.compile(r"\s*\[[a-z0-9_.]+\]\s*$")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+#: The compute service log, named in the advice on a host's failure.
+_LOG = "the resize-sched-compute log on {host}"
+
+
+def reason_of(reason: str) -> str:
+    """A reason as a compute host reported it, without the error code it ends
+    with (``... [resize_sched.compute.injected_failure]``) or its last full stop."""
+    return _CODE.sub("", reason).strip().rstrip(".")
+
+
+def named(text: str, hosts: Mapping[str | None, str | None]) -> str:
+    """``text`` with each provider UUID of ``hosts`` (UUID to host name) replaced
+    by ``host NAME``, and any other UUID by ``another provider or consumer``."""
+
+    def _name(found: re.Match[str]) -> str:
+        host = hosts.get(found.group(0).lower())
+        return f"host {host}" if host else "another provider or consumer"
+
+    return _UUID.sub(_name, text)
+
+
+def _flavor(flavor: Mapping[str, object] | None) -> str:
+    name = (flavor or {}).get("name") or (flavor or {}).get("id")
+    return f"flavor {name}" if name else "the new flavor"
+
+
+def compute_failed(operation: str, host: str | None, reason: str, *, source: str | None) -> str:
+    """A part a compute host runs failed there (``operation_failed``).
+
+    :param operation: ``spawn``, ``prep_resize``, ``resize``,
+        ``finish_resize``, ``confirm``, ``revert`` or ``finish_revert``.
+    :param host: the host it failed on.
+    :param reason: the host's reason.
+    :param source: the resize's source host (where the server goes back to).
+    """
+    where = host or "its host"
+    why = reason_of(reason)
+    log = _LOG.format(host=where)
+    source = source or "its source host"
+    if operation == "spawn":
+        return (
+            f"Building the server failed on host {where}: {why}. The server is in ERROR "
+            f"and holds nothing. Check {log}, then delete the server and create it again."
+        )
+    if operation == "prep_resize":
+        return (
+            f"Preparing the resize on host {where} failed: {why}. Other hosts are tried; "
+            f"if none is left the server stays on host {source} with its old flavor. "
+            f"Check {log}."
+        )
+    if operation in ("resize", "finish_resize"):
+        part = "Moving the server off" if operation == "resize" else "Finishing the resize on"
+        return (
+            f"{part} host {where} failed: {why}. The server is in ERROR on host {source} "
+            f"with its old flavor, and the resize holds nothing more. Check {log}, then "
+            "delete the server or ask the cloud's administrator to repair it."
+        )
+    if operation == "confirm":
+        return (
+            f"Confirming the resize: cleaning up the server's old copy on host {where} "
+            f"failed: {why}. The resize is confirmed and the server runs with its new "
+            f"flavor; only that clean-up is left. Check {log}."
+        )
+    if operation == "finish_revert":
+        return (
+            f"Reverting the resize: starting the server again on host {where} failed: "
+            f"{why}. Its allocation there is back to the old flavor. Check {log}."
+        )
+    if operation == "revert":
+        return (
+            f"Reverting the resize: stopping the server on host {where} failed: {why}. "
+            f"Check {log}."
+        )
+    return f"{operation} failed on host {where}: {why}. Check {log}."
+
+
+def no_host_for_resize(kind: str, why: str, new_flavor: object, source: str) -> str:
+    """A resize found no host (a deferred or infeasible verdict).
+
+    :param kind: the verdict, ``deferred`` or ``infeasible``.
+    :param why: the scheduler's reason (and what failed before, if anything).
+    """
+    what = _flavor(new_flavor if isinstance(new_flavor, Mapping) else None)
+    if kind == exception.NoValidHost.INFEASIBLE:
+        todo = "Resize to a flavor some host can hold, or add a host that can hold it."
+    elif "retry" in why.lower():
+        todo = ""  # the verdict says it already
+    else:
+        todo = "Retry the resize when room is freed."
+    return (
+        f"No host could take the resize to {what} ({kind}): {why}. The server "
+        f"stays on host {source} with its old flavor. {todo}"
+    ).strip()
+
+
+def decision_unanswered(decision: str, host: str) -> str:
+    """Placement did not answer a confirm's or revert's allocation change, twice."""
+    doing = "confirm" if decision == "confirm" else "revert"
+    return (
+        f"Placement did not answer the {doing} of the resize on host {host}, twice. The "
+        f"{doing} stays in progress and the conductor's sweep completes it once "
+        "Placement answers. Check that Placement is up; nothing else is needed."
+    )
+
+
+def no_host_for_build(exc: exception.NoValidHost, flavor: object) -> str:
+    """A build found no host."""
+    what = _flavor(flavor if isinstance(flavor, Mapping) else None)
+    if exc.kind == exception.NoValidHost.INFEASIBLE:
+        todo = "Delete the server and create it with a flavor some host can hold."
+    else:
+        todo = "Delete the server and create it again when room is freed."
+    return (
+        f"No host could take the server with {what} ({exc.kind}): {exc.reason}. The "
+        f"server is in ERROR and holds nothing. {todo}"
+    )
+
+
+def decision_refused(
+    decision: str, host: str, exc: Exception, hosts: Mapping[str | None, str | None]
+) -> str:
+    """Placement refused the allocation change of a confirm or revert.
+
+    :param host: the host whose allocation the decision changes.
+    :param hosts: the resize's providers (UUID to host name), for Placement's words.
+    """
+    if decision == "revert" and isinstance(exc, exception.ClaimRefused):
+        return (
+            f"Reverting the resize was refused: host {host} no longer has room for the "
+            "old flavor (other servers took the room the resize freed). Nothing changed: "
+            f"the server is in VERIFY_RESIZE on host {host} with its new flavor. Free room "
+            f"on host {host} and revert again, or confirm the resize to keep the new flavor."
+        )
+    doing = "Confirming" if decision == "confirm" else "Reverting"
+    return (
+        f"{doing} the resize on host {host} was refused by Placement: "
+        f"{named(str(exc).rstrip('.'), hosts)}. Nothing changed: the server is in VERIFY_RESIZE. "
+        f"Retry the {decision}; if it is refused again, check the Placement log."
+    )
+
+
+def restore_refused(host: str, why: str) -> str:
+    """The resize ended without a host, and even the old allocation could not be put back."""
+    return (
+        f"The resize ended ({why}), and putting the server's old allocation back on host "
+        f"{host} was refused: other servers took that room meanwhile. The server still "
+        f"runs on host {host} but holds nothing in Placement (needs_heal). Free room on "
+        f"host {host}, then run 'resize-sched-manage placement heal'."
+    )
+
+
+#: What each recorded step of a resize is, for :func:`step_failed`.
+_STEPS = {
+    "schedule": "choosing a host for the resize",
+    "reschedule": "choosing another host for the resize",
+    "confirm": "confirming the resize",
+    "revert": "reverting the resize",
+}
+
+
+def step_failed(
+    step: str,
+    exc: exception.PlacementError,
+    source: str | None,
+    hosts: Mapping[str | None, str | None],
+) -> str:
+    """A conductor step of a resize failed on Placement, and said nothing more itself.
+
+    :param step: the step (``schedule``, ``reschedule``, ``confirm``, ``revert``).
+    :param source: the resize's source host.
+    :param hosts: the resize's providers (UUID to host name).
+    """
+    doing = _STEPS.get(step, f"the resize's {step} step")
+    detail = named(exc.message.rstrip("."), hosts)
+    if isinstance(exc, exception.PlacementUnavailable):
+        what = f"Placement did not answer while {doing}"
+    else:
+        what = f"Placement refused a change while {doing}"
+    return (
+        f"{what} of the server on host {source or 'its host'}: {detail}. "
+        "The conductor's sweep takes the resize on again (completes or undoes it) after "
+        "[conductor] stuck_after. Check that Placement is up and its log."
+    )
