@@ -152,3 +152,23 @@ def report(results: list[Result], out: IO[str]) -> None:
         for result in members:
             reason = f"  ({result.reason})" if result.reason else ""
             out.write(f"  {marks[result.status]} {result.name}{reason}\n")
+
+
+def rst_table(results: list[Result], prefix: str = "tempest.api.compute.") -> str:
+    """The class tallies as a reStructuredText list-table (for doc/tempest.rst)."""
+    lines = [
+        ".. list-table::",
+        "   :header-rows: 1",
+        "   :widths: 64 12 12 12",
+        "",
+        "   * - Class",
+        "     - passed",
+        "     - failed",
+        "     - skipped",
+    ]
+    for cls, members in by_class(results).items():
+        tally = counts(members)
+        name = cls.removeprefix(prefix)
+        lines.append(f"   * - ``{name}``")
+        lines += [f"     - {tally[status]}" for status in (PASSED, FAILED, SKIPPED)]
+    return "\n".join(lines) + "\n"

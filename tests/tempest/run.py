@@ -95,6 +95,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--workdir", type=pathlib.Path, default=None, help="where configs and logs go"
     )
     parser.add_argument(
+        "--rst",
+        type=pathlib.Path,
+        default=None,
+        help="also write the class tallies to this file as a reStructuredText table",
+    )
+    parser.add_argument(
         "--keep", action="store_true", help="keep the work directory (kept anyway on failure)"
     )
     return parser.parse_args(argv)
@@ -187,6 +193,9 @@ def _stop_group(proc: subprocess.Popen[bytes]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # NOTE: Ctrl-C raises KeyboardInterrupt even where SIGINT was inherited
+    # ignored (a background job of a script).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _on_sigterm)
     workdir = args.workdir or pathlib.Path(tempfile.mkdtemp(prefix="rs-tempest-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -219,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         tempest_code, found = _run_tempest(tempest, space, args)
         results.report(found, sys.stdout)
         closing = results.closing_line(found)
+        if args.rst is not None:
+            args.rst.write_text(results.rst_table(found))
         failed = results.counts(found)[results.FAILED]
         if not found:
             raise HarnessError(f"Tempest ran no test (exit {tempest_code}); see {workdir}")

@@ -92,6 +92,17 @@ def test_report_tallies_each_class() -> None:
     assert "  FAIL test_3  (Boom)" in lines
 
 
+def test_rst_table_has_a_row_per_class() -> None:
+    found = [
+        results.Result("tempest.api.compute.a.B.test_1", results.PASSED),
+        results.Result("tempest.api.compute.a.B.test_2", results.SKIPPED),
+        results.Result("setUpClass (tempest.api.compute.a.C)", results.FAILED),
+    ]
+    lines = results.rst_table(found).splitlines()
+    assert lines[lines.index("   * - ``a.B``") + 1 :][:3] == ["     - 1", "     - 0", "     - 1"]
+    assert lines[lines.index("   * - ``a.C``") + 1 :][:3] == ["     - 0", "     - 1", "     - 0"]
+
+
 def test_template_is_filled_in_completely_for_the_local_cloud() -> None:
     text = config.render(_LOCAL)
     assert "${" not in text and "$" not in text
