@@ -44,6 +44,7 @@ def create_server(
     force_hosts: Sequence[str] = (),
     image_ref: str | None = None,
     context: RequestContext | None = None,
+    attributes: dict[str, Any] | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
@@ -58,6 +59,8 @@ def create_server(
     :param force_hosts: hosts the scheduler must choose among (tests, admins).
     :param image_ref: the image it is created from, if any.
     :param context: the request; when given, its ``create`` action is recorded.
+    :param attributes: what the owner gave the server besides (access
+        addresses, metadata), by column.
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
@@ -67,7 +70,12 @@ def create_server(
     # today's hw:numa_nodes checks may be refused by them.
     request = _checked_request(flavor.to_snapshot(), f"flavor {flavorid}")
     server = db.server_create(
-        name=name, project_id=project_id, user_id=user_id, flavor=flavor, image_ref=image_ref
+        name=name,
+        project_id=project_id,
+        user_id=user_id,
+        flavor=flavor,
+        image_ref=image_ref,
+        attributes=attributes,
     )
     db.request_spec_create(
         server.uuid,

@@ -69,12 +69,15 @@ class ServerApi(SessionSource):
         node: str | None = None,
         rp_uuid: str | None = None,
         image_ref: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> models.Server:
         """Create a server record.
 
         :param flavor: a Flavor, or a snapshot mapping; a snapshot is stored.
         :param uuid: the server's uuid; a new one when omitted.
         :param image_ref: the image it is created from, if any.
+        :param attributes: what the owner gave it (``access_ip_v4``,
+            ``access_ip_v6``, ``metadata_items``, ``description``).
         :returns: the new server.
         :raises resize_sched.exception.Invalid: a bad value; nothing written.
         :raises resize_sched.exception.Conflict: the uuid is taken.
@@ -88,6 +91,9 @@ class ServerApi(SessionSource):
             }
         except ValueError as exc:
             raise exception.Invalid(reason=str(exc)) from None
+        extra = dict(attributes or {})
+        check_values(models.Server, extra, what="server")
+        values.update(extra)
         if status not in models.SERVER_STATUSES:
             raise exception.Invalid(reason=f"unknown server status {status!r}")
         server = models.Server(
