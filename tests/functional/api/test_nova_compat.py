@@ -197,3 +197,105 @@ def test_a_project_id_in_the_url_not_the_tokens_is_refused(api: ApiHarness) -> N
     assert response.status_int == 400
     assert "doesn't match" in response.json["badRequest"]["message"]
     assert api.request("GET", "/v2.1/abcdef/nothing", token=HEX_TOKEN).status_int == 404
+
+
+# -- 9. PUT /servers/{id} ----------------------------------------------------------------
+
+
+def _put(api: ApiHarness, server: Any, body: Any, token: str = ALICE, **kw: Any) -> Any:
+    return api.request("PUT", f"/v2.1/servers/{server.uuid}", body, token=token, **kw)
+
+
+def test_update_renames_and_sets_access_addresses(api: ApiHarness) -> None:
+    server = api.server(api.flavor("small"))
+    body = {"server": {"name": "renamed", "accessIPv4": "192.0.2.7", "accessIPv6": "::1"}}
+    response = _put(api, server, body)
+    assert response.status_int == 200, response.json
+    shown = response.json["server"]
+    assert (shown["name"], shown["accessIPv4"], shown["accessIPv6"]) == (
+        "renamed",
+        "192.0.2.7",
+        "::1",
+    )
+    # NOTE: as Nova below 2.75: no extension fields in the answer.
+    assert "OS-EXT-STS:vm_state" not in shown
+    assert "OS-EXT-STS:vm_state" in _put(api, server, body, version="2.75").json["server"]
+    stored = api.db.server_get(server.uuid)
+    assert (stored.name, stored.access_ip_v4) == ("renamed", "192.0.2.7")
+    described = _put(api, server, {"server": {"description": "web"}}, version="2.19")
+    assert described.json["server"]["description"] == "web"
+
+
+@pytest.mark.parametrize(
+    ("body", "version", "token", "status"),
+    [
+        ({"server": {"accessIPv4": "::1"}}, None, ALICE, 400),
+        ({"server": {"name": ""}}, None, ALICE, 400),
+        ({"server": {"description": "x"}}, "2.18", ALICE, 400),
+        ({"server": {"hostname": "x"}}, None, ALICE, 400),
+        ({"name": "x"}, None, ALICE, 400),
+        ({"server": {"name": "x"}}, None, BOB, 404),
+    ],
+)
+def test_update_refusals_change_nothing(
+    api: ApiHarness, body: Any, version: str | None, token: str, status: int
+) -> None:
+    server = api.server(api.flavor("small"))
+    before = api.snapshot()
+    response = _put(api, server, body, token=token, version=version)
+    assert response.status_int == status, response.json
+    assert api.snapshot() == before
+
+
+# -- 11. os-resetState -----------------------------------------------------------------
+
+
+def _action(api: ApiHarness, server: Any, body: Any, token: str = ADMIN) -> Any:
+    return api.request("POST", f"/v2.1/servers/{server.uuid}/action", body, token=token)
+
+
+@pytest.mark.parametrize(
+    ("wanted", "status", "vm_state"), [("error", "ERROR", "error"), ("active", "ACTIVE", "active")]
+)
+def test_reset_state_sets_the_state_and_records_the_action(
+    api: ApiHarness, wanted: str, status: str, vm_state: str
+) -> None:
+    server = api.server(api.flavor("small"))
+    api.db.server_update(server.uuid, status="BUILD", vm_state="building", task_state="scheduling")
+    response = _action(api, server, {"os-resetState": {"state": wanted}})
+    assert response.status_int == 202, response.json
+    stored = api.db.server_get(server.uuid)
+    assert (stored.status, stored.vm_state, stored.task_state) == (status, vm_state, None)
+    assert stored.host == "h1"
+    listed = api.request("GET", f"/v2.1/servers/{server.uuid}/os-instance-actions").json
+    assert [a["action"] for a in listed["instanceActions"]] == ["resetState"]
+    api.assert_no_cast()
+
+
+def test_reset_state_to_active_waits_for_a_resize_in_flight(api: ApiHarness) -> None:
+    small, large = api.flavor("small"), api.flavor("large", vcpus=2)
+    server = api.server(small)
+    api.verify_resize(server, large)
+    before = api.snapshot()
+    assert _action(api, server, {"os-resetState": {"state": "active"}}).status_int == 409
+    assert api.snapshot() == before
+    assert _action(api, server, {"os-resetState": {"state": "error"}}).status_int == 202
+    assert api.db.server_get(server.uuid).status == "ERROR"
+
+
+@pytest.mark.parametrize(
+    ("body", "token", "status"),
+    [
+        ({"os-resetState": {"state": "stopped"}}, ADMIN, 400),
+        ({"os-resetState": {}}, ADMIN, 400),
+        ({"os-resetState": None}, ADMIN, 400),
+        ({"os-resetState": {"state": "error"}}, ALICE, 403),
+    ],
+)
+def test_reset_state_refusals_change_nothing(
+    api: ApiHarness, body: Any, token: str, status: int
+) -> None:
+    server = api.server(api.flavor("small"))
+    before = api.snapshot()
+    assert _action(api, server, body, token=token).status_int == status
+    assert api.snapshot() == before
