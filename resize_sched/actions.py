@@ -88,6 +88,27 @@ def create_server(
     return server
 
 
+def begin_power(
+    db: Any,
+    server_uuid: str,
+    *,
+    stop: bool,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record a stop (ACTIVE -> powering-off) or a start (SHUTOFF -> powering-on).
+
+    :param stop: stop (True) or start (False).
+    :param context: the request; when given, its ``stop``/``start`` action is recorded.
+    :returns: the server.
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: not idle in ACTIVE (stop) or SHUTOFF (start).
+    """
+    server = db.server_begin_power(server_uuid, stop=stop, project_id=project_id)
+    _record(db, context, server_uuid, action_api.STOP if stop else action_api.START)
+    return server
+
+
 def begin_resize(
     db: Any,
     strategy: ClaimStrategy,
@@ -120,12 +141,12 @@ def begin_resize(
         raise exception.Invalid(
             reason=f"server {server_uuid} already has flavor {flavor.flavorid}"
         )
-    if server.status != "ACTIVE" or server.rp_uuid is None:
+    if server.status not in ("ACTIVE", "SHUTOFF") or server.rp_uuid is None:
         raise exception.ServerStateConflict(
             server_id=server_uuid,
             actual=server.status,
             operation="resize",
-            expected="ACTIVE",
+            expected="ACTIVE or SHUTOFF",
         )
     if server.needs_heal:
         # NOTE: a resize starts from what the server holds in Placement; a

@@ -64,6 +64,19 @@ POWER_NOSTATE = 0
 POWER_RUNNING = 1
 POWER_SHUTDOWN = 4
 
+
+def settled_state(power_state: int | None) -> tuple[str, str]:
+    """(status, vm_state) of a server no task is acting on, by its power
+    state: a stopped server stays SHUTOFF across a resize's end (confirm,
+    revert, failure), as in Nova.
+
+    :param power_state: the server's ``power_state`` (None: never set, running).
+    """
+    if power_state == POWER_SHUTDOWN:
+        return STATUS_SHUTOFF, VM_STOPPED
+    return STATUS_ACTIVE, VM_ACTIVE
+
+
 # -- migrations -----------------------------------------------------------------
 
 MIGRATION_TYPE_RESIZE = "resize"

@@ -270,14 +270,41 @@ class ServerApi(SessionSource):
         return self.server_update(
             uuid,
             expected={
-                "status": models.STATUS_ACTIVE,
-                "vm_state": models.VM_ACTIVE,
+                # NOTE: a stopped server may be resized, as in Nova; it stays
+                # powered off and ends SHUTOFF (models.settled_state).
+                "status": (models.STATUS_ACTIVE, models.STATUS_SHUTOFF),
+                "vm_state": (models.VM_ACTIVE, models.VM_STOPPED),
                 "task_state": None,
                 "needs_heal": False,
             },
             operation="resize",
             status=models.STATUS_RESIZE,
             task_state=models.TASK_RESIZE_PREP,
+        )
+
+    def server_begin_power(
+        self, uuid: str, *, stop: bool, project_id: ProjectScope = ALL_PROJECTS
+    ) -> models.Server:
+        """Record a stop (ACTIVE -> ``powering-off``) or a start (SHUTOFF ->
+        ``powering-on``), atomically: of two, one wins.
+
+        :raises resize_sched.exception.ServerNotFound: no such server (or
+            another project's).
+        :raises resize_sched.exception.ServerStateConflict: not idle in the
+            state the action needs.
+        """
+        self.server_get(uuid, project_id=project_id)
+        if stop:
+            expected = {"status": models.STATUS_ACTIVE, "vm_state": models.VM_ACTIVE}
+            task = models.TASK_POWERING_OFF
+        else:
+            expected = {"status": models.STATUS_SHUTOFF, "vm_state": models.VM_STOPPED}
+            task = models.TASK_POWERING_ON
+        return self.server_update(
+            uuid,
+            expected={**expected, "task_state": None},
+            operation="stop" if stop else "start",
+            task_state=task,
         )
 
     # -- delete --------------------------------------------------------------------

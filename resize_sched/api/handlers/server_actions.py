@@ -1,5 +1,6 @@
 """Server actions: ``POST /v2.1/servers/{id}/action`` with ``resize``,
-``confirmResize``, ``revertResize`` or (administrators) ``os-resetState``.
+``confirmResize``, ``revertResize``, ``os-stop``, ``os-start`` or
+(administrators) ``os-resetState``.
 
 Each runs the database-only first step from :mod:`resize_sched.actions` (a
 compare-and-swap that records the intent, so of two concurrent requests one
@@ -131,6 +132,41 @@ def _reset_state(
     return empty_response(202)
 
 
+def _power(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any], *, stop: bool
+) -> webob.Response:
+    schemas.validate(body, schemas.STOP if stop else schemas.START)
+    policy.authorized_server(req, state.db, rules.STOP if stop else rules.START, server_id)
+    if not state.conductor.can_power():
+        # NOTE: checked before anything is recorded: an older conductor
+        # ([upgrade_levels] conductor below 1.4) would drop the cast.
+        raise faults.Conflict(
+            "Stopping and starting servers needs conductor RPC 1.4; "
+            "[upgrade_levels] conductor caps it lower (an upgrade in progress)."
+        )
+    actions.begin_power(
+        state.db, server_id, stop=stop, project_id=req.project_scope(), context=req.context
+    )
+    if stop:
+        state.conductor.stop_server(req.context, server_id)
+    else:
+        state.conductor.start_server(req.context, server_id)
+    LOG.info("%s of server %s requested", "Stop" if stop else "Start", server_id)
+    return empty_response(202)
+
+
+def _stop(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
+) -> webob.Response:
+    return _power(state, req, server_id, body, stop=True)
+
+
+def _start(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
+) -> webob.Response:
+    return _power(state, req, server_id, body, stop=False)
+
+
 Action = Callable[[Any, ApiRequest, str, dict[str, Any]], webob.Response]
 
 #: The actions served, by body key.
@@ -139,6 +175,8 @@ ACTIONS: dict[str, Action] = {
     "confirmResize": _confirm,
     "revertResize": _revert,
     "os-resetState": _reset_state,
+    "os-stop": _stop,
+    "os-start": _start,
 }
 
 

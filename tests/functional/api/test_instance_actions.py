@@ -33,7 +33,12 @@ ALICE = "alice:project-a"
 BOB = "bob:project-b"
 
 #: The positional argument of each compute cast after the host.
-_COMPUTE_ARG = {"spawn": "server", "destroy": "server_uuid"}
+_COMPUTE_ARG = {
+    "spawn": "server",
+    "destroy": "server_uuid",
+    "power_off": "server",
+    "power_on": "server",
+}
 
 
 @dataclass
@@ -53,6 +58,9 @@ class _ConductorClient:
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue
 
+    def can_power(self) -> bool:
+        return True
+
     def __getattr__(self, method: str) -> Callable[..., None]:
         if method.startswith("_"):
             raise AttributeError(method)
@@ -67,9 +75,14 @@ class _ComputeClient:
     """Stands in for ``ComputeAPI``: every cast goes on the queue."""
 
     conf = None
+    #: Whether the hosts speak compute RPC 1.1 (power_off, power_on).
+    powers = True
 
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue
+
+    def can_power(self) -> bool:
+        return self.powers
 
     def __getattr__(self, method: str) -> Callable[..., None]:
         if method.startswith("_"):
