@@ -9,7 +9,7 @@ API version history:
   (False: the server was stopped and stays powered off when a resize
   finishes or reverts); a 1.0 host ignores it and powers the server on, so
   the conductor does not stop or start servers on a host capped at 1.0
-  (:meth:`ComputeAPI.can_power`).
+  (:attr:`ComputeAPI.can_power`).
 
 Every method is a cast addressed to one host. Compute hosts do not read the
 database: each message carries what the host needs (the ``server`` and
@@ -128,6 +128,7 @@ class ComputeAPI:
         """On the destination and then the source: go back to the old flavor."""
         self._cast(ctxt, host, "revert_resize", "1.0", migration=migration)
 
+    @property
     def can_power(self) -> bool:
         """Whether hosts take power_off and power_on (1.1)."""
         return bool(self.client.can_send_version("1.1"))

@@ -319,7 +319,7 @@ class ConductorManager:
                 server.task_state,
             )
             return
-        if not self.compute.can_power():
+        if not self.compute.can_power:
             # NOTE: a host capped at compute RPC 1.0 has no power_off/power_on.
             self._power_failed(
                 server_uuid,

@@ -87,6 +87,7 @@ class ConductorAPI:
         """Finish a revert the API has begun (migration reverting)."""
         self._cast(ctxt, "revert_resize", "1.0", migration_uuid=migration_uuid)
 
+    @property
     def can_power(self) -> bool:
         """Whether the conductor takes stop_server and start_server (1.4)."""
         return bool(self.client.can_send_version("1.4"))

@@ -137,7 +137,7 @@ def _power(
 ) -> webob.Response:
     schemas.validate(body, schemas.STOP if stop else schemas.START)
     policy.authorized_server(req, state.db, rules.STOP if stop else rules.START, server_id)
-    if not state.conductor.can_power():
+    if not state.conductor.can_power:
         # NOTE: checked before anything is recorded: an older conductor
         # ([upgrade_levels] conductor below 1.4) would drop the cast.
         raise faults.Conflict(

@@ -55,11 +55,11 @@ class Message:
 class _ConductorClient:
     """Stands in for ``ConductorAPI``: every cast goes on the queue."""
 
+    #: Whether the conductor speaks RPC 1.4 (stop_server, start_server).
+    can_power = True
+
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue
-
-    def can_power(self) -> bool:
-        return True
 
     def __getattr__(self, method: str) -> Callable[..., None]:
         if method.startswith("_"):
@@ -76,13 +76,10 @@ class _ComputeClient:
 
     conf = None
     #: Whether the hosts speak compute RPC 1.1 (power_off, power_on).
-    powers = True
+    can_power = True
 
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue
-
-    def can_power(self) -> bool:
-        return self.powers
 
     def __getattr__(self, method: str) -> Callable[..., None]:
         if method.startswith("_"):

@@ -104,7 +104,7 @@ def test_a_host_capped_below_compute_rpc_1_1_is_not_asked(
 ) -> None:
     live.add_host("h1")
     server, _ = live.boot(flavors[0])
-    live.compute_client.powers = False
+    live.compute_client.can_power = False
     stop_id = live.act(server, {"os-stop": None})
     assert not live.sent("power_off")
     assert _state(live, server) == ("ACTIVE", "active", 1, None)
