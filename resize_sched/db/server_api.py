@@ -285,17 +285,26 @@ class ServerApi(SessionSource):
     def server_begin_power(
         self, uuid: str, *, stop: bool, project_id: ProjectScope = ALL_PROJECTS
     ) -> models.Server:
-        """Record a stop (ACTIVE -> ``powering-off``) or a start (SHUTOFF ->
-        ``powering-on``), atomically: of two, one wins.
+        """Record a stop (ACTIVE or ERROR on a host -> ``powering-off``) or a
+        start (SHUTOFF -> ``powering-on``), atomically: of two, one wins.
 
         :raises resize_sched.exception.ServerNotFound: no such server (or
             another project's).
         :raises resize_sched.exception.ServerStateConflict: not idle in the
             state the action needs.
         """
-        self.server_get(uuid, project_id=project_id)
+        server = self.server_get(uuid, project_id=project_id)
         if stop:
-            expected = {"status": models.STATUS_ACTIVE, "vm_state": models.VM_ACTIVE}
+            # NOTE: as Nova, an ERROR server may be stopped too, if it has a
+            # host to stop it on (one whose build failed has none).
+            expected = {
+                "status": (models.STATUS_ACTIVE, models.STATUS_ERROR),
+                "vm_state": (models.VM_ACTIVE, models.VM_ERROR),
+            }
+            if server.host is None:
+                raise exception.ServerStateConflict(
+                    server_id=uuid, actual="on no host", operation="stop", expected="on a host"
+                )
             task = models.TASK_POWERING_OFF
         else:
             expected = {"status": models.STATUS_SHUTOFF, "vm_state": models.VM_STOPPED}

@@ -122,3 +122,18 @@ def test_the_api_casts_stop_and_start(api: ApiHarness) -> None:
     assert api.db.server_get(server.uuid).task_state == "powering-off"
     assert api.request("POST", path, {"os-stop": {}}, token=ALICE).status_int == 409
     api.assert_no_cast()
+
+
+def test_an_error_server_on_a_host_can_be_stopped(api: ApiHarness) -> None:
+    flavor = api.flavor("small")
+    server = api.server(flavor)
+    api.db.server_update(server.uuid, status="ERROR", vm_state="error")
+    path = f"/v2.1/servers/{server.uuid}/action"
+    assert api.request("POST", path, {"os-stop": None}, token=ALICE).status_int == 202
+    assert api.next_cast().method == "stop_server"
+    hostless = api.server(flavor, active=False)
+    api.db.server_update(hostless.uuid, status="ERROR", vm_state="error", task_state=None)
+    before = api.snapshot()
+    path = f"/v2.1/servers/{hostless.uuid}/action"
+    assert api.request("POST", path, {"os-stop": None}, token=ALICE).status_int == 409
+    assert api.snapshot() == before
