@@ -104,3 +104,18 @@ def test_flavor_and_usage_routes_are_novas_shape(api: ApiHarness, version: str |
     with tempest_bridge.microversion(version):
         for call in calls:
             call()
+
+
+@pytest.mark.parametrize("version", [None, "2.28", "2.33", "2.53", "2.80"])
+def test_hypervisor_and_service_routes_are_novas_shape(
+    cloud: ApiHarness, register: Callable[..., str], version: str | None
+) -> None:
+    register("h1")
+    clients = tempest_bridge.Clients(cloud.app, ADMIN)
+    with tempest_bridge.microversion(version):
+        hypervisors = clients.hypervisors.list_hypervisors()["hypervisors"]
+        clients.hypervisors.list_hypervisors(detail=True)
+        clients.hypervisors.show_hypervisor(hypervisors[0]["id"])
+        clients.hypervisors.show_hypervisor_statistics()
+        services = clients.services.list_services()["services"]
+    assert len(hypervisors) == 1 and services
