@@ -184,11 +184,15 @@ class ComputeManager:
         self._power(ctxt, kwargs["server"], on=True)
 
     def _power(self, ctxt: RequestContext, server: dict[str, Any], *, on: bool) -> None:
+        action = notifications.POWER_ON if on else notifications.POWER_OFF
+
         def step() -> None:
+            self._notify_server(ctxt, action, notifications.START, server)
             if on:
                 self.driver.power_on(server)
             else:
                 self.driver.power_off(server)
+            self._notify_server(ctxt, action, notifications.END, server)
             self.conductor_api.power_changed(
                 ctxt,
                 server_uuid=server["uuid"],

@@ -137,3 +137,24 @@ def test_an_error_server_on_a_host_can_be_stopped(api: ApiHarness) -> None:
     path = f"/v2.1/servers/{hostless.uuid}/action"
     assert api.request("POST", path, {"os-stop": None}, token=ALICE).status_int == 409
     assert api.snapshot() == before
+
+
+def test_stop_and_start_send_novas_power_notifications(
+    live: LiveCloud, flavors: tuple[Any, Any]
+) -> None:
+    from tests.unit.test_notifications import RecordingNotifier
+
+    live.add_host("h1")
+    notifier = RecordingNotifier()
+    live.computes["h1"].notifier = notifier  # type: ignore[assignment]
+    server, _ = live.boot(flavors[0])
+    notifier.sent.clear()
+    live.act(server, {"os-stop": None})
+    live.act(server, {"os-start": None})
+    sent = [(event, p["nova_object.data"]["state"]) for _, event, p in notifier.sent]
+    assert sent == [
+        ("instance.power_off.start", "active"),
+        ("instance.power_off.end", "stopped"),
+        ("instance.power_on.start", "stopped"),
+        ("instance.power_on.end", "active"),
+    ]
