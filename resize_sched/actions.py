@@ -44,6 +44,7 @@ def create_server(
     force_hosts: Sequence[str] = (),
     image_ref: str | None = None,
     context: RequestContext | None = None,
+    attributes: dict[str, Any] | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
@@ -58,6 +59,8 @@ def create_server(
     :param force_hosts: hosts the scheduler must choose among (tests, admins).
     :param image_ref: the image it is created from, if any.
     :param context: the request; when given, its ``create`` action is recorded.
+    :param attributes: what the owner gave the server besides (access
+        addresses, metadata), by column.
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
@@ -67,7 +70,12 @@ def create_server(
     # today's hw:numa_nodes checks may be refused by them.
     request = _checked_request(flavor.to_snapshot(), f"flavor {flavorid}")
     server = db.server_create(
-        name=name, project_id=project_id, user_id=user_id, flavor=flavor, image_ref=image_ref
+        name=name,
+        project_id=project_id,
+        user_id=user_id,
+        flavor=flavor,
+        image_ref=image_ref,
+        attributes=attributes,
     )
     db.request_spec_create(
         server.uuid,
@@ -77,6 +85,27 @@ def create_server(
     )
     _record(db, context, server.uuid, action_api.CREATE)
     LOG.info("Server %s (%s) recorded with flavor %s", server.uuid, name, flavorid)
+    return server
+
+
+def begin_power(
+    db: Any,
+    server_uuid: str,
+    *,
+    stop: bool,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record a stop (ACTIVE -> powering-off) or a start (SHUTOFF -> powering-on).
+
+    :param stop: stop (True) or start (False).
+    :param context: the request; when given, its ``stop``/``start`` action is recorded.
+    :returns: the server.
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: not idle in ACTIVE (stop) or SHUTOFF (start).
+    """
+    server = db.server_begin_power(server_uuid, stop=stop, project_id=project_id)
+    _record(db, context, server_uuid, action_api.STOP if stop else action_api.START)
     return server
 
 
@@ -112,12 +141,12 @@ def begin_resize(
         raise exception.Invalid(
             reason=f"server {server_uuid} already has flavor {flavor.flavorid}"
         )
-    if server.status != "ACTIVE" or server.rp_uuid is None:
+    if server.status not in ("ACTIVE", "SHUTOFF") or server.rp_uuid is None:
         raise exception.ServerStateConflict(
             server_id=server_uuid,
             actual=server.status,
             operation="resize",
-            expected="ACTIVE",
+            expected="ACTIVE or SHUTOFF",
         )
     if server.needs_heal:
         # NOTE: a resize starts from what the server holds in Placement; a

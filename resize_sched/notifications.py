@@ -53,6 +53,8 @@ ERROR = "error"
 
 CREATE = "create"
 DELETE = "delete"
+POWER_OFF = "power_off"
+POWER_ON = "power_on"
 RESIZE_PREP = "resize_prep"
 RESIZE = "resize"
 RESIZE_FINISH = "resize_finish"
@@ -77,6 +79,10 @@ EVENT_TYPES = (
     "instance.resize_confirm.end",
     "instance.resize_revert.start",
     "instance.resize_revert.end",
+    "instance.power_off.start",
+    "instance.power_off.end",
+    "instance.power_on.start",
+    "instance.power_on.end",
 )
 
 #: ``kind`` of a fault: as :class:`resize_sched.exception.NoValidHost` says
@@ -371,7 +377,7 @@ RESIZE_STEPS: dict[tuple[str, str], ResizeStep] = {
     (RESIZE_REVERT, END): ResizeStep("active", None, "source", "old"),
 }
 
-#: (action, phase) -> (state, task_state) of the create and delete events sent
+#: (action, phase) -> (state, task_state) of the create, delete and power events sent
 #: by a compute host; None for a delete's start state means "as the server
 #: snapshot in the message says".
 INSTANCE_STEPS: dict[tuple[str, str], tuple[str | None, str | None]] = {
@@ -380,6 +386,10 @@ INSTANCE_STEPS: dict[tuple[str, str], tuple[str | None, str | None]] = {
     (CREATE, ERROR): ("building", "spawning"),
     (DELETE, START): (None, "deleting"),
     (DELETE, END): ("deleted", None),
+    (POWER_OFF, START): ("active", "powering-off"),
+    (POWER_OFF, END): ("stopped", None),
+    (POWER_ON, START): ("stopped", "powering-on"),
+    (POWER_ON, END): ("active", None),
 }
 
 
@@ -406,7 +416,7 @@ def instance_step_payload(
     host: str,
     fault: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The payload of a compute host's create or delete event (:data:`INSTANCE_STEPS`)."""
+    """The payload of a compute host's create, delete or power event (:data:`INSTANCE_STEPS`)."""
     state, task_state = INSTANCE_STEPS[(action, phase)]
     if state is None:
         state = server.get("vm_state")

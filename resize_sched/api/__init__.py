@@ -15,10 +15,12 @@ Microversions 2.1 to 2.80 (:data:`resize_sched.api.microversion.MAX_VERSION`).
 Those that change what we serve, and are reproduced:
 
 * servers: 2.3 admin extended attributes, 2.9 ``locked``, 2.16
-  ``host_status``, 2.19 ``description``, 2.26 ``tags``, 2.47 the flavor
+  ``host_status``, 2.19 ``description`` (set by ``PUT /servers/{id}``),
+  2.26 ``tags``, 2.47 the flavor
   embedded in the server, 2.63 ``trusted_image_certificates``, 2.71
   ``server_groups``, 2.73 ``locked_reason`` (constant values: there are no
-  locks, tags or groups here);
+  locks, tags or groups here); 2.75 ``PUT /servers/{id}`` answers every
+  field (before, not the extension fields);
 * flavors: 2.55 ``description`` (always null), 2.61 ``extra_specs``
   (which ``/flavors/{id}/os-extra_specs`` reads and writes at any version);
 * os-migrations: 2.23 ``migration_type``, 2.59 ``uuid`` with ``limit``,
@@ -44,7 +46,7 @@ Deliberate differences from Nova: ``networks`` stays optional after 2.37
 (there is no networking here; ``auto``/``none``/a list are accepted and
 ignored); ``/servers/{id}/migrations`` lists the resizes in progress
 (Nova lists only live migrations there); ``swap`` is always an integer,
-also before 2.75; server create returns no ``adminPass``; flavors have no
-per-project access list (a private flavor is an administrator's); migrations
-show flavors by their API id.
+also before 2.75; flavors have no per-project access list (a private flavor
+is an administrator's); ``os-resetState`` to ``active`` waits for a resize in
+flight (409).
 """

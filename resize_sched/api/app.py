@@ -125,6 +125,7 @@ ROUTES = (
     Route("POST", "/servers", servers.create),
     Route("GET", "/servers/detail", servers.detail),
     Route("GET", "/servers/{server_id}", servers.show),
+    Route("PUT", "/servers/{server_id}", servers.update),
     Route("DELETE", "/servers/{server_id}", servers.delete),
     Route("POST", "/servers/{server_id}/action", server_actions.action),
     Route("GET", "/servers/{server_id}/os-instance-actions", instance_actions.index),
@@ -152,8 +153,16 @@ ROUTES = (
 )
 
 
+#: Nova's ``/v2.1/{project_id}/...`` form: a first segment of hex digits and
+#: dashes (no route of ours starts with one), then a route.
+_PROJECT_PREFIX = re.compile(r"^/(?P<project_id>[0-9a-f-]+)(?P<rest>/.*)$")
+
+
 class Router:
     """Dispatch an authenticated ``/v2.1/...`` request to its handler.
+
+    Each route is also served under ``/v2.1/{project_id}/``, as Nova does;
+    a project id there that is not the caller's is a 400.
 
     :param state: what the handlers use.
     :param routes: the route table.
@@ -162,6 +171,29 @@ class Router:
     def __init__(self, state: ApiState, routes: Iterable[Route] = ROUTES) -> None:
         self.state = state
         self.routes = [(route, route.pattern) for route in routes]
+
+    def _names_an_empty_id(self, path: str) -> bool:
+        """Whether ``path`` + ``/`` is a route's ``.../{id}`` with the id empty."""
+        probe = f"{path}/-"
+        return any(
+            route.template.endswith("}") and pattern.match(probe) for route, pattern in self.routes
+        )
+
+    def _match_any(self, req: ApiRequest, path: str) -> tuple[Handler, dict[str, str]]:
+        prefixed = _PROJECT_PREFIX.match(path)
+        if prefixed is None:
+            return self._match(req.method, path)
+        try:
+            found = self._match(req.method, prefixed["rest"])
+        except faults.NotFound:
+            return self._match(req.method, path)
+        project_id = req.context.project_id
+        if project_id and prefixed["project_id"] != project_id:
+            raise faults.BadRequest(
+                f"Malformed request URL: URL's project_id '{prefixed['project_id']}' "
+                f"doesn't match Context's project_id '{project_id}'"
+            )
+        return found
 
     def _match(self, method: str, path: str) -> tuple[Handler, dict[str, str]]:
         allowed = []
@@ -181,12 +213,16 @@ class Router:
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         req = ApiRequest(environ)
-        path = req.path_info[len(PREFIX) :].rstrip("/") or "/"
+        raw_path = req.path_info[len(PREFIX) :]
+        path = raw_path.rstrip("/") or "/"
         version = None
         try:
             version = microversion.from_headers(req.headers)
             environ[VERSION_KEY] = version
-            handler, params = self._match(req.method, path)
+            if path != raw_path and self._names_an_empty_id(path):
+                # NOTE: as Nova: /os-simple-tenant-usage/ asks for the tenant "".
+                raise faults.NotFound("The resource could not be found.")
+            handler, params = self._match_any(req, path)
             response = handler(self.state, req, **params)
         except Exception as exc:
             response = faults.to_response(exc, req.request_id)

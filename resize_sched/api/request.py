@@ -101,7 +101,9 @@ class ApiRequest(webob.Request):
         if not self.body:
             raise faults.BadRequest("The request body is empty; a JSON object is required.")
         try:
-            body = json.loads(self.body)
+            # NOTE: decoded as UTF-8 here: json.loads of bytes would also take
+            # UTF-16, UTF-32 and a BOM, which Nova refuses.
+            body = json.loads(self.body.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             raise faults.BadRequest("Malformed request body: not valid JSON.") from None
         except RecursionError:
@@ -287,15 +289,16 @@ def paginate(
         page is full).
     :raises faults.BadRequest: a bad limit, or a marker not among ``items``.
     """
-    # NOTE: Nova reads limit=0 as "its maximum"; we refuse it rather than
-    # guess, as a page of nothing with a next link would loop a client.
-    limit = int_param(req, "limit", minimum=1)
+    # NOTE: as Nova, limit=0 is an empty page (and no next link).
+    limit = int_param(req, "limit", minimum=0)
     marker = req.GET.get("marker")
     if marker is not None:
         keys = [str(getattr(item, key)) for item in items]
         if marker not in keys:
             raise faults.BadRequest(f"Marker {marker} could not be found.")
         items = items[keys.index(marker) + 1 :]
+    if limit == 0:
+        return [], []
     if limit is None or len(items) <= limit:
         return items, []
     page = items[:limit]

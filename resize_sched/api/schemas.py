@@ -120,6 +120,20 @@ EXTRA_SPEC_UPDATE = {
     "additionalProperties": False,
 }
 
+#: Nova's metadata: keys of letters, digits and ``-_:. ``, values strings,
+#: both at most 255 characters (the database's columns).
+METADATA = {
+    "type": "object",
+    "patternProperties": {
+        r"^[a-zA-Z0-9-_:. ]{1,255}\Z": {"type": "string", "maxLength": 255},
+    },
+    "additionalProperties": False,
+}
+
+#: Nova's access addresses: an IPv4 and an IPv6 address, checked as such.
+ACCESS_IPV4 = {"type": "string", "format": "ipv4"}
+ACCESS_IPV6 = {"type": "string", "format": "ipv6"}
+
 _NETWORKS = {
     "oneOf": [
         {"type": "string", "enum": ["auto", "none"]},
@@ -139,9 +153,13 @@ SERVER_CREATE = {
                 # Refused by the handler with a clear message: no volumes here.
                 "block_device_mapping_v2": {"type": "array"},
                 "block_device_mapping": {"type": "array"},
-                # Accepted and ignored: no networks or metadata here.
+                # Never stored (as in Nova): returned once, on create.
+                "adminPass": {"type": "string"},
+                "accessIPv4": ACCESS_IPV4,
+                "accessIPv6": ACCESS_IPV6,
+                "metadata": METADATA,
+                # Accepted and ignored: no networks here.
                 "networks": _NETWORKS,
-                "metadata": {"type": "object"},
                 "key_name": {"type": ["string", "null"]},
                 "security_groups": {"type": "array"},
                 "availability_zone": {"type": ["string", "null"]},
@@ -179,19 +197,66 @@ RESIZE = {
     "additionalProperties": False,
 }
 
-CONFIRM_RESIZE = {
+
+def _bare_action(name: str) -> dict[str, Any]:
+    """An action whose value Nova does not look at (``null``, ``{}``...)."""
+    return {
+        "type": "object",
+        "properties": {name: {}},
+        "required": [name],
+        "additionalProperties": False,
+    }
+
+
+CONFIRM_RESIZE = _bare_action("confirmResize")
+REVERT_RESIZE = _bare_action("revertResize")
+STOP = _bare_action("os-stop")
+START = _bare_action("os-start")
+
+RESET_STATE = {
     "type": "object",
-    "properties": {"confirmResize": {"type": "null"}},
-    "required": ["confirmResize"],
+    "properties": {
+        "os-resetState": {
+            "type": "object",
+            "properties": {"state": {"type": "string", "enum": ["active", "error"]}},
+            "required": ["state"],
+            "additionalProperties": False,
+        }
+    },
+    "required": ["os-resetState"],
     "additionalProperties": False,
 }
 
-REVERT_RESIZE = {
-    "type": "object",
-    "properties": {"revertResize": {"type": "null"}},
-    "required": ["revertResize"],
-    "additionalProperties": False,
+_UPDATE_FIELDS = {
+    "name": _NAME,
+    "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
+    "accessIPv4": ACCESS_IPV4,
+    "accessIPv6": ACCESS_IPV6,
 }
+
+
+def server_update(with_description: bool) -> dict[str, Any]:
+    """``PUT /servers/{id}``: Nova's, ``description`` from 2.19."""
+    fields = dict(_UPDATE_FIELDS)
+    if with_description:
+        fields["description"] = {
+            "type": ["string", "null"],
+            "maxLength": 255,
+            "pattern": _NO_CONTROL,
+        }
+    return {
+        "type": "object",
+        "properties": {
+            "server": {"type": "object", "properties": fields, "additionalProperties": False}
+        },
+        "required": ["server"],
+        "additionalProperties": False,
+    }
+
+
+#: The formats checked (as Nova's validator does): only the address ones
+#: are used in our schemas.
+_FORMATS = jsonschema.FormatChecker(["ipv4", "ipv6"])
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
@@ -209,7 +274,7 @@ def validate(body: Any, schema: dict[str, Any]) -> None:
     :raises faults.BadRequest: the body does not match; the message names the
         first offending field.
     """
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.Draft202012Validator(schema, format_checker=_FORMATS)
     error = jsonschema.exceptions.best_match(validator.iter_errors(body))
     if error is not None:
         raise faults.BadRequest(_describe(error))

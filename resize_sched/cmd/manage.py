@@ -47,9 +47,18 @@ DESCRIPTION = (
     "'placement audit' finds allocations no server or resize of ours accounts for "
     "(Placement is reached through the [placement] options); 'host disable' and 'host "
     "enable' stop and resume scheduling to a host, 'host show' prints a host's provider "
-    "tree. Only this deployment's hosts, the "
+    "tree. 'migration list' and 'migration show' print resizes with what the Compute API "
+    "does not show: the claim strategy each runs with and why one failed. Only this "
+    "deployment's hosts, the "
     "providers with the owner trait of [placement] deployment_name, are ever read or "
     "changed."
+)
+
+MIGRATION_HELP = (
+    "Resizes as our records hold them: the claim strategy each runs with (fixed when it "
+    "began), and for a failed one its error kind (deferred: no host has room now; "
+    "infeasible: no host ever could; failed: anything else) and reason. The Compute API's "
+    "os-migrations shows only Nova's fields."
 )
 
 #: ``placement audit``: orphaned allocations were found and are still there.
@@ -188,6 +197,82 @@ def _host_show(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def _migration_line(migration: Any) -> str:
+    dest = migration.dest_host or "-"
+    line = (
+        f"{migration.id} {migration.uuid} server={migration.server_uuid} "
+        f"status={migration.status} {migration.source_host}->{dest} "
+        f"flavor={migration.old_flavor.get('id')}->{migration.new_flavor.get('id')} "
+        f"strategy={migration.claim_strategy}"
+    )
+    if migration.error_kind:
+        line += f" error={migration.error_kind}"
+    return line
+
+
+def _migration_list(conf: cfg.ConfigOpts) -> int:
+    statuses = [conf.category.status] if conf.category.status else None
+    with Database.from_conf(conf) as db:
+        migrations = db.migration_list(server_uuid=conf.category.server, statuses=statuses)
+    for migration in migrations:
+        print(_migration_line(migration))
+    return 0
+
+
+def _migration_show(conf: cfg.ConfigOpts) -> int:
+    ident = conf.category.migration
+    with Database.from_conf(conf) as db:
+        try:
+            migration = (
+                db.migration_get_by_id(int(ident)) if ident.isdigit() else db.migration_get(ident)
+            )
+        except exception.MigrationNotFound as exc:
+            print(exc, file=sys.stderr)
+            return 1
+    fields = (
+        ("id", migration.id),
+        ("uuid", migration.uuid),
+        ("server", migration.server_uuid),
+        ("type", migration.migration_type),
+        ("status", migration.status),
+        ("source", f"{migration.source_host} ({migration.source_rp_uuid})"),
+        ("destination", f"{migration.dest_host or '-'} ({migration.dest_rp_uuid or '-'})"),
+        ("old flavor", migration.old_flavor.get("id")),
+        ("new flavor", migration.new_flavor.get("id")),
+        ("claim strategy", migration.claim_strategy),
+        ("error kind", migration.error_kind or "-"),
+        ("error reason", migration.error_reason or "-"),
+    )
+    for name, value in fields:
+        print(f"{name}: {value}")
+    return 0
+
+
+def _add_migration_parsers(subparsers: argparse._SubParsersAction) -> None:
+    migration = subparsers.add_parser(
+        "migration",
+        help="List and show resizes, with their claim strategy and why one failed.",
+        description=MIGRATION_HELP,
+    )
+    actions = migration.add_subparsers(
+        title="migration commands", dest="action", metavar="{list,show}"
+    )
+    actions.required = True
+    listing = actions.add_parser(
+        "list", help="One line per migration, oldest first.", description=MIGRATION_HELP
+    )
+    listing.add_argument("--server", help="Only this server's (its uuid).")
+    listing.add_argument("--status", help="Only migrations in this status (error, finished...).")
+    listing.set_defaults(action_fn=_migration_list)
+    show = actions.add_parser(
+        "show", help="Every field of one migration.", description=MIGRATION_HELP
+    )
+    show.add_argument(
+        "migration", metavar="MIGRATION", help="Its uuid, or its id (as os-migrations shows it)."
+    )
+    show.set_defaults(action_fn=_migration_show)
+
+
 def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
     host = subparsers.add_parser(
         "host",
@@ -270,6 +355,7 @@ def _add_command_parsers(subparsers: argparse._SubParsersAction) -> None:
     version.set_defaults(action_fn=_db_version)
     _add_placement_parsers(subparsers)
     _add_host_parsers(subparsers)
+    _add_migration_parsers(subparsers)
 
 
 CATEGORY_OPT = cfg.SubCommandOpt(

@@ -174,6 +174,35 @@ class ComputeManager:
         self._run_migration(ctxt, "revert", step, migration)
 
     @messaging.expose
+    def power_off(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Stop ``server``; report ``power_changed`` or ``operation_failed("stop")``."""
+        self._power(ctxt, kwargs["server"], on=False)
+
+    @messaging.expose
+    def power_on(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Start ``server``; report ``power_changed`` or ``operation_failed("start")``."""
+        self._power(ctxt, kwargs["server"], on=True)
+
+    def _power(self, ctxt: RequestContext, server: dict[str, Any], *, on: bool) -> None:
+        action = notifications.POWER_ON if on else notifications.POWER_OFF
+
+        def step() -> None:
+            self._notify_server(ctxt, action, notifications.START, server)
+            if on:
+                self.driver.power_on(server)
+            else:
+                self.driver.power_off(server)
+            self._notify_server(ctxt, action, notifications.END, server)
+            self.conductor_api.power_changed(
+                ctxt,
+                server_uuid=server["uuid"],
+                power_state=driver_base.POWER_RUNNING if on else driver_base.POWER_SHUTDOWN,
+                host=self.host,
+            )
+
+        self._run(ctxt, "start" if on else "stop", step, server["uuid"])
+
+    @messaging.expose
     def destroy(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Remove ``server_uuid`` from this host; nothing is reported.
 

@@ -4,6 +4,12 @@ API version history:
 
 * 1.0 - spawn, prep_resize, resize_instance, finish_resize, confirm_resize,
   revert_resize, destroy.
+* 1.1 - power_off and power_on (os-stop, os-start); the host reports
+  ``power_changed`` (conductor 1.4). ``migration`` may carry ``"power_on"``
+  (False: the server was stopped and stays powered off when a resize
+  finishes or reverts); a 1.0 host ignores it and powers the server on, so
+  the conductor does not stop or start servers on a host capped at 1.0
+  (:attr:`ComputeAPI.can_power`).
 
 Every method is a cast addressed to one host. Compute hosts do not read the
 database: each message carries what the host needs (the ``server`` and
@@ -32,14 +38,18 @@ from resize_sched.context import RequestContext
 
 TOPIC = "compute"
 NAMESPACE = "compute"
-VERSION = "1.0"
+VERSION = "1.1"
 
 
-def migration_message(migration: Any, server: Any = None) -> dict[str, Any]:
+def migration_message(
+    migration: Any, server: Any = None, power_on: bool | None = None
+) -> dict[str, Any]:
     """The ``migration`` dict compute hosts receive, from a migration row.
 
     :param server: the server row, to send its :func:`server_message` along
         (its name and state then appear in notifications).
+    :param power_on: whether the server runs when the resize finishes or
+        reverts (None: not said; a host then powers it on).
     """
     message = {
         "uuid": migration.uuid,
@@ -54,6 +64,8 @@ def migration_message(migration: Any, server: Any = None) -> dict[str, Any]:
     }
     if server is not None:
         message["server"] = server_message(server)
+    if power_on is not None:
+        message["power_on"] = power_on
     return message
 
 
@@ -115,6 +127,19 @@ class ComputeAPI:
     def revert_resize(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
         """On the destination and then the source: go back to the old flavor."""
         self._cast(ctxt, host, "revert_resize", "1.0", migration=migration)
+
+    @property
+    def can_power(self) -> bool:
+        """Whether hosts take power_off and power_on (1.1)."""
+        return bool(self.client.can_send_version("1.1"))
+
+    def power_off(self, ctxt: RequestContext, host: str, server: dict[str, Any]) -> None:
+        """Stop the server (os-stop); the host reports ``power_changed``."""
+        self._cast(ctxt, host, "power_off", "1.1", server=server)
+
+    def power_on(self, ctxt: RequestContext, host: str, server: dict[str, Any]) -> None:
+        """Start the stopped server (os-start); the host reports ``power_changed``."""
+        self._cast(ctxt, host, "power_on", "1.1", server=server)
 
     def destroy(
         self,

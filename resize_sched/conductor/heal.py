@@ -148,7 +148,7 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
 
 
 def _needs_look(server: Any) -> bool:
-    statuses = (models.STATUS_ACTIVE, models.STATUS_ERROR)
+    statuses = (models.STATUS_ACTIVE, models.STATUS_SHUTOFF, models.STATUS_ERROR)
     return bool(server.needs_heal or (server.status in statuses and server.rp_uuid))
 
 

@@ -25,7 +25,7 @@ from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.build import BuildTask
 from resize_sched.conductor.tasks.resize import ResizeTask
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api
+from resize_sched.db import action_api, models
 
 LOG = logging.getLogger(__name__)
 
@@ -43,6 +43,17 @@ COMPUTE_EVENTS: dict[str, tuple[str, str]] = {
     "confirm": ("compute_confirm_resize", action_api.CONFIRM_RESIZE),
     "revert": ("compute_revert_resize", action_api.REVERT_RESIZE),
     "finish_revert": ("compute_finish_revert_resize", action_api.REVERT_RESIZE),
+    "stop": ("compute_stop_instance", action_api.STOP),
+    "start": ("compute_start_instance", action_api.START),
+}
+
+#: The instance action of a stop and of a start.
+_POWER_ACTIONS = {"stop": action_api.STOP, "start": action_api.START}
+
+#: A stop's and a start's task state, and what the server is once done.
+_POWER_TASKS: dict[str, tuple[str, int]] = {
+    "stop": (models.TASK_POWERING_OFF, models.POWER_SHUTDOWN),
+    "start": (models.TASK_POWERING_ON, models.POWER_RUNNING),
 }
 #: The conductor's own event of a delete.
 DELETE_EVENT = "conductor_delete_server"
@@ -81,6 +92,9 @@ def _malformed(arguments: dict[str, Any]) -> list[str]:
         elif name == "children":
             problem = reports.malformed_children(value)
             problems += [problem] if problem else []
+        elif name == "power_state":
+            if value not in (models.POWER_RUNNING, models.POWER_SHUTDOWN):
+                problems.append(f"{name} is not a power state we set: {value!r:.80}")
         elif name == "provider_generation":
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 problems.append(f"{name} is not an integer: {value!r:.80}")
@@ -240,7 +254,16 @@ class ConductorManager:
             "prep_resize", server_uuid, migration.dest_host, result=action_api.SUCCESS
         )
         self._compute_event("resize", server_uuid, migration.source_host)
-        self.compute.resize_instance(ctxt, migration.source_host, migration_message(migration))
+        self.compute.resize_instance(ctxt, migration.source_host, self.running_message(migration))
+
+    def running_message(self, migration: Any) -> dict[str, Any]:
+        """The ``migration`` message of a step after which the server runs
+        again, saying whether it does (a stopped server stays powered off)."""
+        try:
+            server = self.db.server_get(migration.server_uuid)
+        except exception.ServerNotFound:
+            return migration_message(migration)
+        return migration_message(migration, power_on=server.power_state != models.POWER_SHUTDOWN)
 
     @handler
     def resize_finished(self, ctxt: RequestContext, migration_uuid: str) -> None:
@@ -272,7 +295,84 @@ class ConductorManager:
             return
         if migration is not None:
             self.db.action_finish(migration.server_uuid, (action_api.REVERT_RESIZE,))
-            self.compute.revert_resize(ctxt, migration.dest_host, migration_message(migration))
+            self.compute.revert_resize(ctxt, migration.dest_host, self.running_message(migration))
+
+    # -- stop and start ------------------------------------------------------------------
+
+    @handler
+    def stop_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        self._power(ctxt, server_uuid, "stop")
+
+    @handler
+    def start_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        self._power(ctxt, server_uuid, "start")
+
+    def _power(self, ctxt: RequestContext, server_uuid: str, operation: str) -> None:
+        task, _ = _POWER_TASKS[operation]
+        server = self.db.server_get(server_uuid)
+        if server.task_state != task or not server.host:
+            # NOTE: a duplicate, or the server moved on (deleted, reset).
+            LOG.info(
+                "%s of server %s not due (task %s); nothing to do",
+                operation,
+                server_uuid,
+                server.task_state,
+            )
+            return
+        if not self.compute.can_power:
+            # NOTE: a host capped at compute RPC 1.0 has no power_off/power_on.
+            self._power_failed(
+                server_uuid,
+                operation,
+                server.host,
+                f"compute RPC to {server.host} is capped below 1.1 ([upgrade_levels] "
+                "compute), which has no power_off or power_on: finish the upgrade, "
+                "then try again",
+            )
+            return
+        self._compute_event(operation, server_uuid, server.host)
+        cast = self.compute.power_off if operation == "stop" else self.compute.power_on
+        cast(ctxt, server.host, server_message(server))
+
+    @handler
+    def power_changed(
+        self, ctxt: RequestContext, server_uuid: str, power_state: int, host: str
+    ) -> None:
+        operation = "stop" if power_state == models.POWER_SHUTDOWN else "start"
+        task, _ = _POWER_TASKS[operation]
+        status, vm_state = models.settled_state(power_state)
+        try:
+            self.db.server_update(
+                server_uuid,
+                expected={"task_state": task, "host": host},
+                operation=f"{operation} report",
+                status=status,
+                vm_state=vm_state,
+                task_state=None,
+                power_state=power_state,
+            )
+        except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
+            LOG.info(
+                "%s report of server %s not due (%s); nothing to do", operation, server_uuid, exc
+            )
+            return
+        self._compute_event(operation, server_uuid, host, result=action_api.SUCCESS)
+        self.db.action_finish(server_uuid, (_POWER_ACTIONS[operation],))
+
+    def _power_failed(
+        self, server_uuid: str, operation: str, host: str | None, reason: str
+    ) -> None:
+        """A stop or start did not happen: no task again, the event failed."""
+        task, _ = _POWER_TASKS[operation]
+        try:
+            self.db.server_update(
+                server_uuid, expected={"task_state": task}, operation=operation, task_state=None
+            )
+        except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
+            LOG.info("Failed %s of server %s not due (%s)", operation, server_uuid, exc)
+            return
+        self._compute_event(operation, server_uuid, host, reason=reason)
+        self.db.action_finish(server_uuid, (_POWER_ACTIONS[operation],))
 
     # -- failures reported by compute hosts ----------------------------------------------
 
@@ -296,7 +396,9 @@ class ConductorManager:
         # NOTE: each failure's event is recorded only when the report was due
         # (the task acted on it): a duplicate or stale report records nothing.
         # What is recorded says it in words (resize_sched.words).
-        if operation == "spawn":
+        if operation in _POWER_TASKS:
+            self._power_failed(server_uuid, operation, host, reason)
+        elif operation == "spawn":
             said = words.compute_failed(operation, host, reason, source=None)
             if self.builds.fail(server_uuid, said) is not None:
                 self._compute_event("spawn", server_uuid, host, reason=said)

@@ -48,7 +48,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from resize_sched import exception
-from resize_sched.compute.rpcapi import migration_message, server_message
+from resize_sched.compute.rpcapi import server_message
 from resize_sched.conductor import heal, reaper
 from resize_sched.context import admin_context
 
@@ -103,7 +103,9 @@ def resume(manager: Any, migration: Any) -> str:
         manager.resize_server(ctxt, migration.uuid)
         return "scheduled again"
     if status == "post-migrating":
-        manager.compute.resize_instance(ctxt, migration.source_host, migration_message(migration))
+        manager.compute.resize_instance(
+            ctxt, migration.source_host, manager.running_message(migration)
+        )
         return f"resize sent again to {migration.source_host}"
     if status == "migrating":
         manager._prep(ctxt, migration.uuid, migration.dest_host)

@@ -15,6 +15,10 @@ API version history:
   (``{}`` on a flat host). A 1.2 conductor is sent the report without them;
   a 1.3 conductor keeps what it last recorded when a report has none (an
   older compute service, or one capped at 1.2).
+* 1.4 - stop_server and start_server (from the API), power_changed (a
+  compute host powered a server off or on, reported with its ``host``).
+  The API refuses os-stop and os-start (409) while the conductor is capped
+  below 1.4.
 
 Every method is a cast: the caller has already validated the request and
 recorded its intent in the database; the outcome shows in the server's and
@@ -35,7 +39,7 @@ LOG = logging.getLogger(__name__)
 
 TOPIC = "conductor"
 NAMESPACE = "conductor"
-VERSION = "1.3"
+VERSION = "1.4"
 
 
 class ConductorAPI:
@@ -83,6 +87,32 @@ class ConductorAPI:
         """Finish a revert the API has begun (migration reverting)."""
         self._cast(ctxt, "revert_resize", "1.0", migration_uuid=migration_uuid)
 
+    @property
+    def can_power(self) -> bool:
+        """Whether the conductor takes stop_server and start_server (1.4)."""
+        return bool(self.client.can_send_version("1.4"))
+
+    def stop_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Power off a server the API has marked ``powering-off``."""
+        self._cast(ctxt, "stop_server", "1.4", server_uuid=server_uuid)
+
+    def start_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Power on a server the API has marked ``powering-on``."""
+        self._cast(ctxt, "start_server", "1.4", server_uuid=server_uuid)
+
+    def power_changed(
+        self, ctxt: RequestContext, server_uuid: str, power_state: int, host: str
+    ) -> None:
+        """``host`` powered the server off or on: its ``power_state`` now."""
+        self._cast(
+            ctxt,
+            "power_changed",
+            "1.4",
+            server_uuid=server_uuid,
+            power_state=power_state,
+            host=host,
+        )
+
     def delete_server(self, ctxt: RequestContext, server_uuid: str) -> None:
         """Release a server's allocations and destroy it on its host."""
         self._cast(ctxt, "delete_server", "1.0", server_uuid=server_uuid)
@@ -113,7 +143,8 @@ class ConductorAPI:
         host: str | None = None,
     ) -> None:
         """A compute operation failed on ``host`` (``spawn``, ``prep_resize``,
-        ``resize``, ``finish_resize``, ``confirm``, ``revert``)."""
+        ``resize``, ``finish_resize``, ``confirm``, ``revert``; from 1.4
+        ``stop`` and ``start``)."""
         self._cast_report(
             ctxt,
             "operation_failed",

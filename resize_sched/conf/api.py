@@ -52,6 +52,14 @@ OPTS = [
         "from X-Forwarded-Host). The path of the request (/v2.1/...) is appended to "
         "it, as Nova does with its option of the same name.",
     ),
+    cfg.BoolOpt(
+        "enable_instance_password",
+        default=True,
+        help="Return the server's administrator password (adminPass) in the answer to "
+        "a server create: the one the caller gave, or one generated. As Nova's option "
+        "of the same name; the password is never stored (there is no guest to set it "
+        "in: the compute service drives a fake hypervisor).",
+    ),
 ]
 
 

@@ -12,7 +12,16 @@ from oslo_config import cfg, types
 
 #: Operations that ``fail_on`` can name: the names the compute host reports to
 #: the conductor with ``operation_failed``.
-OPERATIONS = ("spawn", "prep_resize", "resize", "finish_resize", "confirm", "revert")
+OPERATIONS = (
+    "spawn",
+    "prep_resize",
+    "resize",
+    "finish_resize",
+    "confirm",
+    "revert",
+    "stop",
+    "start",
+)
 
 
 class FailurePoint(types.String):

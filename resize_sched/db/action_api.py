@@ -45,6 +45,9 @@ RESIZE = "resize"
 CONFIRM_RESIZE = "confirmResize"
 REVERT_RESIZE = "revertResize"
 DELETE = "delete"
+STOP = "stop"
+START = "start"
+RESET_STATE = "resetState"
 
 #: Event results.
 SUCCESS = "Success"

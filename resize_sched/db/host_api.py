@@ -393,7 +393,8 @@ def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
             sa.select(server.flavor).where(
                 server.host == host,
                 server.rp_uuid == rp_uuid,
-                server.status == "ACTIVE",
+                # NOTE: a stopped server keeps its room, as in Nova.
+                server.status.in_(("ACTIVE", "SHUTOFF")),
                 server.task_state.is_(None),
                 server.deleted_at.is_(None),
                 server.needs_heal.is_(False),

@@ -28,6 +28,7 @@ STATUS_VERIFY_RESIZE = "VERIFY_RESIZE"
 STATUS_REVERT_RESIZE = "REVERT_RESIZE"
 STATUS_ERROR = "ERROR"
 STATUS_DELETED = "DELETED"
+STATUS_SHUTOFF = "SHUTOFF"
 SERVER_STATUSES = (
     STATUS_BUILD,
     STATUS_ACTIVE,
@@ -36,6 +37,7 @@ SERVER_STATUSES = (
     STATUS_REVERT_RESIZE,
     STATUS_ERROR,
     STATUS_DELETED,
+    STATUS_SHUTOFF,
 )
 
 VM_BUILDING = "building"
@@ -43,7 +45,8 @@ VM_ACTIVE = "active"
 VM_RESIZED = "resized"
 VM_ERROR = "error"
 VM_DELETED = "deleted"
-VM_STATES = (VM_BUILDING, VM_ACTIVE, VM_RESIZED, VM_ERROR, VM_DELETED)
+VM_STOPPED = "stopped"
+VM_STATES = (VM_BUILDING, VM_ACTIVE, VM_RESIZED, VM_ERROR, VM_DELETED, VM_STOPPED)
 
 TASK_SCHEDULING = "scheduling"
 TASK_RESIZE_PREP = "resize_prep"
@@ -53,6 +56,26 @@ TASK_RESIZE_FINISH = "resize_finish"
 TASK_RESIZE_CONFIRMING = "resize_confirming"
 TASK_RESIZE_REVERTING = "resize_reverting"
 TASK_DELETING = "deleting"
+TASK_POWERING_OFF = "powering-off"
+TASK_POWERING_ON = "powering-on"
+
+#: Nova's power states (``OS-EXT-STS:power_state``).
+POWER_NOSTATE = 0
+POWER_RUNNING = 1
+POWER_SHUTDOWN = 4
+
+
+def settled_state(power_state: int | None) -> tuple[str, str]:
+    """(status, vm_state) of a server no task is acting on, by its power
+    state: a stopped server stays SHUTOFF across a resize's end (confirm,
+    revert, failure), as in Nova.
+
+    :param power_state: the server's ``power_state`` (None: never set, running).
+    """
+    if power_state == POWER_SHUTDOWN:
+        return STATUS_SHUTOFF, VM_STOPPED
+    return STATUS_ACTIVE, VM_ACTIVE
+
 
 # -- migrations -----------------------------------------------------------------
 
@@ -263,6 +286,17 @@ class Server(TimestampMixin, Base):
     #: (``""`` unnumbered) -> provider uuids; None when the flavor has no
     #: numbered group.
     group_providers: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
+    #: The addresses the owner says the server is reached at (Nova's
+    #: ``accessIPv4``/``accessIPv6``), None when not given.
+    access_ip_v4: Mapped[str | None] = mapped_column(sa.String(39), nullable=True)
+    access_ip_v6: Mapped[str | None] = mapped_column(sa.String(39), nullable=True)
+    #: The owner's key/value pairs (Nova's server ``metadata``); None: none.
+    metadata_items: Mapped[dict[str, str] | None] = mapped_column(NullableJSON, nullable=True)
+    #: Nova's ``description`` (microversion 2.19), None when not given.
+    description: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    #: Nova's power state, as the compute host last set it (None on rows
+    #: from before it was kept: running when active or resized).
+    power_state: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
 
     def __repr__(self) -> str:
         return f"<Server {self.uuid} {self.status}/{self.vm_state}/{self.task_state}>"

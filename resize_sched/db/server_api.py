@@ -69,12 +69,15 @@ class ServerApi(SessionSource):
         node: str | None = None,
         rp_uuid: str | None = None,
         image_ref: str | None = None,
+        attributes: Mapping[str, Any] | None = None,
     ) -> models.Server:
         """Create a server record.
 
         :param flavor: a Flavor, or a snapshot mapping; a snapshot is stored.
         :param uuid: the server's uuid; a new one when omitted.
         :param image_ref: the image it is created from, if any.
+        :param attributes: what the owner gave it (``access_ip_v4``,
+            ``access_ip_v6``, ``metadata_items``, ``description``).
         :returns: the new server.
         :raises resize_sched.exception.Invalid: a bad value; nothing written.
         :raises resize_sched.exception.Conflict: the uuid is taken.
@@ -88,6 +91,9 @@ class ServerApi(SessionSource):
             }
         except ValueError as exc:
             raise exception.Invalid(reason=str(exc)) from None
+        extra = dict(attributes or {})
+        check_values(models.Server, extra, what="server")
+        values.update(extra)
         if status not in models.SERVER_STATUSES:
             raise exception.Invalid(reason=f"unknown server status {status!r}")
         server = models.Server(
@@ -264,14 +270,50 @@ class ServerApi(SessionSource):
         return self.server_update(
             uuid,
             expected={
-                "status": models.STATUS_ACTIVE,
-                "vm_state": models.VM_ACTIVE,
+                # NOTE: a stopped server may be resized, as in Nova; it stays
+                # powered off and ends SHUTOFF (models.settled_state).
+                "status": (models.STATUS_ACTIVE, models.STATUS_SHUTOFF),
+                "vm_state": (models.VM_ACTIVE, models.VM_STOPPED),
                 "task_state": None,
                 "needs_heal": False,
             },
             operation="resize",
             status=models.STATUS_RESIZE,
             task_state=models.TASK_RESIZE_PREP,
+        )
+
+    def server_begin_power(
+        self, uuid: str, *, stop: bool, project_id: ProjectScope = ALL_PROJECTS
+    ) -> models.Server:
+        """Record a stop (ACTIVE or ERROR on a host -> ``powering-off``) or a
+        start (SHUTOFF -> ``powering-on``), atomically: of two, one wins.
+
+        :raises resize_sched.exception.ServerNotFound: no such server (or
+            another project's).
+        :raises resize_sched.exception.ServerStateConflict: not idle in the
+            state the action needs.
+        """
+        server = self.server_get(uuid, project_id=project_id)
+        if stop:
+            # NOTE: as Nova, an ERROR server may be stopped too, if it has a
+            # host to stop it on (one whose build failed has none).
+            expected = {
+                "status": (models.STATUS_ACTIVE, models.STATUS_ERROR),
+                "vm_state": (models.VM_ACTIVE, models.VM_ERROR),
+            }
+            if server.host is None:
+                raise exception.ServerStateConflict(
+                    server_id=uuid, actual="on no host", operation="stop", expected="on a host"
+                )
+            task = models.TASK_POWERING_OFF
+        else:
+            expected = {"status": models.STATUS_SHUTOFF, "vm_state": models.VM_STOPPED}
+            task = models.TASK_POWERING_ON
+        return self.server_update(
+            uuid,
+            expected={**expected, "task_state": None},
+            operation="stop" if stop else "start",
+            task_state=task,
         )
 
     # -- delete --------------------------------------------------------------------

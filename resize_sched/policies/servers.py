@@ -23,6 +23,10 @@ DELETE = SERVERS % "delete"
 RESIZE = SERVERS % "resize"
 CONFIRM_RESIZE = SERVERS % "confirm_resize"
 REVERT_RESIZE = SERVERS % "revert_resize"
+UPDATE = SERVERS % "update"
+STOP = SERVERS % "stop"
+START = SERVERS % "start"
+RESET_STATE = "os_compute_api:os-admin-actions:reset_state"
 EXTENDED_ATTRIBUTES = "os_compute_api:os-extended-server-attributes"
 
 _LIST = ("GET /servers", "GET /servers/detail")
@@ -116,6 +120,30 @@ _RULES = [
         base.PROJECT_MEMBER_OR_ADMIN,
         "Revert a server's resize.",
         "POST /servers/{server_id}/action (revertResize)",
+    ),
+    base.rule(
+        UPDATE,
+        base.PROJECT_MEMBER_OR_ADMIN,
+        "Update a server's name, access addresses or description.",
+        "PUT /servers/{server_id}",
+    ),
+    base.rule(
+        STOP,
+        base.PROJECT_MEMBER_OR_ADMIN,
+        "Stop (power off) a server.",
+        "POST /servers/{server_id}/action (os-stop)",
+    ),
+    base.rule(
+        START,
+        base.PROJECT_MEMBER_OR_ADMIN,
+        "Start (power on) a stopped server.",
+        "POST /servers/{server_id}/action (os-start)",
+    ),
+    base.rule(
+        RESET_STATE,
+        base.ADMIN,
+        "Reset a server's state to active or error, whatever it is doing.",
+        "POST /servers/{server_id}/action (os-resetState)",
     ),
 ]
 

@@ -96,9 +96,9 @@ def _children(pid: int) -> list[int]:
 class Vhost:
     """A private RabbitMQ virtual host (rabbitmqctl), deleted on :meth:`delete`."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, prefix: str = PREFIX) -> None:
         self.base_url = url
-        self.name = f"{PREFIX}{uuid.uuid4().hex[:10]}"
+        self.name = f"{prefix}{uuid.uuid4().hex[:10]}"
         self.url = ""
         self._ctl = shutil.which("rabbitmqctl")
         self._created = False
@@ -232,6 +232,7 @@ class Stack:
     :param placement_timeout: the daemons' ``[placement] timeout`` (seconds).
     :param fault_kinds: the Placement faults to draw from.
     :param options: config text appended to every daemon's file.
+    :param prefix: the prefix of the scratch database's and virtual host's names.
     """
 
     #: Every compute host's inventory.
@@ -250,6 +251,7 @@ class Stack:
         placement_timeout: float,
         fault_kinds: tuple[str, ...] = KINDS,
         options: str = "",
+        prefix: str = PREFIX,
     ) -> None:
         self.workdir = workdir
         self.transport_url = transport_url
@@ -261,7 +263,8 @@ class Stack:
         self.placement_timeout = placement_timeout
         self.fault_kinds = fault_kinds
         self.options = options
-        self.vhost = Vhost(transport_url)
+        self.prefix = prefix
+        self.vhost = Vhost(transport_url, prefix)
         self.scratch: ScratchDatabase | None = None
         self.placement: Any = None
         self.proxy: ChaosProxy | None = None
@@ -281,7 +284,7 @@ class Stack:
         """Bring everything up; :class:`HarnessError` when something does not come."""
         try:
             vhost_url = self.vhost.create()
-            self.scratch = ScratchDatabase(self.db_url, prefix=PREFIX, sqlite=False)
+            self.scratch = ScratchDatabase(self.db_url, prefix=self.prefix, sqlite=False)
             our_url = self.scratch.create()
         except HarnessError:
             raise

@@ -11,15 +11,15 @@ first); from 2.66 ``changes-before``; from 2.80 ``user_id`` and
 ``project_id``. Fields follow the microversion: ``migration_type`` from
 2.23, ``uuid`` from 2.59, ``user_id``/``project_id`` from 2.80.
 
-``old_instance_type_id`` and ``new_instance_type_id`` are the flavors' API
-ids (Nova shows its database ids there; ours are not visible anywhere
-else). ``dest_host`` is the destination host's name (Nova: its IP).
+``old_instance_type_id`` and ``new_instance_type_id`` are the flavors'
+database ids, integers, as in Nova (null for a flavor no longer in the
+database). ``dest_host`` is the destination host's name (Nova: its IP).
 
-Extension fields, always present: ``resize_sched:claim_strategy`` (the
-strategy the resize runs with) and, once a migration failed,
-``resize_sched:error_kind`` (``deferred``: no host has room now;
-``infeasible``: no host ever could; ``failed``: anything else) and
-``resize_sched:error_reason``.
+The fields are exactly Nova's at each microversion (Tempest checks them
+against Nova's schema). What is ours alone (the claim strategy a resize
+runs with, why a migration failed) is not here: ``resize-sched-manage
+migration list`` and ``migration show``, the resize notifications and the
+instance action's events say it.
 """
 
 import datetime
@@ -46,14 +46,32 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-EXTENSION = "resize_sched"
+
+class FlavorIds:
+    """The database id of each flavor id, read once per request."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        self.known: dict[str, int | None] = {}
+
+    def __call__(self, flavor: dict[str, Any]) -> int | None:
+        flavorid = str(flavor.get("id"))
+        if flavorid not in self.known:
+            try:
+                self.known[flavorid] = self.db.flavor_get(flavorid, read_deleted=True).id
+            except exception.FlavorNotFound:
+                self.known[flavorid] = None
+        return self.known[flavorid]
 
 
-def view(req: ApiRequest, migration: models.Migration, *, hosts: bool = True) -> dict[str, Any]:
+def view(
+    req: ApiRequest, migration: models.Migration, flavor_ids: FlavorIds, *, hosts: bool = True
+) -> dict[str, Any]:
     """A migration as os-migrations shows it at this microversion.
 
     :param req: the request (for the microversion).
     :param migration: the migration.
+    :param flavor_ids: the flavors' database ids.
     :param hosts: show where it runs; the host and node fields are null if not.
     :returns: the body of one migration.
     """
@@ -66,13 +84,10 @@ def view(req: ApiRequest, migration: models.Migration, *, hosts: bool = True) ->
         "dest_compute": migration.dest_host,
         "dest_node": migration.dest_node,
         "dest_host": migration.dest_host,
-        "source_region": None,
-        "dest_region": None,
-        "old_instance_type_id": migration.old_flavor.get("id"),
-        "new_instance_type_id": migration.new_flavor.get("id"),
+        "old_instance_type_id": flavor_ids(migration.old_flavor),
+        "new_instance_type_id": flavor_ids(migration.new_flavor),
         "created_at": nova_timestamp(migration.created_at),
         "updated_at": nova_timestamp(migration.updated_at),
-        f"{EXTENSION}:claim_strategy": migration.claim_strategy,
     }
     if not hosts:
         for key in ("source_compute", "source_node", "dest_compute", "dest_node", "dest_host"):
@@ -84,9 +99,6 @@ def view(req: ApiRequest, migration: models.Migration, *, hosts: bool = True) ->
     if req.version.at_least("2.80"):
         body["user_id"] = migration.user_id
         body["project_id"] = migration.project_id
-    if migration.status == models.MIGRATION_ERROR or migration.error_kind:
-        body[f"{EXTENSION}:error_kind"] = migration.error_kind
-        body[f"{EXTENSION}:error_reason"] = migration.error_reason
     return body
 
 
@@ -154,7 +166,10 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
     if req.version.at_least("2.59"):
         migrations.sort(key=lambda m: (m.created_at, m.id), reverse=True)
         migrations, links = paginate(req, migrations, "uuid", "os-migrations")
-    body: dict[str, Any] = {"migrations": [view(req, m, hosts=hosts) for m in migrations]}
+    flavor_ids = FlavorIds(state.db)
+    body: dict[str, Any] = {
+        "migrations": [view(req, m, flavor_ids, hosts=hosts) for m in migrations]
+    }
     if links:
         body["migrations_links"] = links
     return json_response(body)

@@ -1,5 +1,6 @@
 """Server actions: ``POST /v2.1/servers/{id}/action`` with ``resize``,
-``confirmResize`` or ``revertResize``.
+``confirmResize``, ``revertResize``, ``os-stop``, ``os-start`` or
+(administrators) ``os-resetState``.
 
 Each runs the database-only first step from :mod:`resize_sched.actions` (a
 compare-and-swap that records the intent, so of two concurrent requests one
@@ -20,6 +21,7 @@ from resize_sched.api import faults, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.handlers.servers import flavor_ref
 from resize_sched.api.request import ApiRequest, empty_response
+from resize_sched.db import action_api, models
 from resize_sched.policies import servers as rules
 
 if TYPE_CHECKING:
@@ -82,6 +84,89 @@ def _revert(
     return empty_response(202)
 
 
+#: ``os-resetState``'s states: (status, vm_state), as Nova maps them.
+_RESET_STATES = {
+    "active": (models.STATUS_ACTIVE, models.VM_ACTIVE),
+    "error": (models.STATUS_ERROR, models.VM_ERROR),
+}
+
+
+def _reset_state(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
+) -> webob.Response:
+    """An operator sets a stuck server's state, as Nova: vm_state active or
+    error, no task; the action is recorded. Nothing else changes: not the
+    host, nor what Placement holds.
+
+    One refusal Nova does not make: ``active`` while a resize of the server
+    is in flight (409). Its migration holds the server's allocations and
+    the conductor (or its recovery) still finishes it; an ACTIVE server
+    could be resized again meanwhile. ``error`` is always taken (a delete
+    then closes the resize).
+    """
+    schemas.validate(body, schemas.RESET_STATE)
+    server = policy.authorized_server(req, state.db, rules.RESET_STATE, server_id)
+    wanted = body["os-resetState"]["state"]
+    if wanted == "active":
+        in_flight = state.db.migration_list(
+            server_uuid=server.uuid, statuses=models.IN_FLIGHT_STATUSES
+        )
+        if in_flight:
+            raise faults.Conflict(
+                f"Cannot reset server {server.uuid} to active while its resize "
+                f"(migration {in_flight[-1].uuid}, {in_flight[-1].status}) is in flight; "
+                "the conductor finishes or recovers it. Reset it to error to stop using it."
+            )
+    status, vm_state = _RESET_STATES[wanted]
+    ctxt = req.context
+    state.db.action_start(
+        server.uuid,
+        ctxt.request_id,
+        action_api.RESET_STATE,
+        user_id=ctxt.user_id,
+        project_id=ctxt.project_id,
+    )
+    state.db.server_update(server.uuid, status=status, vm_state=vm_state, task_state=None)
+    state.db.action_finish(server.uuid, [action_api.RESET_STATE])
+    LOG.info("Server %s reset to %s by %s", server.uuid, wanted, ctxt.user_id)
+    return empty_response(202)
+
+
+def _power(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any], *, stop: bool
+) -> webob.Response:
+    schemas.validate(body, schemas.STOP if stop else schemas.START)
+    policy.authorized_server(req, state.db, rules.STOP if stop else rules.START, server_id)
+    if not state.conductor.can_power:
+        # NOTE: checked before anything is recorded: an older conductor
+        # ([upgrade_levels] conductor below 1.4) would drop the cast.
+        raise faults.Conflict(
+            "Stopping and starting servers needs conductor RPC 1.4; "
+            "[upgrade_levels] conductor caps it lower (an upgrade in progress)."
+        )
+    actions.begin_power(
+        state.db, server_id, stop=stop, project_id=req.project_scope(), context=req.context
+    )
+    if stop:
+        state.conductor.stop_server(req.context, server_id)
+    else:
+        state.conductor.start_server(req.context, server_id)
+    LOG.info("%s of server %s requested", "Stop" if stop else "Start", server_id)
+    return empty_response(202)
+
+
+def _stop(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
+) -> webob.Response:
+    return _power(state, req, server_id, body, stop=True)
+
+
+def _start(
+    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
+) -> webob.Response:
+    return _power(state, req, server_id, body, stop=False)
+
+
 Action = Callable[[Any, ApiRequest, str, dict[str, Any]], webob.Response]
 
 #: The actions served, by body key.
@@ -89,6 +174,9 @@ ACTIONS: dict[str, Action] = {
     "resize": _resize,
     "confirmResize": _confirm,
     "revertResize": _revert,
+    "os-resetState": _reset_state,
+    "os-stop": _stop,
+    "os-start": _start,
 }
 
 

@@ -23,6 +23,7 @@ mappings are refused.
 """
 
 import hashlib
+import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -53,9 +54,31 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-#: Nova's power states, as ``OS-EXT-STS:power_state`` shows them.
-POWER_NOSTATE = 0
-POWER_RUNNING = 1
+#: The statuses whose servers show ``progress``, as Nova's.
+_PROGRESS_STATUSES = (
+    models.STATUS_ACTIVE,
+    models.STATUS_BUILD,
+    models.STATUS_RESIZE,
+    models.STATUS_VERIFY_RESIZE,
+)
+
+#: Nova's default ``metadata_items`` quota: the most metadata pairs a server has.
+MAX_METADATA_ITEMS = 128
+
+#: The length of a generated ``adminPass`` (Nova's default).
+PASSWORD_LENGTH = 12
+
+
+def power_state(server: models.Server) -> int:
+    """``OS-EXT-STS:power_state``: as the compute host set it, or, on rows from
+    before it was kept, read from the vm_state."""
+    if server.power_state is not None:
+        return server.power_state
+    if server.vm_state in (models.VM_ACTIVE, models.VM_RESIZED):
+        return models.POWER_RUNNING
+    if server.vm_state == models.VM_STOPPED:
+        return models.POWER_SHUTDOWN
+    return models.POWER_NOSTATE
 
 
 def flavor_ref(value: int | str) -> str:
@@ -150,11 +173,11 @@ def _admin_fields(
     return fields
 
 
-def _versioned_fields(req: ApiRequest, listed: bool) -> dict[str, Any]:
+def _versioned_fields(req: ApiRequest, server: models.Server, listed: bool) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for version, key, value in (
         ("2.9", "locked", False),
-        ("2.19", "description", None),
+        ("2.19", "description", server.description),
         ("2.26", "tags", []),
         ("2.63", "trusted_image_certificates", None),
         ("2.71", "server_groups", []),
@@ -173,6 +196,7 @@ def view(
     detail: bool = True,
     statuses: Mapping[str, str] | None = None,
     listed: bool = False,
+    updated: bool = False,
 ) -> dict[str, Any]:
     """A server as the Compute API shows it to this caller at this microversion.
 
@@ -181,6 +205,9 @@ def view(
     :param detail: every field, or only id, name and links.
     :param statuses: :func:`host_statuses` (``host_status``).
     :param listed: in a list (``/servers/detail``), not shown alone.
+    :param updated: the answer to ``PUT /servers/{id}``: below 2.75 Nova
+        leaves out the extension fields (zone, config drive, key, usage
+        times, states, volumes, the admin's and ``host_status``).
     :returns: the body of one server.
     """
     body: dict[str, Any] = {
@@ -193,7 +220,6 @@ def view(
     host_id = ""
     if server.host:
         host_id = hashlib.sha224(f"{server.project_id}{server.host}".encode()).hexdigest()
-    running = server.vm_state in (models.VM_ACTIVE, models.VM_RESIZED)
     body.update(
         {
             "status": server.status,
@@ -204,27 +230,39 @@ def view(
             "flavor": _flavor_view(req, server),
             "image": _image_view(req, server),
             "addresses": {},
-            "metadata": {},
+            "metadata": dict(server.metadata_items or {}),
             "hostId": host_id,
-            "accessIPv4": "",
-            "accessIPv6": "",
+            "accessIPv4": server.access_ip_v4 or "",
+            "accessIPv6": server.access_ip_v6 or "",
+            "OS-DCF:diskConfig": "MANUAL",
+        }
+    )
+    if server.status in _PROGRESS_STATUSES:
+        body["progress"] = 0
+    if updated and not req.version.at_least("2.75"):
+        body.update(_versioned_fields(req, server, listed))
+        return _with_fault(body, server)
+    body.update(
+        {
             "key_name": None,
             "config_drive": "",
-            "progress": 0,
-            "OS-DCF:diskConfig": "MANUAL",
             "OS-EXT-STS:task_state": server.task_state,
             "OS-EXT-STS:vm_state": server.vm_state,
-            "OS-EXT-STS:power_state": POWER_RUNNING if running else POWER_NOSTATE,
+            "OS-EXT-STS:power_state": power_state(server),
             # NOTE: Nova's: the host's zone (every compute host is in the
             # default zone here), "" until the server has a host.
             "OS-EXT-AZ:availability_zone": COMPUTE_ZONE if server.host else "",
             "OS-SRV-USG:launched_at": nova_timestamp(server.launched_at),
             "OS-SRV-USG:terminated_at": nova_timestamp(server.deleted_at),
             "os-extended-volumes:volumes_attached": [],
-            **_versioned_fields(req, listed),
+            **_versioned_fields(req, server, listed),
         }
     )
     body.update(_admin_fields(req, server, statuses or {}))
+    return _with_fault(body, server)
+
+
+def _with_fault(body: dict[str, Any], server: models.Server) -> dict[str, Any]:
     if server.status == models.STATUS_ERROR and server.fault_message:
         body["fault"] = {
             "code": server.fault_code or 500,
@@ -240,7 +278,9 @@ def _listed(
     ctxt = req.context
     policy.authorize(req, rules.DETAIL if detail else rules.INDEX)
     project_id: ProjectScope | None = ctxt.project_id
-    if "all_tenants" in req.GET and parse_bool(req.GET["all_tenants"], "all_tenants"):
+    # NOTE: as Nova, all_tenants present with no value means true.
+    all_tenants = req.GET.get("all_tenants")
+    if all_tenants is not None and (not all_tenants or parse_bool(all_tenants, "all_tenants")):
         policy.authorize(req, rules.DETAIL_ALL_TENANTS if detail else rules.INDEX_ALL_TENANTS)
         project_id = req.GET.get("project_id") or req.GET.get("tenant_id") or ALL_PROJECTS
     host = req.GET.get("host")
@@ -252,6 +292,8 @@ def _listed(
         servers = [s for s in servers if s.status in statuses]
     if "flavor" in req.GET:
         servers = [s for s in servers if str(s.flavor.get("id")) == req.GET["flavor"]]
+    if "image" in req.GET:
+        servers = [s for s in servers if s.image_ref == req.GET["image"]]
     name = req.GET.get("name")
     if name:
         pattern = NameFilter(name)
@@ -277,8 +319,9 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
     """``GET /servers``: id, name and links of the caller's servers.
 
     Filters: ``name`` (a regular expression, run by
-    :mod:`resize_sched.api.name_filter`), ``status``, ``flavor``; for an
-    administrator also ``all_tenants`` (with ``project_id``) and ``host``.
+    :mod:`resize_sched.api.name_filter`), ``status``, ``flavor``, ``image``
+    (an image id); for an administrator also ``all_tenants`` (present with
+    no value: true, as in Nova; with ``project_id``) and ``host``.
 
     :returns: ``{"servers": [...]}``, 200, newest first.
     :raises faults.Forbidden: an admin-only filter from a non-admin.
@@ -321,6 +364,8 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     ctxt = req.context
     policy.authorize(req, rules.CREATE)
     body = req.validated_body(schemas.SERVER_CREATE)["server"]
+    metadata = body.get("metadata") or {}
+    _check_metadata_quota(metadata)
     image_ref = glance.image_ref_of(body)
     flavorid = flavor_ref(body["flavorRef"])
     try:
@@ -337,23 +382,65 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
             user_id=ctxt.user_id,
             image_ref=image_ref,
             context=ctxt,
+            attributes={
+                "access_ip_v4": body.get("accessIPv4"),
+                "access_ip_v6": body.get("accessIPv6"),
+                "metadata_items": metadata or None,
+            },
         )
     except exception.FlavorNotFound:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
     state.conductor.build_server(ctxt, server.uuid)
     LOG.info("Server %s created by %s/%s", server.uuid, ctxt.user_id, ctxt.project_id)
-    response = json_response(
-        {
-            "server": {
-                "id": server.uuid,
-                "links": req.links("servers", server.uuid),
-                "OS-DCF:diskConfig": "MANUAL",
-            }
-        },
-        status=202,
-    )
+    created: dict[str, Any] = {
+        "id": server.uuid,
+        "links": req.links("servers", server.uuid),
+        "OS-DCF:diskConfig": "MANUAL",
+    }
+    # NOTE: as Nova, never stored: there is no guest to give it to.
+    if state.conf.api.enable_instance_password:
+        created["adminPass"] = body.get("adminPass") or _generate_password()
+    response = json_response({"server": created}, status=202)
     response.location = req.link("servers", server.uuid)
     return response
+
+
+def _check_metadata_quota(metadata: Mapping[str, str]) -> None:
+    if len(metadata) > MAX_METADATA_ITEMS:
+        raise faults.Forbidden(f"Maximum number of metadata items exceeds {MAX_METADATA_ITEMS}")
+
+
+def _generate_password() -> str:
+    # NOTE: Nova's alphabet: no look-alike letters or digits.
+    alphabet = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    return "".join(secrets.choice(alphabet) for _ in range(PASSWORD_LENGTH))
+
+
+def update(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
+    """``PUT /servers/{server_id}``: rename, set the access addresses (and,
+    from 2.19, the description), as Nova.
+
+    :returns: ``{"server": {...}}``, 200 (below 2.75 without the extension
+        fields, as Nova).
+    :raises ServerNotFound: unknown, or another project's: 404.
+    :raises faults.Forbidden: ``os_compute_api:servers:update`` refuses.
+    :raises faults.BadRequest: a bad body.
+    """
+    server = policy.authorized_server(req, state.db, rules.UPDATE, server_id)
+    body = req.validated_body(schemas.server_update(req.version.at_least("2.19")))["server"]
+    columns = {
+        "name": "name",
+        "accessIPv4": "access_ip_v4",
+        "accessIPv6": "access_ip_v6",
+        "description": "description",
+    }
+    values = {column: body[key] for key, column in columns.items() if key in body}
+    if values:
+        server = state.db.server_update(server.uuid, **values)
+    LOG.info("Server %s updated: %s", server.uuid, ", ".join(sorted(values)) or "nothing")
+    return json_response(
+        {"server": view(req, server, statuses=host_statuses(state, req), updated=True)}
+    )
 
 
 def delete(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:

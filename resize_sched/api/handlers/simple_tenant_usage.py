@@ -56,10 +56,11 @@ _INDEX_PARAMS = frozenset({"start", "end", "detailed", "limit", "marker"})
 _SHOW_PARAMS = frozenset({"start", "end", "limit", "marker"})
 
 
-def _time(req: ApiRequest, name: str, now: datetime.datetime) -> datetime.datetime:
+def _time(req: ApiRequest, name: str) -> datetime.datetime:
     raw = req.GET.get(name)
     if not raw:
-        return now
+        # NOTE: as Nova: each read of the clock apart, so start < end.
+        return models.utcnow()
     for fmt in TIME_FORMATS:
         try:
             value = datetime.datetime.strptime(raw, fmt)
@@ -74,12 +75,20 @@ def _time(req: ApiRequest, name: str, now: datetime.datetime) -> datetime.dateti
 def period(req: ApiRequest) -> tuple[datetime.datetime, datetime.datetime]:
     """The period a request asks about: ``start`` and ``end``, the end cut to now.
 
+    Either left out (or empty) is the time of the request, as Nova reads it:
+    without both, the period is the present instant (every server running
+    now, with no hours yet).
+
     :returns: (start, stop), timezone-aware UTC.
     :raises faults.BadRequest: a time in no known format, or a start not
         before the end.
     """
+    start = _time(req, "start")
+    stop = _time(req, "end")
     now = models.utcnow()
-    start, stop = _time(req, "start", now), _time(req, "end", now)
+    if start == stop and not req.GET.get("start") and not req.GET.get("end"):
+        # NOTE: a clock too coarse to tell the two reads apart.
+        stop += datetime.timedelta(microseconds=1)
     if not start < stop:
         raise faults.BadRequest(
             "Invalid start time. The start time cannot occur after the end time."
@@ -182,8 +191,11 @@ def _servers(
     start, stop = period(req)
     limit = marker = None
     if req.version.at_least("2.40"):
-        limit = int_param(req, "limit", minimum=1)
+        limit = int_param(req, "limit", minimum=0)
         marker = req.GET.get("marker")
+    if limit == 0:
+        # NOTE: as Nova, a page of nothing.
+        return [], start, stop, False
     try:
         found = state.db.servers_running_between(
             start,

@@ -23,6 +23,10 @@ from typing import Any
 Server = dict[str, Any]
 Migration = dict[str, Any]
 
+#: Nova's power states, as the manager reports them (``OS-EXT-STS:power_state``).
+POWER_RUNNING = 1
+POWER_SHUTDOWN = 4
+
 
 class ComputeDriver(abc.ABC):
     """What the compute manager needs from a hypervisor on one host."""
@@ -52,7 +56,8 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     def finish_migration(self, migration: Migration) -> None:
-        """On the destination: start the server with the new flavor."""
+        """On the destination: start the server with the new flavor (left
+        powered off when ``migration["power_on"]`` is False: it was stopped)."""
 
     @abc.abstractmethod
     def confirm_migration(self, migration: Migration) -> None:
@@ -64,7 +69,16 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     def finish_revert(self, migration: Migration) -> None:
-        """On the source: start the server again with the old flavor."""
+        """On the source: start the server again with the old flavor (left
+        powered off when ``migration["power_on"]`` is False)."""
+
+    def power_off(self, server: Server) -> None:
+        """Stop ``server`` (already stopped: nothing to do)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot power servers off")
+
+    def power_on(self, server: Server) -> None:
+        """Start the stopped ``server`` (already running: nothing to do)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot power servers on")
 
     @abc.abstractmethod
     def destroy(self, server_uuid: str) -> None:

@@ -144,7 +144,7 @@ class FakeDriver(base.ComputeDriver):
             # destination's new copy (the source keeps its own until confirm).
             instance = self._adopt(migration, migration["new_flavor"])
             instance.flavor = dict(migration["new_flavor"])
-            instance.power_state = RUNNING
+            instance.power_state = RUNNING if migration.get("power_on", True) else SHUTOFF
             instance.migration_uuid = migration["uuid"]
 
     def confirm_migration(self, migration: base.Migration) -> None:
@@ -170,8 +170,29 @@ class FakeDriver(base.ComputeDriver):
         with self._lock:
             instance = self._adopt(migration, migration["old_flavor"])
             instance.flavor = dict(migration["old_flavor"])
-            instance.power_state = RUNNING
+            instance.power_state = RUNNING if migration.get("power_on", True) else SHUTOFF
             instance.migration_uuid = None
+
+    def power_off(self, server: base.Server) -> None:
+        self._set_power(server, "stop", SHUTOFF)
+
+    def power_on(self, server: base.Server) -> None:
+        self._set_power(server, "start", RUNNING)
+
+    def _set_power(self, server: base.Server, operation: str, power_state: str) -> None:
+        self._begin(operation)
+        with self._lock:
+            instance = self._instances.get(server["uuid"])
+            if instance is None:
+                # NOTE: a host restarted since the spawn (the fake keeps its
+                # servers in memory): the server is adopted, as a resize does.
+                LOG.info("Server %s unknown on %s: adopting it", server["uuid"], self.host)
+                instance = self._instances[server["uuid"]] = FakeInstance(
+                    uuid=server["uuid"],
+                    name=server.get("name", ""),
+                    flavor=dict(server["flavor"]),
+                )
+            instance.power_state = power_state
 
     def destroy(self, server_uuid: str) -> None:
         with self._lock:

@@ -34,7 +34,7 @@ from resize_sched import actions, exception, words
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.facts import facts_of, group_devices, grouped
-from resize_sched.db import action_api
+from resize_sched.db import action_api, models
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepEvent, StepRun
 from resize_sched.scheduler.manager import (
@@ -568,6 +568,15 @@ class ResizeTask:
             lambda migration, run: self._decide(migration, run, "revert"),
         )
 
+    def _settled(self, server_uuid: str) -> tuple[str, str]:
+        """(status, vm_state) the server ends a resize in: SHUTOFF when it
+        was stopped (its power state is kept through the resize), as Nova."""
+        try:
+            server = self.db.server_get(server_uuid)
+        except exception.ServerNotFound:
+            return models.settled_state(None)
+        return models.settled_state(server.power_state)
+
     def _decide(self, migration: Any, run: StepRun, decision: str) -> Any:
         """Apply the recorded strategy's confirm or revert target, then settle.
 
@@ -616,6 +625,7 @@ class ResizeTask:
                 raise
         known_after = migration.holdings or {}
         generations = known_after.get("generations", {})
+        status_after, vm_state_after = self._settled(migration.server_uuid)
         if decision == "confirm":
             values = {
                 "flavor": migration.new_flavor,
@@ -640,8 +650,8 @@ class ResizeTask:
             status="confirmed" if decision == "confirm" else "reverted",
             server_expected={"task_state": f"resize_{status}"},
             server_values={
-                "status": "ACTIVE",
-                "vm_state": "active",
+                "status": status_after,
+                "vm_state": vm_state_after,
                 "task_state": None,
                 "placement_generation": generations.get("server"),
                 "allocations": _recorded(known_after.get("server"), values["rp_uuid"]),
@@ -714,9 +724,10 @@ class ResizeTask:
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
         LOG.warning("Migration %s failed (%s): %s", migration.uuid, kind, reason)
+        status_after, vm_state_after = self._settled(migration.server_uuid)
         server_values: dict[str, Any] = {
-            "status": "ERROR" if server_error else "ACTIVE",
-            "vm_state": "error" if server_error else "active",
+            "status": "ERROR" if server_error else status_after,
+            "vm_state": "error" if server_error else vm_state_after,
             "task_state": None,
             "host": migration.source_host,
             "node": migration.source_node,

@@ -78,6 +78,14 @@ class CastRecorder:
         self._record("revert_resize", ctxt, migration_uuid=migration_uuid)
 
     @messaging.expose
+    def stop_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        self._record("stop_server", ctxt, server_uuid=server_uuid)
+
+    @messaging.expose
+    def start_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        self._record("start_server", ctxt, server_uuid=server_uuid)
+
+    @messaging.expose
     def delete_server(self, ctxt: RequestContext, server_uuid: str) -> None:
         self._record("delete_server", ctxt, server_uuid=server_uuid)
 

@@ -30,9 +30,15 @@ def _refused(api: ApiHarness, status: int, method: str, path: str, **kw: Any) ->
     ("path", "version"),
     [("/v2.1/flavors", None), ("/v2.1/servers", None), ("/v2.1/os-migrations", "2.59")],
 )
-def test_a_zero_limit_is_refused(api: ApiHarness, path: str, version: str | None) -> None:
+def test_a_zero_limit_is_an_empty_page_and_a_negative_one_refused(
+    api: ApiHarness, path: str, version: str | None
+) -> None:
     api.server(api.flavor("small"))
-    fault = _refused(api, 400, "GET", f"{path}?limit=0", version=version)
+    response = api.request("GET", f"{path}?limit=0", version=version)
+    assert response.status_int == 200, response.json
+    (collection,) = response.json.values()
+    assert collection == []
+    fault = _refused(api, 400, "GET", f"{path}?limit=-1", version=version)
     assert "limit" in fault["message"]
 
 

@@ -33,7 +33,12 @@ ALICE = "alice:project-a"
 BOB = "bob:project-b"
 
 #: The positional argument of each compute cast after the host.
-_COMPUTE_ARG = {"spawn": "server", "destroy": "server_uuid"}
+_COMPUTE_ARG = {
+    "spawn": "server",
+    "destroy": "server_uuid",
+    "power_off": "server",
+    "power_on": "server",
+}
 
 
 @dataclass
@@ -49,6 +54,9 @@ class Message:
 
 class _ConductorClient:
     """Stands in for ``ConductorAPI``: every cast goes on the queue."""
+
+    #: Whether the conductor speaks RPC 1.4 (stop_server, start_server).
+    can_power = True
 
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue
@@ -67,6 +75,8 @@ class _ComputeClient:
     """Stands in for ``ComputeAPI``: every cast goes on the queue."""
 
     conf = None
+    #: Whether the hosts speak compute RPC 1.1 (power_off, power_on).
+    can_power = True
 
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue

@@ -55,7 +55,11 @@ def test_sdk_drives_flavors_servers_resize_and_migrations(
     assert migration.server_id == server.id
     assert (migration.status, migration.migration_type) == ("pre-migrating", "resize")
     assert migration.source_compute == "h1"
-    assert (migration.old_flavor_id, migration.new_flavor_id) == (small.id, big.id)
+    # NOTE: as Nova, os-migrations gives the flavors' database ids.
+    assert (migration.old_flavor_id, migration.new_flavor_id) == (
+        api.db.flavor_get(small.id).id,
+        api.db.flavor_get(big.id).id,
+    )
     assert migration.user_id == "admin"
 
     # The conductor and the destination would have finished it.

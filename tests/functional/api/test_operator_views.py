@@ -19,6 +19,7 @@ from resize_sched.api.handlers import hypervisors
 from resize_sched.api.microversion import APIVersion
 from resize_sched.api.request import VERSION_KEY, ApiRequest
 from resize_sched.conductor import reports
+from resize_sched.conductor import rpcapi as conductor_rpcapi
 from resize_sched.db import models
 from resize_sched.db.host_api import COMPUTE_BINARY, CONDUCTOR_BINARY
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
@@ -99,7 +100,7 @@ def test_the_conductor_is_listed_as_nova_conductor(
     heartbeat = reports.ConductorHeartbeat(cloud.db, "ctl1", interval=3600)
     assert heartbeat.beat() and heartbeat.beat()
     row = cloud.db.service_get_by_host("ctl1", CONDUCTOR_BINARY)
-    assert (row.report_count, row.topic, row.version) == (2, "conductor", "1.3")
+    assert (row.report_count, row.topic, row.version) == (2, "conductor", conductor_rpcapi.VERSION)
 
     listed = {s["binary"]: s for s in _services(cloud)}
     assert set(listed) == {"nova-compute", "nova-conductor"}

@@ -22,7 +22,8 @@ def test_create_records_the_server_and_casts_build(api: ApiHarness) -> None:
         "href": f"http://localhost/v2.1/servers/{body['id']}",
     }
     assert response.location == f"http://localhost/v2.1/servers/{body['id']}"
-    assert "adminPass" not in body
+    # NOTE: as Nova (enable_instance_password): one generated when not given.
+    assert body["adminPass"]
 
     server = api.db.server_get(body["id"])
     assert (server.name, server.project_id, server.user_id) == ("web", "project-a", "alice")

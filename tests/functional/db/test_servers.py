@@ -129,8 +129,8 @@ def test_start_resize(db: Database, flavor: models.Flavor) -> None:
     message = str(info.value)
     assert message == (
         f"Server {server.uuid} is status=RESIZE, vm_state=active, task_state=resize_prep, "
-        "needs_heal=False; resize needs it to be status=ACTIVE, vm_state=active, "
-        "task_state=None, needs_heal=False."
+        "needs_heal=False; resize needs it to be status=ACTIVE|SHUTOFF, "
+        "vm_state=active|stopped, task_state=None, needs_heal=False."
     )
     assert info.value.code == "resize_sched.conflict.server_state"
 
