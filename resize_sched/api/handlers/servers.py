@@ -23,6 +23,7 @@ mappings are refused.
 """
 
 import hashlib
+import ipaddress
 import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -384,7 +385,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
             context=ctxt,
             attributes={
                 "access_ip_v4": body.get("accessIPv4"),
-                "access_ip_v6": body.get("accessIPv6"),
+                "access_ip_v6": canonical_ipv6(body.get("accessIPv6")),
                 "metadata_items": metadata or None,
             },
         )
@@ -435,12 +436,29 @@ def update(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response
         "description": "description",
     }
     values = {column: body[key] for key, column in columns.items() if key in body}
+    if "access_ip_v6" in values:
+        values["access_ip_v6"] = canonical_ipv6(values["access_ip_v6"])
     if values:
         server = state.db.server_update(server.uuid, **values)
     LOG.info("Server %s updated: %s", server.uuid, ", ".join(sorted(values)) or "nothing")
     return json_response(
         {"server": view(req, server, statuses=host_statuses(state, req), updated=True)}
     )
+
+
+def canonical_ipv6(value: str | None) -> str | None:
+    """An IPv6 address in its short standard form (RFC 5952), as Nova stores it.
+
+    The schema has already checked the format; ``0000:...:babe:220.12.22.2``
+    (41 characters) becomes ``::babe:dc0c:1602``, which always fits the
+    column. A value that does not parse (an empty string) is kept as given.
+    """
+    if not value:
+        return value
+    try:
+        return ipaddress.IPv6Address(value).compressed
+    except ValueError:
+        return value
 
 
 def delete(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
