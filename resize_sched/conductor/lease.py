@@ -69,7 +69,9 @@ class Lease:
         """Record how far the duty got, while this conductor holds the lease."""
         recorded = bool(self.db.lease_record(self.name, self.holder, **marks))
         if not recorded:
-            LOG.info("%s does not hold the %s lease: %s not recorded", self.holder, self.name, marks)
+            LOG.info(
+                "%s does not hold the %s lease: %s not recorded", self.holder, self.name, marks
+            )
         return recorded
 
     def release(self) -> None:
