@@ -211,6 +211,7 @@ def reap(
     servers, migrations = db.reap_recent(min(since, end))
     due: list[list[Any]] = [[], []]
     closed: dict[str, datetime.datetime] = {}
+    recent: list[str] = []
     for bucket, rows, when in (
         (due[0], servers, lambda s: s.deleted_at),
         (due[1], migrations, lambda m: m.updated_at or m.created_at),
@@ -218,11 +219,12 @@ def reap(
         for row in rows:
             closed[row.uuid] = _utc(when(row))
             if closed[row.uuid] > end:
-                report.left[row.uuid] = "within the grace period"
+                recent.append(row.uuid)  # read by a later pass
             else:
                 bucket.append(row)
     _run(manager, report, *due)
-    refused = [closed[c] for c in report.left if closed[c] <= end]
+    refused = [closed[c] for c in report.left]
+    report.left.update((c, "within the grace period") for c in recent)
     if refused:
         # NOTE: read again next pass: end just before the first one left.
         report.until = min(refused) - datetime.timedelta(microseconds=1)
@@ -267,15 +269,17 @@ def scan(
     servers, migrations = db.reap_candidates(holders)
     now = datetime.datetime.now(datetime.UTC)
     end = now - datetime.timedelta(seconds=grace)
+    recent = []
     for rows, when in (
         (servers, lambda s: s.deleted_at),
         (migrations, lambda m: m.updated_at or m.created_at),
     ):
         for row in list(rows):
             if when(row) is not None and _utc(when(row)) > end:
-                report.left[row.uuid] = "within the grace period"
+                recent.append(row.uuid)
                 rows.remove(row)
     _run(manager, report, servers, migrations)
+    report.left.update((c, "within the grace period") for c in recent)
     LOG.info(
         "Reaper scan of %d provider(s): %d consumer(s) of ours held something, %d given back",
         report.providers,
