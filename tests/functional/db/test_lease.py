@@ -89,3 +89,32 @@ def test_of_conductors_racing_for_an_expired_lease_one_wins(db: Database) -> Non
         assert db.lease_get(SWEEP).holder == won[0]
         # Let it expire for the next round.
         assert db.lease_take(SWEEP, won[0], 0) is not None
+
+
+def test_a_holder_renews_during_a_long_pass_and_stops_once_taken_over(
+    db: Database, monkeypatch
+) -> None:
+    from resize_sched.conductor import lease as lease_module
+
+    clock = [1000.0]
+    monkeypatch.setattr(lease_module.time, "monotonic", lambda: clock[0])
+    first = lease_module.Lease(db, "cond1", 60)
+    second = lease_module.Lease(db, "cond2", 60)
+    assert first.hold() and not second.hold()
+    expires = db.lease_get(SWEEP).expires_at
+    # Within half its duration: held, no statement.
+    clock[0] += 29
+    assert first.held() and db.lease_get(SWEEP).expires_at == expires
+    # Past it: renewed.
+    clock[0] += 2
+    assert first.held() and db.lease_get(SWEEP).expires_at > expires
+    # It expires (the holder stalled) and is taken over: the pass stops.
+    db.lease_take(SWEEP, "cond1", 0)
+    assert second.hold()
+    clock[0] += 31
+    assert not first.held() and not first.held()
+    assert not first.record(reaped_until=models.utcnow())
+    # A stopping holder gives it up for the next one at once.
+    second.release()
+    assert db.lease_get(SWEEP).holder is None
+    assert first.hold()
