@@ -62,14 +62,23 @@ def test_a_late_claim_of_a_deleted_server_is_given_back_whole(make_cloud):
     foreign = cloud.hosts["host1/br-ex"]
     late = {**claimed, foreign: {BANDWIDTH: 1000}}
     cloud.observer.put_allocations(server.uuid, ConsumerWrite(late, PROJECT, USER, None, INSTANCE))
-    # Audit sees the root's, our child's and the pool's part.
+    # Another deployment's server takes disk from the same pool: not ours.
+    neighbour = str(uuid.uuid4())
+    pool = cloud.hosts["pool"]
+    cloud.observer.put_allocations(
+        neighbour, ConsumerWrite({pool: {"DISK_GB": 5}}, "other", "other", None, INSTANCE)
+    )
+    cloud.squatters[neighbour] = "pool"
+    # Audit sees the root's, our child's and the pool's part, not the neighbour.
     assert _orphans(cloud) == sorted((server.uuid, rp) for rp in claimed)
 
     report = reaper.reap(manager, grace=0)
     assert report.reaped == {server.uuid: "deleted server"}
     assert cloud.holds(server.uuid) == {}
     for rp in (*claimed, foreign):
-        assert cloud.observer.get_usages(rp) == {}, rp
+        expected = {"DISK_GB": 5} if rp == pool else {}
+        assert cloud.observer.get_usages(rp) == expected, rp
+    assert cloud.holds(neighbour) == {pool: {"DISK_GB": 5}}
     assert _orphans(cloud) == []
     last = cloud.db.server_journal_list(server.uuid)[-1]
     assert (last.phase, last.state, last.before, last.target) == ("reap", "applied", late, {})
