@@ -33,7 +33,7 @@ from tests.functional.fixtures.fault_proxy import FaultProxy
 CONDUCTORS = ("cond1", "cond2", "cond3")
 HOSTS = 6
 SCAN_INTERVAL = 3
-LEASE = 4
+LEASE = 8
 OPTIONS = f"""\
 [conductor]
 workers = 2
