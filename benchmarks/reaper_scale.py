@@ -1,17 +1,28 @@
-"""What one pass of the conductor's reaper costs as the cloud grows.
+"""What the conductor's reaper costs as the cloud grows.
 
-The reaper (:mod:`resize_sched.conductor.reaper`) lists the allocations of
-every provider of this deployment, one ``GET
-/resource_providers/{uuid}/allocations`` each, to find what deleted servers
-and closed resizes still hold after a late write. Its cost therefore grows
-with the number of hosts, not with the number of deletes; this script
-measures it. For each cloud size it builds the benchmark cloud
+The reaper (:mod:`resize_sched.conductor.reaper`) has two ways of finding
+what deleted servers and closed resizes still hold after a late write:
+
+* its **pass**, every ``[conductor] reap_interval``: one ``GET
+  /allocations/{consumer}`` for each consumer deleted or closed since the
+  previous pass, and one write for each that holds something;
+* its **scan**, every ``[conductor] reap_scan_interval`` (a day by default):
+  one ``GET /resource_providers/{uuid}/allocations`` per provider of this
+  deployment, as every pass did before.
+
+For each cloud size this script builds the benchmark cloud
 (:func:`cloud.build_cloud`: hosts registered as the compute service does,
 servers placed by direct allocation writes), marks ``--leaked`` servers
 deleted in our database while Placement still holds their allocations (what
-a build's claim that landed after the delete leaves), then times a pass
-that gives those back and a second pass that finds nothing, printing the
-Placement requests, the wall time and the time per provider.
+a build's claim that landed after the delete leaves) and measures, in
+Placement requests and wall time:
+
+1. the scan that gives them back, and an idle scan (the old pass);
+2. with ``--leaked`` more: the pass that gives them back; the next pass,
+   idle (nothing deleted since); and a pass over the same deleted servers
+   again, which now hold nothing (what each recent delete costs a pass);
+3. with ``--leaked`` more: three conductors each running their sweep once
+   in the same interval, under the sweep's lease: one pass in all.
 
 Placement is embedded in this process on SQLite (every request serialised),
 as the benchmark's default; the figures are a ceiling for one reaper against
@@ -28,6 +39,7 @@ import logging
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -36,6 +48,7 @@ from cloud import build_cloud
 
 from resize_sched import conf as rs_conf
 from resize_sched.conductor import reaper
+from resize_sched.conductor.lease import Lease
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.db import models
 from resize_sched.db.api import Database
@@ -83,26 +96,37 @@ class _Counted:
         client._request = counted  # type: ignore[method-assign]
 
 
-def _leak(db: Database, servers: list[str], count: int) -> list[str]:
-    """Mark ``count`` servers deleted an hour ago, their allocations kept."""
-    chosen = servers[:count]
-    an_hour_ago = datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)
+def _leak(db: Database, servers: list[str], when: datetime.datetime) -> list[str]:
+    """Mark ``servers`` deleted at ``when``, their allocations kept."""
     with db.engine.begin() as conn:
         conn.execute(
             sa.update(models.Server)
-            .where(models.Server.uuid.in_(chosen))
-            .values(deleted_at=an_hour_ago, status="DELETED", vm_state="deleted")
+            .where(models.Server.uuid.in_(servers))
+            .values(deleted_at=when, status="DELETED", vm_state="deleted")
         )
-    return chosen
+    return servers
+
+
+def _timed(counter: _Counted, run: Callable[[], Any]) -> tuple[Any, int, float]:
+    counter.count = 0
+    started = time.perf_counter()
+    result = run()
+    return result, counter.count, time.perf_counter() - started
+
+
+def _figures(report: Any, count: int, seconds: float) -> dict[str, Any]:
+    reaped = len(report.reaped) if report is not None else 0
+    return {"requests": count, "seconds": seconds, "reaped": reaped}
 
 
 def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
-    """One cloud of ``size`` hosts: two reaper passes' figures."""
+    """One cloud of ``size`` hosts: the scan's, the pass's and three conductors' figures."""
     with tempfile.TemporaryDirectory(prefix="reaper-") as tmp:
         with PlacementInProcess(f"{tmp}/placement") as placement:
             conf = rs_conf.new_conf()
             rs_conf.parse_args(conf, [], default_config_files=[])
             placement.configure(conf)
+            conf.set_override("reap_after", 0, group="conductor")
             db = Database(f"sqlite:///{tmp}/resize_sched.sqlite")
             try:
                 db.sync()
@@ -117,33 +141,68 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
                     progress=lambda line: print(line, file=sys.stderr),
                 )
                 setup_s = time.perf_counter() - started
-                leaked = _leak(db, cloud.servers, args.leaked)
                 client = PlacementClient.from_conf(conf)
                 counter = _Counted(client)
-                manager = SimpleNamespace(deps=TaskDeps.build(conf, db, client), db=db)
-                passes = []
-                for _ in range(2):
-                    counter.count = 0
-                    started = time.perf_counter()
-                    report = reaper.reap(manager, grace=0)
-                    seconds = time.perf_counter() - started
-                    passes.append((report, counter.count, seconds))
-                still = [s for s in leaked if client.get_allocations(s).allocations]
+                deps = TaskDeps.build(conf, db, client)
+
+                def conductor(host: str) -> SimpleNamespace:
+                    return SimpleNamespace(deps=deps, db=db, lease=Lease(db, host, 60), host=host)
+
+                manager = conductor("bench")
+                batches = [
+                    cloud.servers[i * args.leaked : (i + 1) * args.leaked] for i in range(3)
+                ]
+                now = datetime.datetime.now(datetime.UTC)
+                hour = datetime.timedelta(hours=1)
+                rows: dict[str, dict[str, Any]] = {}
+                # 1. The scan (every pass before), giving back, then idle.
+                _leak(db, batches[0], now - 2 * hour)
+                rows["scan"] = _figures(*_timed(counter, lambda: reaper.scan(manager, grace=0)))
+                rows["scan, idle"] = _figures(
+                    *_timed(counter, lambda: reaper.scan(manager, grace=0))
+                )
+                # 2. The pass over what was deleted since the last one.
+                since = now - 1.5 * hour
+                _leak(db, batches[1], now - hour)
+                first, count, seconds = _timed(
+                    counter, lambda: reaper.reap(manager, grace=0, since=since)
+                )
+                rows["pass"] = _figures(first, count, seconds)
+                rows["pass, idle"] = _figures(
+                    *_timed(counter, lambda: reaper.reap(manager, grace=0, since=first.until))
+                )
+                rows["pass, again"] = _figures(
+                    *_timed(counter, lambda: reaper.reap(manager, grace=0, since=since))
+                )
+                # 3. Three conductors sweep once each in one interval.
+                conductors = [conductor(f"conductor{i}") for i in range(1, 4)]
+                assert conductors[0].lease.hold()
+                conductors[0].lease.record(reaped_until=datetime.datetime.now(datetime.UTC))
+                _leak(db, batches[2], datetime.datetime.now(datetime.UTC))
+                time.sleep(0.01)  # the leak is older than the pass's end
+
+                def interval() -> Any:
+                    done = SimpleNamespace(reaped={})
+                    for each in conductors:
+                        if each.lease.hold():
+                            report = reaper.reap_if_due(each)
+                            done.reaped.update(report.reaped if report else {})
+                    return done
+
+                conf.set_override("reap_interval", 1, group="conductor")
+                time.sleep(1)
+                rows["3 conductors"] = _figures(*_timed(counter, interval))
+                still = [
+                    s for batch in batches for s in batch if client.get_allocations(s).allocations
+                ]
             finally:
                 db.dispose()
-    first, second = passes
     return {
         "hosts": size,
         "servers": len(cloud.servers),
         "setup_s": setup_s,
-        "providers": first[0].providers,
-        "reaped": len(first[0].reaped),
         "still_held": len(still),
-        "passes": [
-            {"requests": count, "seconds": seconds, "reaped": len(report.reaped)}
-            for report, count, seconds in passes
-        ],
-        "idle_ms_per_provider": 1000 * second[2] / max(second[0].providers, 1),
+        "rows": rows,
     }
 
 
@@ -151,25 +210,26 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # NOTE: the reaper's warning names every consumer it gave back.
     logging.getLogger("resize_sched").setLevel(logging.ERROR)
-    rows = []
+    results = []
     for size in args.sizes:
         print(f"setting up {size} hosts ...", file=sys.stderr)
-        rows.append(measure(size, args))
+        results.append(measure(size, args))
     print()
-    print(
-        f"{'hosts':>7} {'servers':>8} {'leaked':>7} {'reaped':>7} {'left':>5} "
-        f"{'pass 1 req':>11} {'pass 1 s':>9} {'pass 2 req':>11} {'pass 2 s':>9} "
-        f"{'ms/provider':>12}"
-    )
-    for row in rows:
-        one, two = row["passes"]
-        print(
-            f"{row['hosts']:>7} {row['servers']:>8} {args.leaked:>7} {row['reaped']:>7} "
-            f"{row['still_held']:>5} {one['requests']:>11} {one['seconds']:>9.2f} "
-            f"{two['requests']:>11} {two['seconds']:>9.2f} "
-            f"{row['idle_ms_per_provider']:>12.2f}"
+    print(f"{'hosts':>7} {'servers':>8} {'what':<14} {'requests':>9} {'seconds':>8} {'reaped':>7}")
+    for result in results:
+        for what, row in result["rows"].items():
+            print(
+                f"{result['hosts']:>7} {result['servers']:>8} {what:<14} {row['requests']:>9} "
+                f"{row['seconds']:>8.2f} {row['reaped']:>7}"
+            )
+    failed = [
+        r["hosts"]
+        for r in results
+        if r["still_held"]
+        or any(
+            r["rows"][what]["reaped"] != args.leaked for what in ("scan", "pass", "3 conductors")
         )
-    failed = [row["hosts"] for row in rows if row["still_held"] or row["reaped"] != args.leaked]
+    ]
     if failed:
         print(f"the reaper left leaked allocations at sizes {failed}", file=sys.stderr)
         return 1

@@ -82,9 +82,11 @@ AUDIT_HELP = (
     "server on its source or destination). Prints one line per orphan, then counts. "
     "With --delete, each orphan is re-read and removed with a generation-checked "
     "write (the consumer's allocations on other providers are kept); one that changed "
-    "meanwhile is left and reported. Only this deployment's hosts are audited: "
-    "providers registered by other services or deployments, and their consumers, are "
-    "never listed or changed. Exit codes: 0 no orphans, or all deleted; 1 an error; 3 "
+    "meanwhile is left and reported. Only this deployment's hosts (their roots and the "
+    "children its compute services created) and the sharing providers (disk pools) are "
+    "audited, and on a pool only our own servers' and resizes' allocations: providers "
+    "registered by other services or deployments, and their consumers, are never listed "
+    "or changed. Exit codes: 0 no orphans, or all deleted; 1 an error; 3 "
     "orphans found and left in place."
 )
 HOST_HELP = (

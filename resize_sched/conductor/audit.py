@@ -4,14 +4,18 @@
 neither a live server of ours on that provider nor a resize of ours in flight
 (like ``nova-manage placement audit``), and with ``delete`` removes them.
 
-Only this deployment's providers (those with its owner trait, see
-:mod:`resize_sched.scheduler.hosts`) are read: in a Placement shared with
-Nova or other deployments, their providers and the consumers on them are
-never listed, and a deletion only ever removes the part of a consumer's
-allocations that is on one of our providers. What another service put on a
-live consumer of ours (a class none of its flavors asks: a port's bandwidth,
-see :mod:`resize_sched.placement.foreign`) is not ours to judge: never
-listed, never removed, wherever it is.
+Only this deployment's providers (its hosts' roots, which carry its owner
+trait, see :mod:`resize_sched.scheduler.hosts`, and the children its
+compute services created) and the sharing providers (disk pools) are read
+(:func:`list_audited`): in a Placement shared with Nova or other
+deployments, their providers and the consumers on them are never listed. On
+a sharing pool, which other services' and deployments' consumers use too,
+only our own servers' and migrations' allocations are judged. A deletion
+only ever removes the part of a consumer's allocations that is on one of
+those providers. What another service put on a live consumer of ours (a
+class none of its flavors asks: a port's bandwidth, see
+:mod:`resize_sched.placement.foreign`) is not ours to judge: never listed,
+never removed, wherever it is.
 
 As in :mod:`resize_sched.conductor.heal`, a consumer is read from Placement
 before the database is asked about it, and written with the generation read:
@@ -27,7 +31,13 @@ from oslo_log import log as logging
 from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.db import models
-from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient, child_trait
+from resize_sched.placement.client import (
+    INSTANCE,
+    SHARING_TRAIT,
+    ConsumerWrite,
+    PlacementClient,
+    child_trait,
+)
 from resize_sched.placement.executor import ours_of
 from resize_sched.placement.server_executor import server_classes
 from resize_sched.resources import Resources
@@ -233,6 +243,30 @@ def _outcome(orphan: Orphan, outcome: str, detail: str = "") -> Orphan:
     )
 
 
+def list_audited(client: PlacementClient, owner_trait: str) -> tuple[list[dict], frozenset[str]]:
+    """The providers audit (and the reaper's scan) read: our hosts' roots,
+    the children our compute services created, and the sharing providers.
+
+    A child another service put under one of our roots (Neutron, Cyborg) is
+    not ours to read. The sharing providers are every provider with
+    ``MISC_SHARES_VIA_AGGREGATE`` (one listing): which of them a host of
+    ours shares would cost a request per host.
+
+    :returns: the providers, and the uuids of the sharing ones among them
+        (where only our own consumers are judged).
+    """
+    owned = hosts.list_owned(client, owner_trait) + hosts.unless_unknown(
+        client,
+        child_trait(owner_trait),
+        lambda: client.list_resource_providers(required=[child_trait(owner_trait)]),
+        [],
+    )
+    seen = {p["uuid"] for p in owned}
+    pools = [p for p in client.list_resource_providers(required=[SHARING_TRAIT])]
+    pools = [p for p in pools if p["uuid"] not in seen]
+    return owned + pools, frozenset(p["uuid"] for p in pools)
+
+
 def audit(
     db: Any, client: PlacementClient, *, owner_trait: str, delete: bool = False
 ) -> AuditReport:
@@ -257,15 +291,7 @@ def audit(
     """
     report = AuditReport()
     held: list[tuple[dict, dict[str, Resources]]] = []
-    # NOTE: our hosts' roots and the children our compute services created;
-    # a child another service put under one of our roots (Neutron, Cyborg),
-    # and a sharing provider, are not ours to audit.
-    providers = hosts.list_owned(client, owner_trait) + hosts.unless_unknown(
-        client,
-        child_trait(owner_trait),
-        lambda: client.list_resource_providers(required=[child_trait(owner_trait)]),
-        [],
-    )
+    providers, pools = list_audited(client, owner_trait)
     for provider in providers:
         try:
             held.append((provider, client.get_provider_allocations(provider["uuid"])))
@@ -279,9 +305,11 @@ def audit(
     for provider, allocations in held:
         report.providers += 1
         for consumer, held_there in sorted(allocations.items()):
-            report.allocations += 1
             migration = migrations.get(consumer)
             server = None if migration else servers.get(consumer)
+            if provider["uuid"] in pools and migration is None and server is None:
+                continue  # another service's or deployment's consumer on a shared pool
+            report.allocations += 1
             resources = _ours(held_there, server, migration, in_flight.get(consumer))
             if not resources:
                 continue  # another service's, on a consumer of ours

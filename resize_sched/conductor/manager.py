@@ -10,7 +10,6 @@ version history.
 import functools
 import inspect
 import re
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from oslo_log import log as logging
 from resize_sched import actions, exception, notifications, words
 from resize_sched.compute.rpcapi import ComputeAPI, migration_message, server_message
 from resize_sched.conductor import reports
+from resize_sched.conductor.lease import Lease
 from resize_sched.conductor.rpcapi import NAMESPACE, VERSION
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.build import BuildTask
@@ -152,9 +152,9 @@ class ConductorManager:
         self.compute = compute
         self.builds = BuildTask(deps)
         self.resizes = ResizeTask(deps)
-        #: when the sweep's reaper last ran (time.monotonic(); see
-        #: :func:`resize_sched.conductor.reaper.reap_if_due`)
-        self.last_reap = time.monotonic()
+        #: the sweep's lease: only its holder sweeps and reaps
+        #: (:mod:`resize_sched.conductor.lease`)
+        self.lease = Lease(deps.db, deps.conf.host, deps.conf.conductor.lease_duration)
 
     # -- builds -----------------------------------------------------------------------
 

@@ -31,8 +31,9 @@ in: ``deleting``, or with its ``delete`` action recorded and not carried out.
 
 The sweep (not the start) then runs the reaper
 (:mod:`resize_sched.conductor.reaper`) every ``[conductor] reap_interval``
-seconds: what our providers still hold for deleted servers and closed
-resizes, a write that landed after the delete, is given back.
+seconds: what deleted servers and closed resizes still hold, a write that
+landed after the delete, is given back. Of all the conductors only the
+holder of the sweep's lease sweeps (:mod:`resize_sched.conductor.lease`).
 
 The same code serves the conductor's start (everything in flight) and its
 periodic sweep (only what has not changed for ``[conductor] stuck_after``

@@ -83,7 +83,9 @@ class ConductorService:
         )
 
     def sweep(self) -> recovery.RecoveryReport:
-        """Take on the resizes and builds that stopped moving (see ``[conductor] stuck_after``)."""
+        """Take on the resizes and builds that stopped moving (see ``[conductor]
+        stuck_after``), then run the reaper when due. The loop calls it only
+        while this conductor holds the sweep's lease."""
         report = recovery.recover(self.manager, idle_for=self.conf.conductor.stuck_after)
         if report.found:
             LOG.warning(
@@ -92,9 +94,21 @@ class ConductorService:
         return report
 
     def _sweep_loop(self, interval: float) -> None:
+        lease = self.manager.lease
+        if lease.duration <= 2 * interval:
+            LOG.warning(
+                "[conductor] lease_duration (%ss) is not above twice stuck_check_interval "
+                "(%ss): the sweep's lease may expire between two sweeps, and several "
+                "conductors sweep in one interval",
+                lease.duration,
+                interval,
+            )
         while not self._stopping.wait(interval):
             try:
-                self.sweep()
+                # NOTE: of every conductor of the deployment only the lease's
+                # holder sweeps (resize_sched.conductor.lease).
+                if lease.hold():
+                    self.sweep()
             except (exception.ResizeSchedException, sa_exc.OperationalError) as exc:
                 # NOTE: Placement or the database down: expected, and the next
                 # sweep catches up; no traceback for it.
@@ -119,6 +133,10 @@ class ConductorService:
         if self._sweeper is not None:
             self._sweeper.join(timeout=30)
             self._sweeper = None
+            try:
+                self.manager.lease.release()
+            except sa_exc.SQLAlchemyError as exc:
+                LOG.warning("Sweep lease not given up (it expires by itself): %s", exc)
         if self.server is not None:
             self.server.stop()
             self.server.wait()

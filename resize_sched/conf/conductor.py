@@ -55,11 +55,38 @@ OPTS = [
         "reap_interval",
         default=600,
         min=1,
-        help="Seconds between two passes of the sweep's reaper (see reap_after). Each "
-        "pass reads the allocations of every host of this deployment from Placement "
-        "(one request per host): raise it for a large deployment, lower it to find "
-        "late writes sooner. The first pass runs this long after the conductor "
-        "starts; the sweep must be on (stuck_check_interval above 0).",
+        help="Seconds between two passes of the sweep's reaper (see reap_after). A "
+        "pass reads, with one Placement request each, the servers deleted and the "
+        "resizes ended since the previous pass, and gives back what a late write "
+        "left them: its cost follows the deletes, not the number of hosts. Lower it "
+        "to have the room back sooner. The sweep must be on (stuck_check_interval "
+        "above 0).",
+    ),
+    cfg.IntOpt(
+        "reap_scan_interval",
+        default=86400,
+        min=0,
+        help="Seconds between two scans of every provider of this deployment (its "
+        "hosts, their children and the sharing pools), one Placement request per "
+        "provider, which give back what deleted servers and ended resizes of ours "
+        "still hold there whatever the time they were deleted: the safety net for "
+        "what the reaper's passes cannot know of (a database restored from a "
+        "backup, a reap_after that was too short). 0 disables it; "
+        "'resize-sched-manage placement audit' lists the same on demand. On a large "
+        "deployment keep it at a day or more (10,000 hosts: about 10,000 requests "
+        "and a minute and a half a scan).",
+    ),
+    cfg.IntOpt(
+        "lease_duration",
+        default=180,
+        min=2,
+        help="Seconds one conductor holds the sweep (and its reaper) for the whole "
+        "deployment. Of all the conductor hosts and workers, only the holder of "
+        "this lease sweeps; it renews the lease at every sweep, and another "
+        "conductor takes it over once it has not been renewed for this long, so "
+        "the sweep of a conductor that died moves to a survivor within "
+        "lease_duration + stuck_check_interval seconds. Keep it above twice "
+        "stuck_check_interval, and the hosts' clocks in step to well within it.",
     ),
 ]
 

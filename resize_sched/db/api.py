@@ -19,7 +19,8 @@ The queries live in one mixin per area:
   Placement);
 * :mod:`resize_sched.db.host_api` (services, compute nodes);
 * :mod:`resize_sched.db.action_api` (instance actions and events);
-* :mod:`resize_sched.db.usage_api` (usage over time).
+* :mod:`resize_sched.db.usage_api` (usage over time);
+* :mod:`resize_sched.db.lease_api` (the conductors' leases).
 
 This module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
 the API-visible id) default to a new UUID.
@@ -34,6 +35,7 @@ from resize_sched.db import engines, migration
 from resize_sched.db.action_api import ActionApi
 from resize_sched.db.flavor_api import FlavorApi
 from resize_sched.db.host_api import HostApi
+from resize_sched.db.lease_api import LeaseApi
 from resize_sched.db.migration_api import MigrationApi
 from resize_sched.db.migration_journal_api import MigrationJournalApi
 from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
@@ -59,10 +61,11 @@ class Database(
     HostApi,
     ActionApi,
     UsageApi,
+    LeaseApi,
 ):
     """Flavors, servers, request specs, migrations and the journal, services and
-    compute nodes, instance actions and their events, usage over time, in one
-    database."""
+    compute nodes, instance actions and their events, usage over time, the
+    conductors' leases, in one database."""
 
     def __init__(
         self,

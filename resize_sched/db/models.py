@@ -1,7 +1,8 @@
 """SQLAlchemy models of resize_sched, and the state constants they use.
 
 Tables: ``flavors``, ``servers``, ``request_specs``, ``migrations`` and
-``migration_journal``. Every timestamp is a timezone-aware UTC ``datetime``
+``migration_journal``, ``server_journal``, ``leases``, and the services',
+compute nodes' and instance actions' tables. Every timestamp is a timezone-aware UTC ``datetime``
 (:class:`UTCDateTime`); every structured value is a portable ``JSON`` column,
 so the same models work on SQLite, MariaDB/MySQL and PostgreSQL.
 
@@ -334,6 +335,8 @@ class Migration(TimestampMixin, Base):
     __table_args__ = (
         sa.Index(None, "server_uuid", "status"),
         sa.Index(None, "status"),
+        # NOTE: the reaper's look-up of the migrations closed since its last pass.
+        sa.Index(None, "updated_at"),
     )
 
     id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
@@ -449,6 +452,36 @@ class ServerJournalEntry(JournalMixin, Base):
     server_uuid: Mapped[str] = mapped_column(
         sa.String(36), sa.ForeignKey("servers.uuid"), nullable=False, sort_order=-1
     )
+
+
+# -- leases -----------------------------------------------------------------------------
+
+#: The lease of the conductors' sweep and reaper: one holder per deployment.
+LEASE_SWEEP = "sweep"
+
+
+class Lease(TimestampMixin, Base):
+    """A duty only one conductor of the deployment runs at a time, and who runs it.
+
+    ``holder`` (a conductor's ``[DEFAULT] host``) holds it until
+    ``expires_at``; the holder renews it, anyone takes it over once it has
+    expired (both a compare-and-swap on these two columns). The other
+    columns are how far the duty got, so that whoever holds it next goes on
+    from there: for the sweep, the reaper's last pass (``reaped_until``:
+    every consumer closed before it has been looked at) and its last scan of
+    every provider (``scanned_at``).
+    """
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    holder: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    expires_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    reaped_until: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    scanned_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+    def __repr__(self) -> str:
+        return f"<Lease {self.name} held by {self.holder} until {self.expires_at}>"
 
 
 # -- services and compute nodes --------------------------------------------------------

@@ -10,11 +10,13 @@ marked ``applied`` (a build's claim: in the transaction that records the
 host) or ``abandoned``. An entry still ``intended`` is settled by reading
 Placement (:meth:`resize_sched.placement.executor.TransitionExecutor.settle_server`).
 
-The reaper's look-up of what Placement holds (:meth:`ServerJournalApi.reap_candidates`)
-lives here too: which of a list of consumers are deleted servers or closed
-migrations of ours.
+The reaper's look-ups live here too: the consumers we deleted or closed
+since its last pass (:meth:`ServerJournalApi.reap_recent`), and which of a
+list of consumers found on our providers are deleted servers or closed
+migrations of ours (:meth:`ServerJournalApi.reap_candidates`).
 """
 
+import datetime
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -226,6 +228,49 @@ class ServerJournalApi(SessionSource):
                 operation=operation,
             )
         return server
+
+    def reap_recent(
+        self, since: datetime.datetime
+    ) -> tuple[list[models.Server], list[models.Migration]]:
+        """The consumers the reaper's pass looks at.
+
+        :param since: the end of the reaper's last pass.
+        :returns: the servers deleted after ``since``, and the migrations in a
+            final status (``confirmed``, ``reverted``, ``error``) last changed
+            after it; with them, whatever the time, every deleted server and
+            closed migration that has a journal entry still ``intended`` (a
+            write whose outcome is unknown).
+        """
+        servers_journal, journal = models.ServerJournalEntry, models.JournalEntry
+        server, migration = models.Server, models.Migration
+        with self._reader() as session:
+            servers = session.scalars(
+                sa.select(server).where(
+                    server.deleted_at.is_not(None),
+                    sa.or_(
+                        server.deleted_at > since,
+                        server.uuid.in_(
+                            sa.select(servers_journal.server_uuid).where(
+                                servers_journal.state == models.JOURNAL_INTENDED
+                            )
+                        ),
+                    ),
+                )
+            ).all()
+            migrations = session.scalars(
+                sa.select(migration).where(
+                    migration.status.in_(models.FINAL_STATUSES),
+                    sa.or_(
+                        migration.updated_at > since,
+                        migration.uuid.in_(
+                            sa.select(journal.migration_uuid).where(
+                                journal.state == models.JOURNAL_INTENDED
+                            )
+                        ),
+                    ),
+                )
+            ).all()
+        return list(servers), list(migrations)
 
     def reap_candidates(
         self, consumers: Iterable[str]

@@ -210,7 +210,6 @@ def test_a_claim_landing_after_the_delete_is_reaped_by_the_sweep(cloud: Cloud) -
     assert len(_orphans(cloud)) == 1
 
     cloud.conf.set_override("reap_after", 0, group="conductor")
-    manager.last_reap = float("-inf")
     report = recovery.recover(manager, idle_for=0)
     assert report.failed == {}
     assert cloud.holds(server.uuid) == {}
