@@ -61,7 +61,7 @@ def print_figures(path: str) -> None:
     header = f"{'strategy':<18} {'scenario':<11} {'resize':>12} {'confirm':>12} {'revert':>12}"
     print(header)
     print("-" * len(header))
-    for strategy in ("legacy", "drop_and_reclaim", "max_flavor"):
+    for strategy in ("legacy", "max_flavor"):
         for scenario in ("same_host", "other_host"):
             cells = []
             for phase in ("resize", "confirm", "revert"):

@@ -12,14 +12,22 @@
 #   figures      (with --figures) contrib/nova/test_placement_request_counts.py,
 #                which counts the Placement requests per resize, confirm and
 #                revert under each strategy
-# then prints the counts of each group (and the figures), and exits non-zero
-# on any failure.
+#   wide, unit-modules
+#                (with --full) every resize and migrate functional test of
+#                test_servers (the regular expression in WIDE below, with the
+#                regression test: 142 tests on Nova 34.0.0), and the whole
+#                unit test modules of every file the series touches
+# then prints the counts of each group (and the figures), the closing
+# "nova: N passed, N failed" line, and exits non-zero on any failure.
 #
-# Usage: contrib/nova/run.sh [--unpatched] [--figures] [--concurrency N]
+# Usage: contrib/nova/run.sh [--unpatched] [--figures] [--full]
+#                            [--concurrency N]
 #   --unpatched     run the same groups on Nova 34.0.0 as released (the
 #                   regression test then asserts the bug; the new tests do
 #                   not exist; the figures cover the legacy behaviour only)
 #   --figures       also count the Placement requests (about 3 more minutes)
+#   --full          also run the wide groups (about 25 more minutes on two
+#                   cores; not run in CI)
 #   --concurrency N stestr workers (default 2)
 # Environment: NOVA_WORK_DIR (default <repo>/.tox/nova-work), PYTHON
 # (default python3).
@@ -40,11 +48,13 @@ PYTHON=${PYTHON:-python3}
 CONCURRENCY=2
 MODE=patched
 FIGURES_RUN=0
+FULL_RUN=0
 
 while [ $# -gt 0 ]; do
     case "$1" in
         --unpatched) MODE=unpatched ;;
         --figures) FIGURES_RUN=1 ;;
+        --full) FULL_RUN=1 ;;
         --concurrency) CONCURRENCY=$2; shift ;;
         -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1 {print}' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument: $1" >&2; exit 2 ;;
@@ -124,8 +134,16 @@ rm -f "$NOVA_PLACEMENT_COUNTS_FILE"
 
 REGRESSION='nova\.tests\.functional\.regressions\.test_bug_1790204\.'
 NEW_FUNCTIONAL='nova\.tests\.functional\.test_resize_claim_strategy\.'
-NEW_UNIT='nova\.tests\.unit\..*ResizeClaimStrategy|nova\.tests\.unit\.scheduler\.test_utils\.TestUtils\.test_claim_resources$'
+# The series' unit test classes, one per patch.
+NEW_UNIT='nova\.tests\.unit\.(scheduler\.client\.test_report\.TestFinishInPlaceResizeAllocation|scheduler\.test_manager\.ResizeSourceIncreaseTestCase|compute\.test_compute_mgr\.SourceIncreaseResizeTestCase|conductor\.tasks\.test_migrate\.ResizeClaimStrategyTestCase)\.'
 FIGURES='nova\.tests\.functional\.test_contrib_placement_counts\.'
+# --full: Nova's resize and migrate functional tests, and the unit test
+# modules of every file the series touches (nova/scheduler/client/report.py,
+# nova/scheduler/manager.py, nova/scheduler/utils.py, nova/compute/manager.py,
+# nova/compute/utils.py, nova/objects/service.py,
+# nova/conductor/tasks/migrate.py).
+WIDE='(?i)regressions\.test_bug_1790204|test_servers\..*(resize|migrat)'
+UNIT_MODULES='nova\.tests\.unit\.(scheduler\.client\.test_report|scheduler\.test_manager|scheduler\.test_utils|compute\.test_compute_mgr|compute\.test_utils|objects\.test_service|conductor\.tasks\.test_migrate)\.'
 mapfile -t SELECTION < <(grep -v '^[[:space:]]*\(#\|$\)' "$HERE/selection.txt")
 
 functional=("$REGRESSION" "${SELECTION[@]}")
@@ -134,6 +152,16 @@ if [ "$MODE" = patched ]; then
 fi
 if [ "$FIGURES_RUN" = 1 ]; then
     functional+=("$FIGURES")
+fi
+if [ "$FULL_RUN" = 1 ]; then
+    functional+=("$WIDE")
+fi
+unit=()
+if [ "$MODE" = patched ]; then
+    unit+=("$NEW_UNIT")
+fi
+if [ "$FULL_RUN" = 1 ]; then
+    unit+=("$UNIT_MODULES")
 fi
 
 cd "$TREE"
@@ -154,8 +182,8 @@ run_stestr() {  # name test-path regex...
         | "$VENV/bin/subunit2csv" > "$RESULTS/$name.csv" || true
 }
 run_stestr functional ./nova/tests/functional "${functional[@]}"
-if [ "$MODE" = patched ]; then
-    run_stestr unit ./nova/tests/unit "$NEW_UNIT"
+if [ ${#unit[@]} -gt 0 ]; then
+    run_stestr unit ./nova/tests/unit "${unit[@]}"
 fi
 
 # 5. The counts per group, and the figures.
@@ -165,6 +193,9 @@ if [ "$MODE" = patched ]; then
 fi
 if [ "$FIGURES_RUN" = 1 ]; then
     groups+=("figures=$FIGURES")
+fi
+if [ "$FULL_RUN" = 1 ]; then
+    groups+=("wide=$WIDE" "unit-modules=$UNIT_MODULES")
 fi
 if ! "$VENV/bin/python" "$HERE/report.py" --mode "$MODE" \
         --counts "$NOVA_PLACEMENT_COUNTS_FILE" "$RESULTS"/*.csv -- "${groups[@]}"; then
