@@ -150,6 +150,9 @@ def _requests(proxy: FaultProxy, method: str, fragment: str) -> int:
     return sum(1 for seen in list(proxy.log) if seen.method == method and fragment in seen.path)
 
 
+# NOTE: three daemons with two workers each for several lease intervals (about
+# 45 s): in the slow suite ('tox -e faults'), which CI runs.
+@pytest.mark.slow
 def test_one_sweep_per_deployment_and_the_lease_moves_when_its_holder_dies(deployment):
     db, client, proxy = deployment["db"], deployment["client"], deployment["proxy"]
     conductors, hosts = deployment["conductors"], deployment["hosts"]
