@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import requests
 
+from resize_sched.db.host_api import COMPUTE_BINARY
 from resize_sched.images import DEFAULT_IMAGES
 from tests.chaos.stack import REPO, HarnessError, Stack, free_port
 from tests.functional.fixtures.keystone import (
@@ -177,6 +178,7 @@ class LocalCloud:
             prefix=PREFIX,
         )
         self.stack.start(progress)
+        self._wait_for_hypervisors(progress)
         try:
             self.keystone.register("compute", "nova", self.stack.endpoint)
         except KeystoneError as exc:
@@ -195,6 +197,20 @@ class LocalCloud:
             "flavor_ref": FLAVORS[0][0],
             "flavor_ref_alt": FLAVORS[1][0],
         }
+
+    def _wait_for_hypervisors(self, progress: Callable[[str], None]) -> None:
+        """Wait until os-hypervisors lists both computes: a node is listed once
+        its compute's first report reached the conductor, which can come after
+        the providers are registered (Tempest's hypervisor tests found none)."""
+        assert self.stack is not None and self.stack.db is not None
+        db, computes = self.stack.db, self.stack.computes
+
+        def listed() -> bool:
+            services = {s.host for s in db.service_list(binary=COMPUTE_BINARY)}
+            return len([n for n in db.compute_node_list() if n.host in services]) == computes
+
+        self.stack._wait(listed, "the computes' first reports to reach the conductor")
+        progress(f"{computes} hypervisors listed")
 
     def _flavors(self) -> None:
         assert self.keystone is not None and self.stack is not None
