@@ -201,6 +201,16 @@ class StepNotDue(Conflict):
     code = "resize_sched.conflict.step_not_due"
 
 
+class OverQuota(ResizeSchedException):
+    """A request would take a project past one of its limits (HTTP 403)."""
+
+    msg_fmt = (
+        "Quota exceeded for %(resource)s: requested %(requested)d, but already "
+        "used %(used)d of %(limit)d"
+    )
+    code = "resize_sched.over_quota"
+
+
 # -- scheduling and resize --------------------------------------------------------
 
 

@@ -298,6 +298,11 @@ class Server(TimestampMixin, Base):
     #: Nova's power state, as the compute host last set it (None on rows
     #: from before it was kept: running when active or resized).
     power_state: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
+    #: The availability zone the server was asked into (None: none asked;
+    #: it is then in whatever zone its host is).
+    availability_zone: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    #: The key pair named at create (Nova's ``key_name``), None when none.
+    key_name: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
 
     def __repr__(self) -> str:
         return f"<Server {self.uuid} {self.status}/{self.vm_state}/{self.task_state}>"
@@ -317,6 +322,9 @@ class RequestSpec(TimestampMixin, Base):
     ignore_hosts: Mapped[list[str]] = mapped_column(sa.JSON, nullable=False, default=list)
     force_hosts: Mapped[list[str]] = mapped_column(sa.JSON, nullable=False, default=list)
     scheduler_hints: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False, default=dict)
+    #: The availability zone asked at create (or kept by the last move), as
+    #: Nova's ``RequestSpec.availability_zone``; None: any.
+    availability_zone: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
 
     def __repr__(self) -> str:
         return f"<RequestSpec {self.server_uuid}>"
@@ -543,6 +551,11 @@ class ComputeNode(TimestampMixin, Base):
     children: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
     #: When the node's service last reported it.
     reported_at: Mapped[datetime.datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    #: Builds that failed on this node in a row (a success resets it), for
+    #: the BuildFailureWeigher.
+    failed_builds: Mapped[int] = mapped_column(
+        sa.Integer, nullable=False, default=0, server_default="0"
+    )
 
     def __repr__(self) -> str:
         return f"<ComputeNode {self.hypervisor_hostname} {self.uuid}>"
@@ -590,3 +603,141 @@ class InstanceActionEvent(TimestampMixin, Base):
     traceback: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
     host: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
     details: Mapped[str | None] = mapped_column(sa.Text, nullable=True)
+
+
+# -- scheduling policies: server groups, aggregates, quotas, key pairs -------------------
+
+
+class ServerGroup(TimestampMixin, Base):
+    """A server group (Nova's ``instance_groups`` with its one policy).
+
+    ``policy`` is one of ``affinity``, ``anti-affinity``, ``soft-affinity``,
+    ``soft-anti-affinity``; ``rules`` holds ``max_server_per_host`` (2.64)
+    for ``anti-affinity``. Deleted rows are removed, as in Nova's API
+    database.
+    """
+
+    __tablename__ = "server_groups"
+    __table_args__ = (sa.Index(None, "project_id"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False, unique=True)
+    name: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    project_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    user_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    policy: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    rules: Mapped[dict[str, Any]] = mapped_column(sa.JSON, nullable=False, default=dict)
+
+    def __repr__(self) -> str:
+        return f"<ServerGroup {self.uuid} {self.policy}>"
+
+
+class ServerGroupMember(TimestampMixin, Base):
+    """One server in a group; a server is in one group at most."""
+
+    __tablename__ = "server_group_members"
+    __table_args__ = (sa.Index(None, "group_id"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    group_id: Mapped[int] = mapped_column(
+        sa.Integer, sa.ForeignKey("server_groups.id", ondelete="CASCADE"), nullable=False
+    )
+    server_uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False, unique=True)
+
+
+class Aggregate(TimestampMixin, Base):
+    """A host aggregate (Nova's ``aggregates``); its availability zone is
+    the metadata key ``availability_zone``, as in Nova. ``uuid`` is the
+    Placement aggregate its hosts' root providers are members of."""
+
+    __tablename__ = "aggregates"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False, unique=True)
+    name: Mapped[str] = mapped_column(sa.String(255), nullable=False, unique=True)
+
+    def __repr__(self) -> str:
+        return f"<Aggregate {self.id} {self.name!r}>"
+
+
+class AggregateHost(TimestampMixin, Base):
+    """A host (a compute service's host name) in an aggregate."""
+
+    __tablename__ = "aggregate_hosts"
+    __table_args__ = (sa.UniqueConstraint("host", "aggregate_id"), sa.Index(None, "host"))
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    aggregate_id: Mapped[int] = mapped_column(
+        sa.Integer, sa.ForeignKey("aggregates.id", ondelete="CASCADE"), nullable=False
+    )
+    host: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+
+
+class AggregateMetadata(TimestampMixin, Base):
+    """One key/value pair of an aggregate's metadata."""
+
+    __tablename__ = "aggregate_metadata"
+    __table_args__ = (sa.UniqueConstraint("aggregate_id", "key"), sa.Index(None, "key"))
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    aggregate_id: Mapped[int] = mapped_column(
+        sa.Integer, sa.ForeignKey("aggregates.id", ondelete="CASCADE"), nullable=False
+    )
+    key: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    value: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+
+
+class Quota(TimestampMixin, Base):
+    """A project's (or, with ``user_id``, a user's in a project) limit on
+    one resource (``instances``, ``cores``, ``ram``, ``server_groups``...);
+    -1 is unlimited."""
+
+    __tablename__ = "quotas"
+    __table_args__ = (sa.UniqueConstraint("project_id", "user_id", "resource"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    project_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    #: None: the project's own limit; else a user's within the project.
+    user_id: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    resource: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    hard_limit: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+
+
+class QuotaClass(TimestampMixin, Base):
+    """A quota class's limit on one resource; the class ``default`` gives
+    every project's default (Nova's ``os-quota-class-sets``)."""
+
+    __tablename__ = "quota_classes"
+    __table_args__ = (sa.UniqueConstraint("class_name", "resource"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    class_name: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    resource: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    hard_limit: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+
+
+class KeyPair(TimestampMixin, Base):
+    """A user's SSH (or x509) public key, by name (``os-keypairs``)."""
+
+    __tablename__ = "key_pairs"
+    __table_args__ = (sa.UniqueConstraint("user_id", "name"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    user_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    fingerprint: Mapped[str] = mapped_column(sa.String(255), nullable=False)
+    public_key: Mapped[str] = mapped_column(sa.Text, nullable=False)
+    type: Mapped[str] = mapped_column(sa.String(16), nullable=False, default="ssh")
+
+
+class FlavorProject(TimestampMixin, Base):
+    """A project given access to a private flavor (``os-flavor-access``)."""
+
+    __tablename__ = "flavor_projects"
+    __table_args__ = (sa.UniqueConstraint("flavor_id", "project_id"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    flavor_id: Mapped[int] = mapped_column(
+        sa.Integer, sa.ForeignKey("flavors.id", ondelete="CASCADE"), nullable=False
+    )
+    project_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)

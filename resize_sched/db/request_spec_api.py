@@ -15,7 +15,14 @@ from resize_sched.db import models
 from resize_sched.db.session import SessionSource, retry_on_deadlock
 
 _REQUEST_SPEC_FIELDS = frozenset(
-    {"resources", "required_traits", "ignore_hosts", "force_hosts", "scheduler_hints"}
+    {
+        "resources",
+        "required_traits",
+        "ignore_hosts",
+        "force_hosts",
+        "scheduler_hints",
+        "availability_zone",
+    }
 )
 
 

@@ -293,7 +293,11 @@ class Scheduler(VerdictMixin, SourceMixin):
             lambda: self.client.get_allocation_candidates(
                 amounts,
                 required=required,
-                member_of=request.member_of,
+                member_of=(
+                    request.member_of
+                    if in_tree
+                    else (*request.member_of, *request.policy_member_of)
+                ),
                 in_tree=in_tree,
                 root_required=self._usable,
                 limit=None if in_tree else self.conf.scheduler.max_placement_results,

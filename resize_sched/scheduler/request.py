@@ -7,7 +7,9 @@ host first, then the alternates), each with the allocation request to claim
 it with.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from resize_sched import resources as rs
 from resize_sched.resources import Allocations, Resources
@@ -39,6 +41,27 @@ class Selection:
 
 
 @dataclass(frozen=True)
+class GroupPolicy:
+    """The server group a server is a member of, as the scheduler sees it.
+
+    :ivar uuid: the group's uuid.
+    :ivar policy: ``affinity``, ``anti-affinity``, ``soft-affinity`` or
+        ``soft-anti-affinity``.
+    :ivar rules: the policy's rules (``max_server_per_host``).
+    :ivar members: the uuids of every member, the scheduled server included.
+    :ivar hosts: the hosts the members other than the scheduled server are
+        on, and, on a move, the moved server's own host (as Nova's
+        ``instance_group.hosts``).
+    """
+
+    uuid: str
+    policy: str
+    rules: Mapping[str, Any] = field(default_factory=dict)
+    members: frozenset[str] = frozenset()
+    hosts: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class SchedulingRequest:
     """What a build or resize asks of the scheduler.
 
@@ -64,6 +87,22 @@ class SchedulingRequest:
     :ivar source_holds: what the resize already holds on the source (both
         consumers; empty when unknown): the source's usage is at least that,
         which bounds how well it can weigh without asking Placement.
+
+    The policy fields (filled by :mod:`resize_sched.conductor.tasks.policy`;
+    read by the filters and weighers):
+
+    :ivar server_uuid: the server being placed or moved (None: not known).
+    :ivar project_id: its project; ``user_id`` its user.
+    :ivar is_move: a resize or migration rather than a build.
+    :ivar hints: the scheduler hints given at create (``same_host``,
+        ``different_host``, ``group``...), as stored in the request spec.
+    :ivar flavor: the flavor snapshot being asked for (its extra specs).
+    :ivar image_properties: the image's properties (``hw_architecture``...).
+    :ivar availability_zone: the zone the server must land in (None: any).
+    :ivar group: the server's group and its members' hosts (None: in none).
+    :ivar policy_member_of: ``member_of`` values the policies add (a zone's
+        aggregates, a tenant's); asked in the query over every host, not of a
+        moved server's own source, which is in them already.
     """
 
     destination_request: Resources
@@ -83,3 +122,13 @@ class SchedulingRequest:
     source_placement: Allocations = field(default_factory=dict)
     source_groups: tuple[rs.RequestGroup, ...] = ()
     source_avoid: frozenset[str] = frozenset()
+    server_uuid: str | None = None
+    project_id: str | None = None
+    user_id: str | None = None
+    is_move: bool = False
+    hints: Mapping[str, Any] = field(default_factory=dict)
+    flavor: Mapping[str, Any] = field(default_factory=dict)
+    image_properties: Mapping[str, Any] = field(default_factory=dict)
+    availability_zone: str | None = None
+    group: GroupPolicy | None = None
+    policy_member_of: tuple[str, ...] = ()

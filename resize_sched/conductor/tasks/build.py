@@ -24,6 +24,7 @@ from resize_sched import actions, exception, words
 from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.conductor.tasks.policy import Placed, policy_fields
 from resize_sched.db import action_api
 from resize_sched.placement.client import owner_trait
 from resize_sched.placement.foreign import split
@@ -100,6 +101,9 @@ class BuildTask:
             },
             ignore_hosts=frozenset(spec.ignore_hosts),
             force_hosts=frozenset(spec.force_hosts),
+            **policy_fields(
+                self.db, Placed.of_server(server), spec, flavor=server.flavor, moving=False
+            ),
         )
         try:
             selection = self.deps.scheduler.select_destinations(request)

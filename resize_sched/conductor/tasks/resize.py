@@ -34,6 +34,7 @@ from resize_sched import actions, exception, words
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.facts import facts_of, group_devices, grouped
+from resize_sched.conductor.tasks.policy import Placed, policy_fields
 from resize_sched.db import action_api, models
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepEvent, StepRun
@@ -381,6 +382,13 @@ class ResizeTask:
             ignore_hosts=frozenset(spec.ignore_hosts if spec else ()),
             # NOTE: as in Nova, hosts forced at boot do not bind a resize.
             ignore_providers=tried,
+            **policy_fields(
+                self.db,
+                Placed.of_migration(migration),
+                spec,
+                flavor=migration.new_flavor,
+                moving=True,
+            ),
         )
 
     def _request_spec(self, server_uuid: str, run: StepRun | None = None) -> Any:
