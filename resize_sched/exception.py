@@ -156,6 +156,21 @@ class RequestSpecNotFound(NotFound):
     code = "resize_sched.not_found.request_spec"
 
 
+class AggregateNotFound(NotFound):
+    msg_fmt = "Aggregate %(aggregate_id)s could not be found."
+    code = "resize_sched.not_found.aggregate"
+
+
+class ComputeHostNotFound(NotFound):
+    msg_fmt = "Compute host %(host)s could not be found."
+    code = "resize_sched.not_found.compute_host"
+
+
+class AggregateHostNotFound(NotFound):
+    msg_fmt = "Aggregate %(aggregate_id)s has no host %(host)s."
+    code = "resize_sched.not_found.aggregate_host"
+
+
 class Invalid(ResizeSchedException):
     msg_fmt = "Invalid input: %(reason)s"
     code = "resize_sched.invalid"
@@ -174,6 +189,26 @@ class Conflict(ResizeSchedException):
 class FlavorExists(Conflict):
     msg_fmt = "A flavor named %(name)s already exists."
     code = "resize_sched.conflict.flavor_exists"
+
+
+class AggregateNameExists(Conflict):
+    msg_fmt = "Aggregate %(aggregate_name)s already exists."
+    code = "resize_sched.conflict.aggregate_name"
+
+
+class AggregateHostExists(Conflict):
+    msg_fmt = "Aggregate %(aggregate_id)s already has host %(host)s."
+    code = "resize_sched.conflict.aggregate_host"
+
+
+class InvalidAggregateAction(Conflict):
+    """An aggregate change that would leave a host in two zones, or delete a
+    non-empty aggregate. ``action`` says which change (``add``, ``update``,
+    ``update_meta``, ``delete``): the API answers 409 for ``add``, 400 else,
+    as Nova."""
+
+    msg_fmt = "Cannot %(what)s aggregate %(aggregate_id)s. Reason: %(reason)s."
+    code = "resize_sched.conflict.aggregate_action"
 
 
 class ServerStateConflict(Conflict):

@@ -4,6 +4,7 @@
     resize-sched-manage [--config-file FILE] db version
     resize-sched-manage [--config-file FILE] placement heal [--dry-run]
     resize-sched-manage [--config-file FILE] placement audit [--delete]
+    resize-sched-manage [--config-file FILE] placement sync_aggregates [--dry-run]
     resize-sched-manage [--config-file FILE] host disable HOST
     resize-sched-manage [--config-file FILE] host enable HOST
     resize-sched-manage [--config-file FILE] host show HOST
@@ -32,6 +33,7 @@ from resize_sched import exception
 from resize_sched.cmd import host_tree
 from resize_sched.conductor import audit, heal
 from resize_sched.db.api import Database
+from resize_sched.placement import aggregates as placement_aggregates
 from resize_sched.placement.client import PlacementClient, owner_trait
 from resize_sched.scheduler import hosts
 
@@ -88,6 +90,18 @@ AUDIT_HELP = (
     "registered by other services or deployments, and their consumers, are never listed "
     "or changed. Exit codes: 0 no orphans, or all deleted; 1 an error; 3 "
     "orphans found and left in place."
+)
+SYNC_AGGREGATES_HELP = (
+    "Make the root resource provider of every compute host a member, in Placement, of "
+    "exactly the host aggregates (os-aggregates) its host is in, as each aggregate's uuid, "
+    "so that availability zones and tenant isolation asked of Placement see the hosts "
+    "os-aggregates lists. Run it after a host's provider was re-created, or when "
+    "os-aggregates changed while Placement was down. Aggregates that are not ours (another "
+    "service's, a shared disk pool's) are never added, removed or changed. Prints one line "
+    "per change ('added provider ... to aggregate ...', 'removed ...'), hosts in an "
+    "aggregate with no provider yet, and providers that could not be synced. Exit codes: 0 "
+    "done (or nothing to change); 1 a provider could not be synced, or an error. With "
+    "--dry-run nothing is written and the lines say what would change."
 )
 HOST_HELP = (
     "Disable a host (no new build or resize lands on it, not even a resize that stays "
@@ -165,6 +179,15 @@ def _placement_audit(conf: cfg.ConfigOpts) -> int:
         print(orphan.line())
     print(report.summary())
     return EXIT_ORPHANS_LEFT if report.left else 0
+
+
+def _placement_sync_aggregates(conf: cfg.ConfigOpts) -> int:
+    dry_run = conf.category.dry_run
+    with Database.from_conf(conf) as db:
+        report = placement_aggregates.sync(db, PlacementClient.from_conf(conf), dry_run=dry_run)
+    for line in placement_aggregates.describe(report, dry_run=dry_run):
+        print(line)
+    return 1 if report.failed else 0
 
 
 def _host_set_disabled(conf: cfg.ConfigOpts) -> int:
@@ -309,11 +332,11 @@ def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
 def _add_placement_parsers(subparsers: argparse._SubParsersAction) -> None:
     placement = subparsers.add_parser(
         "placement",
-        help="Heal and audit allocations in Placement.",
+        help="Heal and audit allocations in Placement; sync host aggregates there.",
         description="Compare what Placement holds with what servers and resizes need.",
     )
     actions = placement.add_subparsers(
-        title="placement commands", dest="action", metavar="{heal,audit}"
+        title="placement commands", dest="action", metavar="{heal,audit,sync_aggregates}"
     )
     actions.required = True
     heal_parser = actions.add_parser(
@@ -330,6 +353,15 @@ def _add_placement_parsers(subparsers: argparse._SubParsersAction) -> None:
         "--delete", action="store_true", help="Remove the orphaned allocations found."
     )
     audit_parser.set_defaults(action_fn=_placement_audit)
+    sync_parser = actions.add_parser(
+        "sync_aggregates",
+        help="Mirror host aggregates onto their hosts' providers in Placement.",
+        description=SYNC_AGGREGATES_HELP,
+    )
+    sync_parser.add_argument(
+        "--dry-run", action="store_true", help="Print what would change; write nothing."
+    )
+    sync_parser.set_defaults(action_fn=_placement_sync_aggregates)
 
 
 def _add_command_parsers(subparsers: argparse._SubParsersAction) -> None:

@@ -46,6 +46,7 @@ INVENTORY_VERSION = (1, 26)  # reserved may equal total
 IN_TREE_VERSION = (1, 31)  # in_tree on allocation candidates, root/parent in summaries
 ROOT_REQUIRED_VERSION = (1, 35)  # root_required on allocation candidates
 CONSUMER_TYPE_VERSION = (1, 38)  # consumer_type, used when the server has it
+FORBIDDEN_AGGREGATES_VERSION = (1, 32)  # member_of=!in:... (not in any of these)
 RESHAPER_VERSION = (1, 30)  # POST /reshaper: inventories and allocations in one request
 # GET /resource_providers/{uuid}/allocations is as old as Placement (1.0) and
 # its answer never changed shape; the floor of every call is error codes.
@@ -392,6 +393,40 @@ class PlacementClient:
         resp = self._request("PUT", path, self._pin(), json=body)
         return resp.json()["resource_provider_generation"]
 
+    def update_aggregates(
+        self,
+        rp_uuid: str,
+        *,
+        add: Iterable[str] = (),
+        remove: Iterable[str] = (),
+        conflict_retries: int = TRAIT_CONFLICT_RETRIES,
+    ) -> bool:
+        """Add and remove some of a provider's aggregates, keeping the others
+        (another service's, a shared disk pool's).
+
+        Read, then written with the generation read; a generation conflict
+        (the provider changed meanwhile) is re-read and retried.
+
+        :returns: whether they were written (False: they already were so).
+        :raises ConsumerGenerationConflict: still conflicting after
+            ``conflict_retries`` re-reads.
+        :raises PlacementNotFound: there is no such provider.
+        """
+        add, remove = frozenset(add), frozenset(remove)
+        for attempt in range(conflict_retries + 1):
+            current, generation = self.get_aggregates(rp_uuid)
+            wanted = (current | add) - remove
+            if wanted == current:
+                return False
+            try:
+                self.set_aggregates(rp_uuid, wanted, generation)
+                return True
+            except exception.ConsumerGenerationConflict:
+                if attempt == conflict_retries:
+                    raise
+                LOG.debug("Provider %s changed meanwhile; re-reading its aggregates", rp_uuid)
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def trait_exists(self, name: str) -> bool:
         """Whether Placement knows the trait ``name`` (a query naming an unknown one is a 400)."""
         try:
@@ -531,7 +566,8 @@ class PlacementClient:
             with two numbered groups or more (``none`` is sent then, when
             not given).
         :param required: traits (``!TRAIT`` forbids).
-        :param member_of: as for :meth:`list_resource_providers`.
+        :param member_of: as for :meth:`list_resource_providers`; a
+            ``!in:...`` (in none of these) asks for microversion 1.32 at least.
         :param in_tree: only this provider's tree.
         :param root_required: traits the root of every candidate's tree must
             have (``!TRAIT`` forbids); asks for microversion 1.35.
@@ -540,6 +576,7 @@ class PlacementClient:
         :raises PlacementBadRequest: e.g. no resources, or an unknown class.
         """
         groups = list(groups)
+        member_of = list(member_of)
         unnumbered = bool(normalize(resources)) or not groups
         # NOTE: a group with no resources is refused (400), so with the
         # unnumbered group empty its tree limit goes to each numbered group.
@@ -568,6 +605,8 @@ class PlacementClient:
         if limit is not None:
             params.append(("limit", str(limit)))
         version = ROOT_REQUIRED_VERSION if roots or groups else IN_TREE_VERSION
+        if any(m.startswith("!") for m in member_of):
+            version = max(version, FORBIDDEN_AGGREGATES_VERSION)
         resp = self._request("GET", "/allocation_candidates", self._pin(version), params=params)
         body = resp.json()
         # NOTE: taken as they come: Placement only ever answers the positive
