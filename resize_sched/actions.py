@@ -45,6 +45,7 @@ def create_server(
     image_ref: str | None = None,
     context: RequestContext | None = None,
     attributes: dict[str, Any] | None = None,
+    availability_zone: str | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
@@ -61,6 +62,8 @@ def create_server(
     :param context: the request; when given, its ``create`` action is recorded.
     :param attributes: what the owner gave the server besides (access
         addresses, metadata), by column.
+    :param availability_zone: the zone it must be placed in (None: any); the
+        server shows it until it has a host.
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
@@ -75,13 +78,18 @@ def create_server(
         user_id=user_id,
         flavor=flavor,
         image_ref=image_ref,
-        attributes=attributes,
+        attributes=(
+            {**(attributes or {}), "availability_zone": availability_zone}
+            if availability_zone is not None
+            else attributes
+        ),
     )
     db.request_spec_create(
         server.uuid,
         resources=request.resources,
         required_traits=sorted(request.required_traits),
         force_hosts=list(force_hosts),
+        availability_zone=availability_zone,
     )
     _record(db, context, server.uuid, action_api.CREATE)
     LOG.info("Server %s (%s) recorded with flavor %s", server.uuid, name, flavorid)

@@ -29,6 +29,8 @@ from oslo_log import log as logging
 from resize_sched import strategies
 from resize_sched.api import auth, faults, microversion, middleware, policy
 from resize_sched.api.handlers import (
+    aggregates,
+    availability_zones,
     flavor_extra_specs,
     flavors,
     hypervisors,
@@ -147,7 +149,14 @@ ROUTES = (
     Route("GET", "/os-hypervisors/statistics", hypervisors.statistics),
     Route("GET", "/os-hypervisors/{hypervisor_id}", hypervisors.show),
     Route("GET", "/os-hypervisors/{hypervisor_id}/uptime", hypervisors.uptime),
-    Route("GET", "/os-aggregates", hypervisors.aggregates),
+    Route("GET", "/os-aggregates", aggregates.index),
+    Route("POST", "/os-aggregates", aggregates.create),
+    Route("GET", "/os-aggregates/{aggregate_id}", aggregates.show),
+    Route("PUT", "/os-aggregates/{aggregate_id}", aggregates.update),
+    Route("DELETE", "/os-aggregates/{aggregate_id}", aggregates.delete),
+    Route("POST", "/os-aggregates/{aggregate_id}/action", aggregates.action),
+    Route("GET", "/os-availability-zone", availability_zones.index),
+    Route("GET", "/os-availability-zone/detail", availability_zones.detail),
     Route("GET", "/os-simple-tenant-usage", simple_tenant_usage.index),
     Route("GET", "/os-simple-tenant-usage/{tenant_id}", simple_tenant_usage.show),
 )

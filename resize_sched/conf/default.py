@@ -41,6 +41,22 @@ OPTS = [
         "(os-services and os-hypervisors show state 'down'). Keep it well above "
         "report_interval.",
     ),
+    cfg.StrOpt(
+        "default_availability_zone",
+        default="nova",
+        help="The availability zone of a compute host that is in no aggregate with an "
+        "availability_zone (os-availability-zone lists it; a server on such a host shows it "
+        "as OS-EXT-AZ:availability_zone). A server asked into this zone lands only on such "
+        "hosts. Change it to name your default zone as your users know it; it must not be "
+        "the name of an aggregate's zone.",
+    ),
+    cfg.StrOpt(
+        "default_schedule_zone",
+        help="The availability zone a server created without one is placed in. Unset (the "
+        "default): any host, whatever its zone. Set it to keep servers whose owners name no "
+        "zone out of the zones you keep for those who do; it must be a zone that exists, or "
+        "every create without a zone fails with 400.",
+    ),
 ]
 
 

@@ -47,6 +47,24 @@ OPTS = [
         "a little less than the best. A source host that needs nothing more is "
         "always kept first.",
     ),
+    cfg.BoolOpt(
+        "limit_tenants_to_placement_aggregate",
+        default=False,
+        help="Isolate projects by host aggregate, asked of Placement: a project named in "
+        "an aggregate's filter_tenant_id metadata (or filter_tenant_id2, ...: one key per "
+        "project) is placed only on that aggregate's hosts (and those of any other "
+        "aggregate naming it). A project no aggregate names goes anywhere, unless "
+        "placement_aggregate_required_for_tenants is set. Other projects may still land on "
+        "those hosts: keep them off with the AggregateMultiTenancyIsolation filter.",
+    ),
+    cfg.BoolOpt(
+        "placement_aggregate_required_for_tenants",
+        default=False,
+        help="With limit_tenants_to_placement_aggregate, a project that no aggregate's "
+        "filter_tenant_id metadata names cannot be placed at all (its builds and moves "
+        "find no valid host). Set it when every project must be given its hosts "
+        "explicitly.",
+    ),
 ]
 
 

@@ -61,6 +61,16 @@ class AggregateView:
         return self.metadata.get(ZONE_KEY)
 
 
+@dataclass(frozen=True)
+class ZoneMap:
+    """The zones aggregates make: zone -> the uuids of its aggregates, and
+    the zone of the host asked about (None: in no zone aggregate, so in the
+    default zone)."""
+
+    zones: Mapping[str, list[str]]
+    host_zone: str | None = None
+
+
 def _views(session: Session, aggregates: Iterable[models.Aggregate]) -> list[AggregateView]:
     """The aggregates with their hosts and metadata (two more queries in all)."""
     rows = list(aggregates)
@@ -393,18 +403,36 @@ class AggregateApi(SessionSource):
                 )
             }
 
-    def zone_aggregates(self) -> dict[str, list[str]]:
-        """zone -> the uuids of the aggregates that make it (one query)."""
-        found: dict[str, list[str]] = {}
+    def zone_aggregates(self, host: str | None = None) -> ZoneMap:
+        """Every zone's aggregates, and ``host``'s zone when asked (one query).
+
+        :param host: a host whose zone to tell (a moved server's source).
+        """
+        zones: dict[str, list[str]] = {}
+        host_zone = None
         with self._reader() as session:
-            for zone, uuid in session.execute(
-                sa.select(models.AggregateMetadata.value, models.Aggregate.uuid)
-                .join(models.Aggregate, models.Aggregate.id == models.AggregateMetadata.aggregate_id)
+            members = (
+                sa.select(models.AggregateHost.id)
+                .where(
+                    models.AggregateHost.aggregate_id == models.Aggregate.id,
+                    models.AggregateHost.host == host,
+                )
+                .exists()
+                if host is not None
+                else sa.false()
+            )
+            for zone, uuid, has_host in session.execute(
+                sa.select(models.AggregateMetadata.value, models.Aggregate.uuid, members)
+                .join(
+                    models.Aggregate, models.Aggregate.id == models.AggregateMetadata.aggregate_id
+                )
                 .where(models.AggregateMetadata.key == ZONE_KEY)
                 .order_by(models.Aggregate.id)
             ):
-                found.setdefault(zone, []).append(uuid)
-        return found
+                zones.setdefault(zone, []).append(uuid)
+                if has_host:
+                    host_zone = zone
+        return ZoneMap(zones, host_zone)
 
     def tenant_aggregates(self, project_id: str) -> list[str]:
         """The uuids of the aggregates whose ``filter_tenant_id*`` metadata
@@ -418,7 +446,9 @@ class AggregateApi(SessionSource):
                         models.AggregateMetadata.aggregate_id == models.Aggregate.id,
                     )
                     .where(
-                        models.AggregateMetadata.key.startswith(TENANT_KEY_PREFIX, autoescape=True),
+                        models.AggregateMetadata.key.startswith(
+                            TENANT_KEY_PREFIX, autoescape=True
+                        ),
                         models.AggregateMetadata.value == project_id,
                     )
                     .distinct()

@@ -74,8 +74,11 @@ class RequestSpecApi(SessionSource):
         ignore_hosts: Iterable[str] = (),
         force_hosts: Iterable[str] = (),
         scheduler_hints: Mapping[str, Any] | None = None,
+        availability_zone: str | None = None,
     ) -> models.RequestSpec:
         """Record what a server asks the scheduler for.
+
+        :param availability_zone: the zone it must be placed in (None: any).
 
         :raises resize_sched.exception.ServerNotFound: no such server.
         :raises resize_sched.exception.Invalid: a bad value.
@@ -90,6 +93,7 @@ class RequestSpecApi(SessionSource):
                 "scheduler_hints": scheduler_hints,
             }
         )
+        values["availability_zone"] = availability_zone
         spec = models.RequestSpec(server_uuid=server_uuid, **values)
         try:
             with self._writer() as session:

@@ -41,9 +41,7 @@ def add_host(db: Database, client: PlacementClient, host: str, aggregate_uuid: s
     :raises PlacementError: Placement could not be read or written.
     """
     return [
-        rp
-        for rp in host_roots(db, host)
-        if client.update_aggregates(rp, add=[aggregate_uuid])
+        rp for rp in host_roots(db, host) if client.update_aggregates(rp, add=[aggregate_uuid])
     ]
 
 
@@ -62,7 +60,9 @@ def remove_host(
             if client.update_aggregates(rp, remove=[aggregate_uuid]):
                 written.append(rp)
         except exception.PlacementNotFound:
-            LOG.info("Provider %s of %s is gone: nothing to take out of %s", rp, host, aggregate_uuid)
+            LOG.info(
+                "Provider %s of %s is gone: nothing to take out of %s", rp, host, aggregate_uuid
+            )
     return written
 
 
@@ -112,9 +112,13 @@ def sync(db: Database, client: PlacementClient, *, dry_run: bool = False) -> Syn
         report.added.extend((node.uuid, node.host, a) for a in sorted(add))
         report.removed.extend((node.uuid, node.host, a) for a in sorted(remove))
     for rp, host, agg in report.added:
-        LOG.info("Provider %s of %s %s aggregate %s", rp, host, "needs" if dry_run else "joined", agg)
+        LOG.info(
+            "Provider %s of %s %s aggregate %s", rp, host, "needs" if dry_run else "joined", agg
+        )
     for rp, host, agg in report.removed:
-        LOG.info("Provider %s of %s %s aggregate %s", rp, host, "leaves" if dry_run else "left", agg)
+        LOG.info(
+            "Provider %s of %s %s aggregate %s", rp, host, "leaves" if dry_run else "left", agg
+        )
     return report
 
 

@@ -12,6 +12,7 @@ import itertools
 from oslo_policy import policy
 
 from resize_sched.policies import (
+    aggregates,
     base,
     flavors,
     hypervisors,
@@ -40,5 +41,6 @@ def list_rules() -> list[policy.RuleDefault]:
             services.list_rules(),
             hypervisors.list_rules(),
             simple_tenant_usage.list_rules(),
+            aggregates.list_rules(),
         )
     )

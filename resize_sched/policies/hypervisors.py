@@ -1,6 +1,4 @@
-"""Rules of ``os-hypervisors`` (and the empty ``os-aggregates`` list that
-``openstack hypervisor show`` reads). Administrators only by default, as in
-Nova."""
+"""Rules of ``os-hypervisors``. Administrators only by default, as in Nova."""
 
 from oslo_policy import policy
 
@@ -13,7 +11,6 @@ LIST_DETAIL = HYPERVISORS % "list-detail"
 SHOW = HYPERVISORS % "show"
 STATISTICS = HYPERVISORS % "statistics"
 UPTIME = HYPERVISORS % "uptime"
-AGGREGATES_INDEX = "os_compute_api:os-aggregates:index"
 
 _RULES = [
     base.rule(
@@ -44,15 +41,9 @@ _RULES = [
         "Show a hypervisor's uptime (the fake driver has none: 501).",
         "GET /os-hypervisors/{hypervisor_id}/uptime",
     ),
-    base.rule(
-        AGGREGATES_INDEX,
-        base.ADMIN,
-        "List host aggregates (there are none here: an empty list).",
-        "GET /os-aggregates",
-    ),
 ]
 
 
 def list_rules() -> list[policy.RuleDefault]:
-    """The rules of os-hypervisors and os-aggregates."""
+    """The rules of os-hypervisors."""
     return list(_RULES)

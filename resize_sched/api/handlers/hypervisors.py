@@ -36,8 +36,8 @@ enabled (Nova leaves disabled ones out, and counts down ones in), with
 ``count`` the number summed.
 
 ``GET /os-hypervisors/{id}/uptime`` answers 501 (the fake driver has no
-uptime), which ``openstack hypervisor show`` accepts; ``GET /os-aggregates``
-answers an empty list (there are no host aggregates here), which it reads.
+uptime), which ``openstack hypervisor show`` accepts (it also reads
+``os-aggregates``, :mod:`resize_sched.api.handlers.aggregates`).
 Administrators only by default.
 """
 
@@ -430,13 +430,3 @@ def uptime(state: "ApiState", req: ApiRequest, hypervisor_id: str) -> webob.Resp
         raise faults.NotFound("The resource could not be found.")
     _find(state, req, hypervisor_id)
     raise NotImplementedFault("Virt driver does not implement host uptime function.")
-
-
-def aggregates(state: "ApiState", req: ApiRequest) -> webob.Response:
-    """``GET /os-aggregates``: there are no host aggregates here.
-
-    :returns: ``{"aggregates": []}``, 200.
-    :raises faults.Forbidden: ``os_compute_api:os-aggregates:index`` refuses.
-    """
-    policy.authorize(req, rules.AGGREGATES_INDEX)
-    return json_response({"aggregates": []})

@@ -15,7 +15,9 @@ server's, not in ``/servers/detail``, as Nova), 2.73
 values. ``OS-SRV-USG:launched_at`` is when the server first became ACTIVE
 (Nova moves it to the end of each resize; we keep the first launch, which
 ``os-simple-tenant-usage`` counts from), ``OS-SRV-USG:terminated_at`` when it
-was deleted, ``OS-EXT-AZ:availability_zone`` its host's zone, and
+was deleted, ``OS-EXT-AZ:availability_zone`` its host's zone (before it has
+one, the zone asked at create: ``availability_zone``, else ``[DEFAULT]
+default_schedule_zone``; an unknown zone is a 400), and
 ``host_status`` its host's compute service's state (:func:`host_statuses`).
 ``imageRef`` is recorded (and checked against the Image service when
 ``[glance]`` is configured, :mod:`resize_sched.api.glance`); block device
@@ -33,6 +35,8 @@ from oslo_log import log as logging
 
 from resize_sched import actions, exception
 from resize_sched.api import faults, glance, policy, schemas
+from resize_sched.api.handlers import availability_zones
+from resize_sched.api.handlers.availability_zones import HostZones
 from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.handlers.services import COMPUTE_ZONE
 from resize_sched.api.name_filter import NameFilter
@@ -190,6 +194,17 @@ def _versioned_fields(req: ApiRequest, server: models.Server, listed: bool) -> d
     return fields
 
 
+def _zone_view(server: models.Server, zones: HostZones | None) -> str:
+    """``OS-EXT-AZ:availability_zone``, as Nova's: the zone of the server's
+    host now; before it has one, the zone it was asked into ("" for none)."""
+    if not server.host:
+        return server.availability_zone or ""
+    if zones is not None:
+        return zones.of(server.host)
+    # NOTE: no zones read for this answer: the zone recorded when it was placed.
+    return server.availability_zone or COMPUTE_ZONE
+
+
 def view(
     req: ApiRequest,
     server: models.Server,
@@ -198,6 +213,7 @@ def view(
     statuses: Mapping[str, str] | None = None,
     listed: bool = False,
     updated: bool = False,
+    zones: HostZones | None = None,
 ) -> dict[str, Any]:
     """A server as the Compute API shows it to this caller at this microversion.
 
@@ -209,6 +225,8 @@ def view(
     :param updated: the answer to ``PUT /servers/{id}``: below 2.75 Nova
         leaves out the extension fields (zone, config drive, key, usage
         times, states, volumes, the admin's and ``host_status``).
+    :param zones: every host's zone (:class:`HostZones`); None: the zone
+        recorded on the server.
     :returns: the body of one server.
     """
     body: dict[str, Any] = {
@@ -250,9 +268,7 @@ def view(
             "OS-EXT-STS:task_state": server.task_state,
             "OS-EXT-STS:vm_state": server.vm_state,
             "OS-EXT-STS:power_state": power_state(server),
-            # NOTE: Nova's: the host's zone (every compute host is in the
-            # default zone here), "" until the server has a host.
-            "OS-EXT-AZ:availability_zone": COMPUTE_ZONE if server.host else "",
+            "OS-EXT-AZ:availability_zone": _zone_view(server, zones),
             "OS-SRV-USG:launched_at": nova_timestamp(server.launched_at),
             "OS-SRV-USG:terminated_at": nova_timestamp(server.deleted_at),
             "os-extended-volumes:volumes_attached": [],
@@ -308,8 +324,12 @@ def _list_response(
     state: "ApiState", req: ApiRequest, servers: list[Any], links: list[Any], detail: bool
 ) -> Any:
     statuses = host_statuses(state, req) if detail and servers else {}
+    zones = HostZones.read(state) if detail and servers else None
     body: dict[str, Any] = {
-        "servers": [view(req, s, detail=detail, statuses=statuses, listed=True) for s in servers]
+        "servers": [
+            view(req, s, detail=detail, statuses=statuses, listed=True, zones=zones)
+            for s in servers
+        ]
     }
     if links:
         body["servers_links"] = links
@@ -351,7 +371,13 @@ def show(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
     :raises faults.Forbidden: ``os_compute_api:servers:show`` refuses.
     """
     server = policy.authorized_server(req, state.db, rules.SHOW, server_id)
-    return json_response({"server": view(req, server, statuses=host_statuses(state, req))})
+    return json_response(
+        {
+            "server": view(
+                req, server, statuses=host_statuses(state, req), zones=HostZones.read(state)
+            )
+        }
+    )
 
 
 def create(state: "ApiState", req: ApiRequest) -> webob.Response:
@@ -369,6 +395,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     _check_metadata_quota(metadata)
     image_ref = glance.image_ref_of(body)
     flavorid = flavor_ref(body["flavorRef"])
+    zone = _asked_zone(state, body.get("availability_zone"))
     try:
         flavor = visible_flavor(req, state.db, flavorid)
         if image_ref is not None:
@@ -388,6 +415,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
                 "access_ip_v6": canonical_ipv6(body.get("accessIPv6")),
                 "metadata_items": metadata or None,
             },
+            availability_zone=zone,
         )
     except exception.FlavorNotFound:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
@@ -404,6 +432,26 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     response = json_response({"server": created}, status=202)
     response.location = req.link("servers", server.uuid)
     return response
+
+
+def _asked_zone(state: "ApiState", asked: str | None) -> str | None:
+    """The zone a new server must be placed in: the one asked, else
+    ``[DEFAULT] default_schedule_zone`` (None: any host).
+
+    :raises faults.BadRequest: a zone no enabled compute host is in, or the
+        ``zone:host`` form (forcing a host is not served here).
+    """
+    zone = asked or state.conf.default_schedule_zone
+    if zone is None:
+        return None
+    if ":" in zone:
+        raise faults.BadRequest(
+            f"Invalid availability_zone {zone!r}: forcing a host ('zone:host') is not "
+            "supported; name a zone."
+        )
+    if zone not in availability_zones.available_zones(state):
+        raise faults.BadRequest("The requested availability zone is not available")
+    return zone
 
 
 def _check_metadata_quota(metadata: Mapping[str, str]) -> None:

@@ -24,7 +24,7 @@ from resize_sched import actions, exception, words
 from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
-from resize_sched.conductor.tasks.policy import Placed, policy_fields
+from resize_sched.conductor.tasks.policy import Placed, placed_zone, policy_fields
 from resize_sched.db import action_api
 from resize_sched.placement.client import owner_trait
 from resize_sched.placement.foreign import split
@@ -102,7 +102,12 @@ class BuildTask:
             ignore_hosts=frozenset(spec.ignore_hosts),
             force_hosts=frozenset(spec.force_hosts),
             **policy_fields(
-                self.db, Placed.of_server(server), spec, flavor=server.flavor, moving=False
+                self.db,
+                Placed.of_server(server),
+                spec,
+                flavor=server.flavor,
+                moving=False,
+                conf=self.deps.conf,
             ),
         )
         try:
@@ -131,6 +136,10 @@ class BuildTask:
                         task_state="spawning",
                         host=dest.host,
                         node=dest.host,
+                        availability_zone=(
+                            request.availability_zone
+                            or placed_zone(self.db, dest.host, self.deps.conf)
+                        ),
                         rp_uuid=dest.provider,
                         placement_generation=generation,
                         # NOTE: a tree's child or a sharing provider holds part.

@@ -388,6 +388,7 @@ class ResizeTask:
                 spec,
                 flavor=migration.new_flavor,
                 moving=True,
+                conf=conf,
             ),
         )
 
