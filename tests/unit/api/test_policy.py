@@ -84,6 +84,15 @@ TABLE = {
     "os_compute_api:os-simple-tenant-usage:list": (ADMIN, "GET /os-simple-tenant-usage"),
     "os_compute_api:os-simple-tenant-usage:show": (READER, "GET /os-simple-tenant-usage/{id}"),
     "os_compute_api:os-aggregates:index": (ADMIN, "GET /os-aggregates"),
+    "os_compute_api:os-aggregates:create": (ADMIN, "POST /os-aggregates"),
+    "os_compute_api:os-aggregates:show": (ADMIN, "GET /os-aggregates/{id}"),
+    "os_compute_api:os-aggregates:update": (ADMIN, "PUT /os-aggregates/{id}"),
+    "os_compute_api:os-aggregates:delete": (ADMIN, "DELETE /os-aggregates/{id}"),
+    "os_compute_api:os-aggregates:add_host": (ADMIN, "POST ... add_host"),
+    "os_compute_api:os-aggregates:remove_host": (ADMIN, "POST ... remove_host"),
+    "os_compute_api:os-aggregates:set_metadata": (ADMIN, "POST ... set_metadata"),
+    "os_compute_api:os-availability-zone:list": (set(CALLERS), "GET /os-availability-zone"),
+    "os_compute_api:os-availability-zone:detail": (ADMIN, "GET /os-availability-zone/detail"),
 }
 
 BASE_RULES = {
