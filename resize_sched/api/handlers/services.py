@@ -1,11 +1,12 @@
 """Services: ``GET /v2.1/os-services``, ``PUT /v2.1/os-services/{id}``.
 
-Nova's ``os-services`` for the services we record: compute services (zone
-``nova``), whose rows the conductor writes from their periodic reports, and
-conductors (zone ``internal``), which write their own. ``state`` is ``up``
-while the last report is at most ``[DEFAULT] service_down_time`` seconds old
-(and the service is not forced down); ``status`` is ``disabled`` or
-``enabled``.
+Nova's ``os-services`` for the services we record: compute services (in
+their host's availability zone, see
+:mod:`resize_sched.api.handlers.availability_zones`), whose rows the
+conductor writes from their periodic reports, and conductors (zone
+``internal``), which write their own. ``state`` is ``up`` while the last
+report is at most ``[DEFAULT] service_down_time`` seconds old (and the
+service is not forced down); ``status`` is ``disabled`` or ``enabled``.
 
 Names: a service is listed under Nova's name for it (``nova-compute``,
 ``nova-conductor``: :data:`NOVA_BINARIES`), so that scripts written for
@@ -107,19 +108,29 @@ class PlacementUnavailable(faults.Fault):
     status = 503
 
 
-def view(req: ApiRequest, service: models.Service, down_time: float) -> dict[str, Any]:
+def view(
+    req: ApiRequest,
+    service: models.Service,
+    down_time: float,
+    zones: tuple[dict[str, str], str] | None = None,
+) -> dict[str, Any]:
     """A service as os-services shows it at this microversion.
 
     :param req: the request (for the microversion).
     :param service: the service row.
     :param down_time: ``[DEFAULT] service_down_time``.
+    :param zones: (host -> zone of the hosts in a zone aggregate, the
+        default zone); None: every compute host in the default zone.
     :returns: the body of one service.
     """
+    zone = INTERNAL_ZONE
+    if service.binary == COMPUTE_BINARY:
+        zone = zones[0].get(service.host, zones[1]) if zones is not None else COMPUTE_ZONE
     body: dict[str, Any] = {
         "id": service.uuid if req.version.at_least("2.53") else service.id,
         "binary": shown_binary(service.binary),
         "host": service.host,
-        "zone": COMPUTE_ZONE if service.binary == COMPUTE_BINARY else INTERNAL_ZONE,
+        "zone": zone,
         "status": "disabled" if service.disabled else "enabled",
         "state": "up" if service_is_up(service, down_time) else "down",
         "updated_at": nova_timestamp(service.updated_at),
@@ -142,7 +153,13 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
         binary=recorded_binary(binary) if binary is not None else None, host=req.GET.get("host")
     )
     down_time = state.conf.service_down_time
-    return json_response({"services": [view(req, s, down_time) for s in found]})
+    zones = _zones(state)
+    return json_response({"services": [view(req, s, down_time, zones) for s in found]})
+
+
+def _zones(state: "ApiState") -> tuple[dict[str, str], str]:
+    """Every compute host's zone: its aggregates', else the default zone."""
+    return state.db.host_zones(), state.conf.default_availability_zone
 
 
 def _set_disabled(
@@ -213,7 +230,9 @@ def update(state: "ApiState", req: ApiRequest, service_id: str) -> webob.Respons
                 f"Only {shown_binary(COMPUTE_BINARY)} services can be forced down."
             )
         service = state.db.service_set_forced_down(service.uuid, body["forced_down"])
-    return json_response({"service": view(req, service, state.conf.service_down_time)})
+    return json_response(
+        {"service": view(req, service, state.conf.service_down_time, _zones(state))}
+    )
 
 
 def _legacy(state: "ApiState", req: ApiRequest, disabled: bool, schema: dict) -> webob.Response:
