@@ -29,11 +29,14 @@ from oslo_log import log as logging
 from resize_sched import strategies
 from resize_sched.api import auth, faults, microversion, middleware, policy
 from resize_sched.api.handlers import (
+    flavor_access,
     flavor_extra_specs,
     flavors,
     hypervisors,
     instance_actions,
+    keypairs,
     migrations,
+    quota_sets,
     server_actions,
     server_migrations,
     servers,
@@ -116,6 +119,8 @@ ROUTES = (
     Route("GET", "/flavors/detail", flavors.detail),
     Route("GET", "/flavors/{flavor_id}", flavors.show),
     Route("DELETE", "/flavors/{flavor_id}", flavors.delete),
+    Route("POST", "/flavors/{flavor_id}/action", flavor_access.action),
+    Route("GET", "/flavors/{flavor_id}/os-flavor-access", flavor_access.index),
     Route("GET", "/flavors/{flavor_id}/os-extra_specs", flavor_extra_specs.index),
     Route("POST", "/flavors/{flavor_id}/os-extra_specs", flavor_extra_specs.create),
     Route("GET", "/flavors/{flavor_id}/os-extra_specs/{key}", flavor_extra_specs.show),
@@ -150,6 +155,18 @@ ROUTES = (
     Route("GET", "/os-aggregates", hypervisors.aggregates),
     Route("GET", "/os-simple-tenant-usage", simple_tenant_usage.index),
     Route("GET", "/os-simple-tenant-usage/{tenant_id}", simple_tenant_usage.show),
+    Route("GET", "/os-quota-sets/{tenant_id}", quota_sets.show),
+    Route("PUT", "/os-quota-sets/{tenant_id}", quota_sets.update),
+    Route("DELETE", "/os-quota-sets/{tenant_id}", quota_sets.delete),
+    Route("GET", "/os-quota-sets/{tenant_id}/defaults", quota_sets.defaults),
+    Route("GET", "/os-quota-sets/{tenant_id}/detail", quota_sets.detail),
+    Route("GET", "/os-quota-class-sets/{id}", quota_sets.class_show),
+    Route("PUT", "/os-quota-class-sets/{id}", quota_sets.class_update),
+    Route("GET", "/limits", quota_sets.limits),
+    Route("GET", "/os-keypairs", keypairs.index),
+    Route("POST", "/os-keypairs", keypairs.create),
+    Route("GET", "/os-keypairs/{keypair_name}", keypairs.show),
+    Route("DELETE", "/os-keypairs/{keypair_name}", keypairs.delete),
 )
 
 
