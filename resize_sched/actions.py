@@ -9,9 +9,10 @@ requests can never both start: the second gets a typed conflict error.
 from collections.abc import Sequence
 from typing import Any
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
-from resize_sched import exception
+from resize_sched import exception, quota
 from resize_sched import resources as rs
 from resize_sched.context import RequestContext
 from resize_sched.db import action_api
@@ -46,11 +47,16 @@ def create_server(
     context: RequestContext | None = None,
     attributes: dict[str, Any] | None = None,
     availability_zone: str | None = None,
+    quota_conf: cfg.ConfigOpts | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
     The flavor is read before anything is written, so an unknown flavor
-    leaves the database unchanged.
+    leaves the database unchanged. With ``quota_conf``, the project's (and
+    user's) ``instances``, ``cores`` and ``ram`` are checked before the
+    server is written and again right after (Nova's recheck): when two
+    creates race for the last unit, the recheck refuses whichever sees the
+    limit passed and removes its row before anything refers to it.
 
     :param db: the :class:`resize_sched.db.api.Database`.
     :param name: the server's name.
@@ -67,11 +73,15 @@ def create_server(
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
+    :raises OverQuota: the server would take the project or user past a limit.
     """
     flavor = db.flavor_get(flavorid)
     # NOTE: checked before anything is written: a flavor stored before
     # today's hw:numa_nodes checks may be refused by them.
     request = _checked_request(flavor.to_snapshot(), f"flavor {flavorid}")
+    deltas = quota.flavor_deltas(flavor)
+    if quota_conf is not None:
+        quota.check_server(db, quota_conf, project_id, user_id, deltas)
     server = db.server_create(
         name=name,
         project_id=project_id,
@@ -84,6 +94,13 @@ def create_server(
             else attributes
         ),
     )
+    if quota_conf is not None:
+        try:
+            quota.check_server(db, quota_conf, project_id, user_id, deltas, already_added=True)
+        except exception.OverQuota:
+            db.server_discard(server.uuid)
+            LOG.info("Server %s refused by the quota recheck: a racing create won", server.uuid)
+            raise
     db.request_spec_create(
         server.uuid,
         resources=request.resources,
@@ -124,6 +141,7 @@ def begin_resize(
     flavorid: str,
     project_id: ProjectScope = ALL_PROJECTS,
     context: RequestContext | None = None,
+    quota_conf: cfg.ConfigOpts | None = None,
 ) -> Any:
     """Record a resize: server ACTIVE -> RESIZE, a new ``pre-migrating`` migration.
 
@@ -136,7 +154,11 @@ def begin_resize(
     :param project_id: restrict to this project's servers (:data:`ALL_PROJECTS`:
         an administrator or a service).
     :param context: the request; when given, its ``resize`` action is recorded.
+    :param quota_conf: check quota (``cores``, ``ram``: what the new flavor
+        adds over the old one) before anything is written, as Nova.
     :returns: the migration row.
+    :raises OverQuota: the new flavor's increase passes a limit; no
+        migration is recorded.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: the new flavor is the server's current one.
     :raises ServerNotFound: unknown server, or another project's.
@@ -178,6 +200,8 @@ def begin_resize(
             reason=f"server {server_uuid}'s own flavor cannot be read: {exc}"
         ) from None
     new = _checked_request(new_flavor, f"flavor {flavor.flavorid}").resources
+    if quota_conf is not None:
+        check_upsize(db, quota_conf, server, old_flavor, new_flavor)
     server = db.server_start_resize(server_uuid)
     migration = db.migration_create(
         server_uuid=server.uuid,
@@ -222,6 +246,20 @@ def begin_resize(
     return migration
 
 
+def check_upsize(db: Any, conf: cfg.ConfigOpts, server: Any, current: Any, wanted: Any) -> None:
+    """Refuse taking ``server`` from flavor ``current`` to ``wanted`` (snapshots)
+    when what that adds (``cores``, ``ram``; a decrease adds nothing) passes
+    the project's or the server's user's limits, usage counted now.
+
+    :raises OverQuota: a limit would be passed.
+    """
+    deltas = {
+        "cores": int(wanted["vcpus"]) - int(current["vcpus"]),
+        "ram": int(wanted["memory_mb"]) - int(current["memory_mb"]),
+    }
+    quota.check_server(db, conf, server.project_id, server.user_id, deltas)
+
+
 def _begin_decision(
     db: Any,
     server_uuid: str,
@@ -229,6 +267,7 @@ def _begin_decision(
     operation: str,
     values: dict[str, Any],
     context: RequestContext | None = None,
+    quota_conf: cfg.ConfigOpts | None = None,
 ) -> Any:
     server = db.server_get(server_uuid, project_id=project_id)
     migration = db.migration_get_in_progress_for_server(server_uuid)
@@ -239,6 +278,10 @@ def _begin_decision(
             operation=operation,
             expected="VERIFY_RESIZE",
         )
+    if quota_conf is not None and operation == "revert":
+        # NOTE: as Nova: in VERIFY_RESIZE the server counts at its new
+        # flavor, so reverting a resize down adds the difference back.
+        check_upsize(db, quota_conf, server, migration.new_flavor, migration.old_flavor)
     db.server_update(
         server_uuid,
         expected={"status": "VERIFY_RESIZE", "task_state": None},
@@ -274,12 +317,16 @@ def begin_revert(
     server_uuid: str,
     project_id: ProjectScope = ALL_PROJECTS,
     context: RequestContext | None = None,
+    quota_conf: cfg.ConfigOpts | None = None,
 ) -> Any:
     """Record a revert: server REVERT_RESIZE, migration ``finished`` -> ``reverting``.
 
     :param context: the request; when given, its ``revertResize`` action is recorded.
+    :param quota_conf: check quota first, as Nova: reverting a resize down
+        gives back the larger old flavor.
     :raises ServerNotFound: unknown server, or another project's.
     :raises ServerStateConflict: the server is not in VERIFY_RESIZE.
+    :raises OverQuota: the old flavor no longer fits the project's limits.
     """
     return _begin_decision(
         db,
@@ -288,6 +335,7 @@ def begin_revert(
         "revert",
         {"status": "REVERT_RESIZE", "task_state": "resize_reverting"},
         context,
+        quota_conf,
     )
 
 

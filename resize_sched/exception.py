@@ -136,6 +136,16 @@ class FlavorNotFound(NotFound):
     code = "resize_sched.not_found.flavor"
 
 
+class KeyPairNotFound(NotFound):
+    msg_fmt = "Keypair %(name)s not found for user %(user_id)s"
+    code = "resize_sched.not_found.key_pair"
+
+
+class FlavorAccessNotFound(NotFound):
+    msg_fmt = "Flavor access not found for %(flavor_id)s / %(project_id)s combination."
+    code = "resize_sched.not_found.flavor_access"
+
+
 class FlavorExtraSpecNotFound(NotFound):
     msg_fmt = "Flavor %(flavor_id)s has no extra spec %(key)s."
     code = "resize_sched.not_found.flavor_extra_spec"
@@ -209,6 +219,17 @@ class InvalidAggregateAction(Conflict):
 
     msg_fmt = "Cannot %(what)s aggregate %(aggregate_id)s. Reason: %(reason)s."
     code = "resize_sched.conflict.aggregate_action"
+class KeyPairExists(Conflict):
+    msg_fmt = "Key pair '%(name)s' already exists."
+    code = "resize_sched.conflict.key_pair_exists"
+
+
+class FlavorAccessExists(Conflict):
+    msg_fmt = (
+        "Flavor access already exists for flavor %(flavor_id)s and project "
+        "%(project_id)s combination."
+    )
+    code = "resize_sched.conflict.flavor_access_exists"
 
 
 class ServerStateConflict(Conflict):

@@ -31,12 +31,42 @@ RESOURCES = (
 
 UNLIMITED = -1
 
+#: Limits on what a server is given at create (Nova's personality files):
+#: shown and settable below microversion 2.57, never counted (no files here).
+INJECTED = ("injected_files", "injected_file_content_bytes", "injected_file_path_bytes")
+
+#: nova-network's resources: shown (unlimited unless set) and settable below
+#: microversion 2.36, never counted.
+NETWORK = ("fixed_ips", "floating_ips", "security_groups", "security_group_rules")
+
+#: Every resource an os-quota-sets body may name at some microversion.
+ALL_RESOURCES = RESOURCES + INJECTED + NETWORK
+
+#: Resources whose usage is counted per user (a key pair is a user's).
+PER_USER = ("key_pairs",)
+
+
+def _configured(conf: cfg.ConfigOpts) -> dict[str, int]:
+    found = {name: getattr(conf.quota, name) for name in RESOURCES}
+    found["injected_files"] = conf.quota.injected_files
+    found["injected_file_content_bytes"] = conf.quota.injected_file_content_bytes
+    found["injected_file_path_bytes"] = conf.quota.injected_file_path_length
+    found.update(dict.fromkeys(NETWORK, UNLIMITED))
+    return found
+
+
+def defaults(db: Any, conf: cfg.ConfigOpts) -> dict[str, int]:
+    """Every resource's default: the ``default`` quota class over ``[quota]``."""
+    found = _configured(conf)
+    found.update(db.quota_class_get(DEFAULT_CLASS))
+    return found
+
 
 def limits(
     db: Any, conf: cfg.ConfigOpts, project_id: str, user_id: str | None = None
 ) -> dict[str, int]:
     """Every resource's limit for ``project_id`` (and ``user_id`` within it)."""
-    found = {name: getattr(conf.quota, name) for name in RESOURCES}
+    found = _configured(conf)
     with db._reader() as session:
         for row in session.scalars(
             sa.select(models.QuotaClass).where(models.QuotaClass.class_name == DEFAULT_CLASS)
@@ -86,3 +116,42 @@ def enforce(
             raise exception.OverQuota(
                 resource=resource, requested=wanted[resource], used=have, limit=limit
             )
+
+
+def usage(db: Any, project_id: str, user_id: str | None = None) -> dict[str, int]:
+    """What ``project_id`` (or ``user_id`` in it) uses of each resource, counted
+    from the database: :meth:`resize_sched.db.quota_api.QuotaApi.quota_usage`;
+    every resource it does not count is 0."""
+    found = dict.fromkeys(ALL_RESOURCES, 0)
+    found.update(db.quota_usage(project_id, user_id))
+    return found
+
+
+def flavor_deltas(flavor: Any) -> dict[str, int]:
+    """What one server of ``flavor`` (a Flavor or a snapshot) counts against quota."""
+    if isinstance(flavor, dict):
+        return {"instances": 1, "cores": int(flavor["vcpus"]), "ram": int(flavor["memory_mb"])}
+    return {"instances": 1, "cores": flavor.vcpus, "ram": flavor.memory_mb}
+
+
+def check_server(
+    db: Any,
+    conf: cfg.ConfigOpts,
+    project_id: str,
+    user_id: str | None,
+    deltas: dict[str, int],
+    *,
+    already_added: bool = False,
+) -> None:
+    """Refuse a server (or a resize) whose ``deltas`` would pass the
+    project's or the user's limits, usage counted from the database now.
+
+    :param already_added: the deltas are already in the database (the
+        recheck after a create, as Nova's): only usage past the limit is refused.
+    :raises OverQuota: a project or user limit would be passed.
+    """
+    for scope_user in (None, user_id) if user_id is not None else (None,):
+        used = usage(db, project_id, scope_user)
+        if already_added:
+            used = {rc: used.get(rc, 0) - deltas.get(rc, 0) for rc in used}
+        enforce(db, conf, project_id, scope_user, deltas, used)

@@ -103,6 +103,13 @@ def from_domain(exc: exception.ResizeSchedException) -> Fault | None:
         return BadRequest(exc.message)
     if isinstance(exc, exception.Conflict):
         return Conflict(exc.message)
+    if isinstance(exc, exception.OverQuota):
+        # NOTE: Nova's TooManyInstances message, on create and resize alike.
+        found = exc.kwargs
+        return Forbidden(
+            f"Quota exceeded for {found['resource']}: Requested {found['requested']}, "
+            f"but already used {found['used']} of {found['limit']} {found['resource']}"
+        )
     if isinstance(exc, exception.ProjectRequired):
         return Forbidden("This API takes project-scoped tokens only.")
     return None

@@ -43,6 +43,20 @@ _FLAVOR_REF = {
 _INT_STRING = r"^\s*[0-9]{1,10}\s*\Z"
 
 
+#: Nova's ``parameter_types.boolean``: JSON booleans and these strings.
+_TRUE_STRINGS = ("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes", "y", "t")
+_FALSE_STRINGS = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no", "n", "f")
+BOOLEAN_VALUES = (True, False, *_TRUE_STRINGS, *_FALSE_STRINGS)
+BOOLEAN = {"type": ["boolean", "string"], "enum": list(BOOLEAN_VALUES)}
+
+
+def as_bool(value: bool | str) -> bool:
+    """A value :data:`BOOLEAN` accepted, as a bool."""
+    if isinstance(value, bool):
+        return value
+    return value in _TRUE_STRINGS
+
+
 def _count(minimum: int) -> dict[str, Any]:
     return {
         "type": ["integer", "string"],
@@ -80,7 +94,7 @@ FLAVOR_CREATE = {
                 "swap": {"anyOf": [_count(0), {"type": "string", "enum": [""]}]},
                 # NOTE: only nova-network ever used it; accepted and ignored.
                 "rxtx_factor": {"type": "number", "exclusiveMinimum": 0},
-                "os-flavor-access:is_public": {"type": "boolean"},
+                "os-flavor-access:is_public": BOOLEAN,
                 "description": {"type": "null"},
             },
             "required": ["name", "ram", "vcpus", "disk"],

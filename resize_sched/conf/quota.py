@@ -18,11 +18,11 @@ OPTS = [
         default="db",
         choices=[
             ("db", "limits and overrides in our database; usage counted from it"),
-            ("unified_limits", "limits read from Keystone's unified limits (oslo.limit)"),
             ("noop", "no limit is ever enforced"),
         ],
-        help="Where limits come from. Keep 'db' unless your Keystone holds the "
-        "limits of every service (unified limits).",
+        help="Where limits come from: 'db' (os-quota-sets, os-quota-class-sets "
+        "and these defaults), or 'noop' to enforce none (the API still "
+        "answers with the limits set).",
     ),
     cfg.IntOpt("instances", default=10, min=-1, help="Servers per project."),
     cfg.IntOpt("cores", default=20, min=-1, help="Virtual CPUs per project, by flavor."),
@@ -31,6 +31,27 @@ OPTS = [
     cfg.IntOpt("key_pairs", default=100, min=-1, help="Key pairs per user."),
     cfg.IntOpt("server_groups", default=10, min=-1, help="Server groups per project."),
     cfg.IntOpt("server_group_members", default=10, min=-1, help="Servers in one server group."),
+    cfg.IntOpt(
+        "injected_files",
+        default=5,
+        min=-1,
+        help="Files injected into a server (Nova's personality), shown by "
+        "os-quota-sets and /limits below microversion 2.57 only: nothing is "
+        "injected here.",
+    ),
+    cfg.IntOpt(
+        "injected_file_content_bytes",
+        default=10 * 1024,
+        min=-1,
+        help="Bytes in one injected file; shown below microversion 2.57 only.",
+    ),
+    cfg.IntOpt(
+        "injected_file_path_length",
+        default=255,
+        min=-1,
+        help="Characters in an injected file's path (the resource "
+        "injected_file_path_bytes); shown below microversion 2.57 only.",
+    ),
 ]
 
 

@@ -22,6 +22,8 @@ The queries live in one mixin per area:
 * :mod:`resize_sched.db.usage_api` (usage over time);
 * :mod:`resize_sched.db.lease_api` (the conductors' leases);
 * :mod:`resize_sched.db.aggregate_api` (host aggregates and the zones they make).
+* :mod:`resize_sched.db.quota_api` (quota limits and usage, key pairs,
+  flavor access).
 
 This module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
 the API-visible id) default to a new UUID.
@@ -41,6 +43,7 @@ from resize_sched.db.lease_api import LeaseApi
 from resize_sched.db.migration_api import MigrationApi
 from resize_sched.db.migration_journal_api import MigrationJournalApi
 from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
+from resize_sched.db.quota_api import QuotaApi
 from resize_sched.db.request_spec_api import RequestSpecApi
 from resize_sched.db.server_api import ServerApi
 from resize_sched.db.server_journal_api import ServerJournalApi
@@ -65,6 +68,7 @@ class Database(
     UsageApi,
     LeaseApi,
     AggregateApi,
+    QuotaApi,
 ):
     """Flavors, servers, request specs, migrations and the journal, services and
     compute nodes, instance actions and their events, usage over time, the

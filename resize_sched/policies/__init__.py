@@ -18,6 +18,7 @@ from resize_sched.policies import (
     hypervisors,
     instance_actions,
     migrations,
+    quotas,
     server_migrations,
     servers,
     services,
@@ -42,5 +43,6 @@ def list_rules() -> list[policy.RuleDefault]:
             hypervisors.list_rules(),
             simple_tenant_usage.list_rules(),
             aggregates.list_rules(),
+            quotas.list_rules(),
         )
     )

@@ -1,9 +1,9 @@
 """Flavors: ``/v2.1/flavors``.
 
-Everyone may list and show public flavors; only an administrator sees
-private ones, creates or deletes (``os_compute_api:os-flavor-manage:*``).
-(There is no per-project flavor access here: a private flavor is an
-administrator's.) Bodies follow the microversion: ``description`` from
+Everyone may list and show public flavors and the private ones shared with
+their project (``os-flavor-access``, :mod:`.flavor_access`); an
+administrator sees every flavor, creates or deletes
+(``os_compute_api:os-flavor-manage:*``). Bodies follow the microversion: ``description`` from
 2.55 (always null: we keep none), ``extra_specs`` from 2.61 (when
 ``os_compute_api:os-flavor-extra-specs:index`` allows). ``swap`` is always an
 integer, as Nova answers from 2.75 on.
@@ -87,18 +87,21 @@ def visible_flavor(req: ApiRequest, db: Any, flavorid: str) -> models.Flavor:
     :param db: the database.
     :param flavorid: the flavor's id.
     :returns: the flavor.
-    :raises FlavorNotFound: no such flavor, or a private one and the caller
-        is not an administrator.
+    :raises FlavorNotFound: no such flavor, or a private one not shared
+        with the caller's project and the caller is not an administrator.
     """
     flavor = db.flavor_get(flavorid)
-    if not flavor.is_public and not req.context.is_admin:
+    if flavor.is_public or req.context.is_admin:
+        return flavor
+    if flavor.id not in db.flavor_shared_with(req.context.project_id):
         raise exception.FlavorNotFound(flavor_id=flavorid)
     return flavor
 
 
 def _is_public_filter(req: ApiRequest) -> bool | None:
-    # NOTE: as Nova: public only by default; "none" (openstacksdk sends the
-    # literal "None") means every flavor, but only an admin sees private ones.
+    # NOTE: as Nova: public (and shared with the caller's project) by
+    # default; "none" (openstacksdk sends the literal "None") means every
+    # flavor, but only an admin sees private ones not shared with it.
     if not req.context.is_admin:
         return True
     raw = req.GET.get("is_public")
@@ -112,7 +115,12 @@ def _is_public_filter(req: ApiRequest) -> bool | None:
 def _listed(
     state: "ApiState", req: ApiRequest
 ) -> tuple[list[models.Flavor], list[dict[str, str]]]:
-    flavors = state.db.flavor_list(is_public=_is_public_filter(req))
+    is_public = _is_public_filter(req)
+    flavors = state.db.flavor_list(is_public=None if is_public else is_public)
+    if is_public:
+        # NOTE: as Nova: "public" also takes in the flavors shared with the project.
+        shared = state.db.flavor_shared_with(req.context.project_id)
+        flavors = [f for f in flavors if f.is_public or f.id in shared]
     min_ram = int_param(req, "minRam")
     min_disk = int_param(req, "minDisk")
     if min_ram is not None:
@@ -190,7 +198,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
         ),
         swap=0 if swap == "" else schemas.as_int(swap, "swap"),
         flavorid=None if flavorid is None else str(flavorid),
-        is_public=body.get("os-flavor-access:is_public", True),
+        is_public=schemas.as_bool(body.get("os-flavor-access:is_public", True)),
     )
     return json_response({"flavor": view(req, flavor)})
 

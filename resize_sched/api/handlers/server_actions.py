@@ -44,7 +44,13 @@ def _resize(
     try:
         visible_flavor(req, state.db, flavorid)
         migration = actions.begin_resize(
-            state.db, strategy, server_id, flavorid, project_id=scope, context=req.context
+            state.db,
+            strategy,
+            server_id,
+            flavorid,
+            project_id=scope,
+            context=req.context,
+            quota_conf=state.conf,
         )
     except exception.FlavorNotFound:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
@@ -77,7 +83,11 @@ def _revert(
     schemas.validate(body, schemas.REVERT_RESIZE)
     policy.authorized_server(req, state.db, rules.REVERT_RESIZE, server_id)
     migration = actions.begin_revert(
-        state.db, server_id, project_id=req.project_scope(), context=req.context
+        state.db,
+        server_id,
+        project_id=req.project_scope(),
+        context=req.context,
+        quota_conf=state.conf,
     )
     state.conductor.revert_resize(req.context, migration.uuid)
     LOG.info("Revert of server %s requested (migration %s)", server_id, migration.uuid)

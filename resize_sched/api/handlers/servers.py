@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import webob
 from oslo_log import log as logging
 
-from resize_sched import actions, exception
+from resize_sched import actions, exception, quota
 from resize_sched.api import faults, glance, policy, schemas
 from resize_sched.api.handlers import availability_zones
 from resize_sched.api.handlers.availability_zones import HostZones
@@ -66,9 +66,6 @@ _PROGRESS_STATUSES = (
     models.STATUS_RESIZE,
     models.STATUS_VERIFY_RESIZE,
 )
-
-#: Nova's default ``metadata_items`` quota: the most metadata pairs a server has.
-MAX_METADATA_ITEMS = 128
 
 #: The length of a generated ``adminPass`` (Nova's default).
 PASSWORD_LENGTH = 12
@@ -263,7 +260,7 @@ def view(
         return _with_fault(body, server)
     body.update(
         {
-            "key_name": None,
+            "key_name": server.key_name,
             "config_drive": "",
             "OS-EXT-STS:task_state": server.task_state,
             "OS-EXT-STS:vm_state": server.vm_state,
@@ -392,10 +389,16 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     policy.authorize(req, rules.CREATE)
     body = req.validated_body(schemas.SERVER_CREATE)["server"]
     metadata = body.get("metadata") or {}
-    _check_metadata_quota(metadata)
+    _check_metadata_quota(state, ctxt, metadata)
     image_ref = glance.image_ref_of(body)
     flavorid = flavor_ref(body["flavorRef"])
     zone = _asked_zone(state, body.get("availability_zone"))
+    key_name = body.get("key_name")
+    if key_name is not None:
+        try:
+            state.db.keypair_get(ctxt.user_id, key_name)
+        except exception.KeyPairNotFound:
+            raise faults.BadRequest("Invalid key_name provided.") from None
     try:
         flavor = visible_flavor(req, state.db, flavorid)
         if image_ref is not None:
@@ -414,8 +417,10 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
                 "access_ip_v4": body.get("accessIPv4"),
                 "access_ip_v6": canonical_ipv6(body.get("accessIPv6")),
                 "metadata_items": metadata or None,
+                "key_name": key_name,
             },
             availability_zone=zone,
+            quota_conf=state.conf,
         )
     except exception.FlavorNotFound:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
@@ -454,9 +459,14 @@ def _asked_zone(state: "ApiState", asked: str | None) -> str | None:
     return zone
 
 
-def _check_metadata_quota(metadata: Mapping[str, str]) -> None:
-    if len(metadata) > MAX_METADATA_ITEMS:
-        raise faults.Forbidden(f"Maximum number of metadata items exceeds {MAX_METADATA_ITEMS}")
+def _check_metadata_quota(state: "ApiState", ctxt: Any, metadata: Mapping[str, str]) -> None:
+    # NOTE: Nova's check and message; the limit is the project's (or user's)
+    # metadata_items quota.
+    if state.conf.quota.driver == "noop" or not metadata:
+        return
+    allowed = quota.limits(state.db, state.conf, ctxt.project_id, ctxt.user_id)["metadata_items"]
+    if allowed != quota.UNLIMITED and len(metadata) > allowed:
+        raise faults.Forbidden(f"Maximum number of metadata items exceeds {allowed}")
 
 
 def _generate_password() -> str:

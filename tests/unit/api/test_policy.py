@@ -33,6 +33,9 @@ ADMIN = {"admin"}
 MEMBER = {"admin", "manager", "member"}
 READER = {"admin", "manager", "member", "reader"}
 MANAGER = {"admin", "manager"}
+ANYONE = READER | {"nobody"}
+#: The key pair rules: an administrator or the key pair's user (alice).
+OWNER_USER = {"admin", "member"}
 
 #: Every rule the API enforces, who passes it by default (on a resource of
 #: OWNER), and the route it guards.
@@ -93,6 +96,22 @@ TABLE = {
     "os_compute_api:os-aggregates:set_metadata": (ADMIN, "POST ... set_metadata"),
     "os_compute_api:os-availability-zone:list": (set(CALLERS), "GET /os-availability-zone"),
     "os_compute_api:os-availability-zone:detail": (ADMIN, "GET /os-availability-zone/detail"),
+    "os_compute_api:os-quota-sets:show": (READER, "GET /os-quota-sets/{id}"),
+    "os_compute_api:os-quota-sets:detail": (READER, "GET /os-quota-sets/{id}/detail"),
+    "os_compute_api:os-quota-sets:defaults": (ANYONE, "GET /os-quota-sets/{id}/defaults"),
+    "os_compute_api:os-quota-sets:update": (ADMIN, "PUT /os-quota-sets/{id}"),
+    "os_compute_api:os-quota-sets:delete": (ADMIN, "DELETE /os-quota-sets/{id}"),
+    "os_compute_api:os-quota-class-sets:show": (ADMIN, "GET /os-quota-class-sets/{id}"),
+    "os_compute_api:os-quota-class-sets:update": (ADMIN, "PUT /os-quota-class-sets/{id}"),
+    "os_compute_api:limits": (ANYONE, "GET /limits"),
+    "os_compute_api:limits:other_project": (ADMIN, "GET /limits?tenant_id"),
+    "os_compute_api:os-keypairs:index": (OWNER_USER, "GET /os-keypairs"),
+    "os_compute_api:os-keypairs:show": (OWNER_USER, "GET /os-keypairs/{name}"),
+    "os_compute_api:os-keypairs:create": (OWNER_USER, "POST /os-keypairs"),
+    "os_compute_api:os-keypairs:delete": (OWNER_USER, "DELETE /os-keypairs/{name}"),
+    "os_compute_api:os-flavor-access": (ADMIN, "GET /flavors/{id}/os-flavor-access"),
+    "os_compute_api:os-flavor-access:add_tenant_access": (ADMIN, "... addTenantAccess"),
+    "os_compute_api:os-flavor-access:remove_tenant_access": (ADMIN, "... removeTenantAccess"),
 }
 
 BASE_RULES = {
