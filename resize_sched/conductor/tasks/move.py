@@ -356,6 +356,10 @@ class MoveTask:
     ) -> SchedulingRequest:
         conf = self.deps.conf
         spec = self._request_spec(migration.server_uuid, run)
+        # NOTE: a cold migration moves the server off its host: never back
+        # to the source, and only to the host an administrator named.
+        leaves = migration.migration_type == models.MIGRATION_TYPE_MIGRATION
+        requested = getattr(migration, "requested_host", None)
         return SchedulingRequest(
             destination_request=strategy.destination_request(facts),
             **flavor_filters(migration.new_flavor),
@@ -365,9 +369,10 @@ class MoveTask:
             source_groups=strategy.source_groups(facts),
             source_avoid=group_devices(facts),
             source_holds=_held_on(migration, facts.source),
-            allow_same_host=conf.resize.allow_same_host,
-            prefer_same_host=conf.resize.prefer_same_host,
+            allow_same_host=conf.resize.allow_same_host and not leaves,
+            prefer_same_host=conf.resize.prefer_same_host and not leaves,
             ignore_hosts=frozenset(spec.ignore_hosts if spec else ()),
+            force_hosts=frozenset({requested} if requested else ()),
             # NOTE: as in Nova, hosts forced at boot do not bind a resize.
             ignore_providers=tried,
             **policy_fields(

@@ -39,8 +39,8 @@ class ResizeTask(MoveTask):
     """
 
     STEP_EVENTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {
-        "schedule": ("conductor_migrate_server", (action_api.RESIZE,)),
-        "reschedule": ("conductor_migrate_server", (action_api.RESIZE,)),
+        "schedule": ("conductor_migrate_server", action_api.RESIZE_OR_MIGRATE),
+        "reschedule": ("conductor_migrate_server", action_api.RESIZE_OR_MIGRATE),
         "confirm": ("conductor_confirm_resize", (action_api.CONFIRM_RESIZE,)),
         "revert": ("conductor_revert_resize", (action_api.REVERT_RESIZE,)),
     }
