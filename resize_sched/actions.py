@@ -141,7 +141,7 @@ def begin_resize(
         raise exception.Invalid(
             reason=f"server {server_uuid} already has flavor {flavor.flavorid}"
         )
-    _check_movable(server, "resize")
+    check_movable(server, "resize")
     old_flavor = dict(server.flavor)
     new_flavor = flavor.to_snapshot()
     # NOTE: the new flavor is checked before anything is written or claimed.
@@ -194,7 +194,7 @@ def begin_migrate(
         task, or is flagged ``needs_heal``.
     """
     server = db.server_get(server_uuid, project_id=project_id)
-    _check_movable(server, "migrate")
+    check_movable(server, "migrate")
     resources = _own_resources(server)
     migration = _begin_move(
         db,
@@ -218,7 +218,7 @@ def begin_migrate(
     return migration
 
 
-def _check_movable(server: Any, operation: str) -> None:
+def check_movable(server: Any, operation: str) -> None:
     """Refuse a move of a server that is not idle on a host, or whose
     allocations are to heal (ServerStateConflict)."""
     if server.status not in ("ACTIVE", "SHUTOFF") or server.rp_uuid is None:
