@@ -9,9 +9,21 @@ the invariants on Placement's actual state.
 import pytest
 
 from resize_sched import actions, exception
+from resize_sched.conductor import recovery
+from tests.functional.conductor.test_recovery import Crash
+from tests.functional.conductor.test_recovery import _crash_after_write as crash_after_write
+from tests.functional.conductor.test_recovery import _crash_before_write as crash_before_write
+from tests.functional.conductor.test_recovery import _manager as recovery_manager
 from tests.functional.fixtures.cloud import expect_no_valid_host
 
 STRATEGIES = ["legacy", "drop_and_reclaim", "max_flavor"]
+SLOW = pytest.mark.slow
+
+
+def _quick_first(values, quick):
+    """``values`` as parameters, those not in ``quick`` in the slow suite only."""
+    return [v if v in quick else pytest.param(v, marks=SLOW) for v in values]
+
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
 
@@ -32,7 +44,7 @@ def _state(cloud, uuid):
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("decision", ["confirm", "revert"])
+@pytest.mark.parametrize("decision", _quick_first(["confirm", "revert"], {"confirm"}))
 def test_every_strategy_holds_what_legacy_holds(make_cloud, strategy, decision):
     """The flavor is unchanged, so every strategy's targets are legacy's: the
     migration holds the flavor on the source, the server on the destination."""
@@ -96,7 +108,7 @@ def test_a_named_host_without_room_fails_and_restores(make_cloud):
     assert cloud.usage("host2") == {}
 
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", _quick_first(STRATEGIES, {"max_flavor"}))
 def test_reschedule_to_the_alternate_then_fail(make_cloud, strategy):
     cloud, server = _cloud(make_cloud, strategy, hosts=("host1", "host2", "host3"))
     migration, first = cloud.migrate(server)
@@ -156,3 +168,55 @@ def test_a_delete_wins_over_the_migration(make_cloud, when):
     cloud.deps.executor.release_server(cloud.db.server_get(server.uuid))
     assert cloud.holds(server.uuid) == {} and cloud.holds(migration.uuid) == {}
     assert cloud.usage("host1") == {} and cloud.usage("host2") == {}
+
+
+# -- a conductor that stops part-way: recovery finishes what it began ----------------
+
+
+@pytest.mark.parametrize(
+    ("strategy", "crash"),
+    [
+        ("legacy", "before"),
+        ("max_flavor", "after"),
+        pytest.param("legacy", "after", marks=SLOW),
+        pytest.param("drop_and_reclaim", "before", marks=SLOW),
+        pytest.param("drop_and_reclaim", "after", marks=SLOW),
+        pytest.param("max_flavor", "before", marks=SLOW),
+    ],
+)
+def test_crash_in_the_schedule_is_resumed_to_the_named_host(make_cloud, strategy, crash):
+    """The conductor dies around its first Placement write; recovery settles the
+    journal and schedules again, still to the named host (recorded, not held in
+    memory)."""
+    cloud, server = _cloud(make_cloud, strategy, hosts=("host1", "host2", "host3"))
+    migration = cloud.migrations.begin(server.uuid, "host3")
+    (crash_before_write if crash == "before" else crash_after_write)(cloud)
+    with pytest.raises(Crash):
+        cloud.migrations.schedule(migration.uuid)
+
+    report = recovery.recover(recovery_manager(cloud))
+    assert report.found == 1
+    cloud.check()
+    assert [e for e in cloud.db.journal_list(migration.uuid) if e.state == "intended"] == []
+    migration = cloud.db.migration_get(migration.uuid)
+    assert (migration.status, migration.dest_host) == ("migrating", "host3")
+    assert cloud.holds(server.uuid) == cloud.on("host3", FLAVOR)
+    assert cloud.holds(migration.uuid) == cloud.on("host1", FLAVOR)
+    assert cloud.usage("host2") == {}
+
+
+@pytest.mark.parametrize("decision", _quick_first(["confirm", "revert"], {"confirm"}))
+def test_crash_in_the_decision_is_completed(make_cloud, decision):
+    cloud, server = _cloud(make_cloud)
+    migration, _ = cloud.migrate(server)
+    cloud.migrations.finish(migration.uuid)
+    crash_after_write(cloud)
+    with pytest.raises(Crash):
+        getattr(cloud.migrations, decision)(server.uuid)
+
+    recovery.recover(recovery_manager(cloud))
+    cloud.check()
+    kept = "host2" if decision == "confirm" else "host1"
+    assert cloud.holds(server.uuid) == cloud.on(kept, FLAVOR)
+    assert cloud.holds(migration.uuid) == {}
+    assert _state(cloud, server.uuid) == ("ACTIVE", None, kept)

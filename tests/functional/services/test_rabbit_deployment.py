@@ -97,7 +97,7 @@ def test_resize_with_prep_failure_rescheduled(deployment, flavors, decision):
     deployment["daemons"].check_running()
 
 
-@pytest.mark.parametrize("decision", ["confirm", "revert"])
+@pytest.mark.parametrize("decision", ["confirm", pytest.param("revert", marks=pytest.mark.slow)])
 def test_cold_migration_with_prep_failure_rescheduled(deployment, flavors, decision):
     """Boot on host1 and migrate it; host2's prep_resize fails, so it is
     rescheduled to host3; the migration holds host1 until the decision."""
