@@ -220,3 +220,21 @@ def test_crash_in_the_decision_is_completed(make_cloud, decision):
     assert cloud.holds(server.uuid) == cloud.on(kept, FLAVOR)
     assert cloud.holds(migration.uuid) == {}
     assert _state(cloud, server.uuid) == ("ACTIVE", None, kept)
+
+
+def test_placement_requests_per_cold_migration(make_cloud):
+    """What a cold migration costs in Placement requests, step by step (the
+    figures the report gives) under ``max_flavor``: one candidates query and
+    one claim (the source's allocation handed to the migration in the same
+    write), then one write for the confirm."""
+    cloud, server = _cloud(make_cloud, "max_flavor")
+    migration = cloud.migrations.begin(server.uuid)
+    cloud.client.reset_request_count()
+    cloud.migrations.schedule(migration.uuid)
+    scheduled = cloud.client.request_count
+    cloud.migrations.finish(migration.uuid)
+    cloud.client.reset_request_count()
+    cloud.migrations.confirm(server.uuid)
+    confirmed = cloud.client.request_count
+    cloud.check()
+    assert (scheduled, confirmed) == (2, 1)
