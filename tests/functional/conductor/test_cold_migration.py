@@ -10,6 +10,7 @@ import pytest
 
 from resize_sched import actions, exception
 from resize_sched.conductor import recovery
+from resize_sched.context import admin_context
 from tests.functional.conductor.test_recovery import Crash
 from tests.functional.conductor.test_recovery import _crash_after_write as crash_after_write
 from tests.functional.conductor.test_recovery import _crash_before_write as crash_before_write
@@ -87,8 +88,14 @@ def test_no_other_host_keeps_the_server_where_it_was(make_cloud):
     """One host only: the source is never a destination of a cold migration,
     even with ``allow_same_host``: no host could ever take it (infeasible)."""
     cloud, server = _cloud(make_cloud, hosts=("host1",), resize={"allow_same_host": True})
-    migration = cloud.migrations.begin(server.uuid)
+    strategy = cloud.deps.configured_strategy()
+    migration = actions.begin_migrate(cloud.db, strategy, server.uuid, context=admin_context())
     expect_no_valid_host(lambda: cloud.migrations.schedule(migration.uuid), "infeasible")
+    (action,) = [a for a in cloud.db.action_list(server.uuid) if a.action == "migrate"]
+    (event,) = cloud.db.action_events(action.id)
+    assert (event.event, event.result) == ("conductor_migrate_server", "Error")
+    assert "No other host could take the server (infeasible)" in event.details
+    assert "stays on host host1, as it was" in event.details
     cloud.check()
     assert cloud.holds(server.uuid) == cloud.on("host1", FLAVOR)
     assert cloud.holds(migration.uuid) == {}
