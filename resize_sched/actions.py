@@ -15,7 +15,7 @@ from oslo_log import log as logging
 from resize_sched import exception, quota
 from resize_sched import resources as rs
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api
+from resize_sched.db import action_api, models
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.strategies import ClaimStrategy, Holdings
 
@@ -171,57 +171,149 @@ def begin_resize(
         raise exception.Invalid(
             reason=f"server {server_uuid} already has flavor {flavor.flavorid}"
         )
-    if server.status not in ("ACTIVE", "SHUTOFF") or server.rp_uuid is None:
-        raise exception.ServerStateConflict(
-            server_id=server_uuid,
-            actual=server.status,
-            operation="resize",
-            expected="ACTIVE or SHUTOFF",
-        )
-    if server.needs_heal:
-        # NOTE: a resize starts from what the server holds in Placement; a
-        # failed restore left that missing, and heal puts it back.
-        raise exception.ServerStateConflict(
-            server_id=server_uuid,
-            actual="ACTIVE with allocations to heal (resize-sched-manage placement heal)",
-            operation="resize",
-            expected="ACTIVE with its allocations",
-        )
+    check_movable(server, "resize")
     old_flavor = dict(server.flavor)
     new_flavor = flavor.to_snapshot()
     # NOTE: the new flavor is checked before anything is written or claimed.
     # The server's own snapshot is read as it was claimed (a NUMA spec this
     # version refuses left out): resizing away from it is how an operator
     # corrects such a server, and a revert gives the snapshot back as stored.
-    try:
-        old = rs.stored_request(old_flavor).resources
-    except ValueError as exc:
-        raise exception.InvalidFlavor(
-            reason=f"server {server_uuid}'s own flavor cannot be read: {exc}"
-        ) from None
+    old = _own_resources(server)
     new = _checked_request(new_flavor, f"flavor {flavor.flavorid}").resources
     if quota_conf is not None:
         check_upsize(db, quota_conf, server, old_flavor, new_flavor)
+    migration = _begin_move(
+        db,
+        strategy,
+        server,
+        old_flavor=old_flavor,
+        new_flavor=new_flavor,
+        old_resources=old,
+        new_resources=new,
+    )
+    _record(db, context, server_uuid, action_api.RESIZE)
+    LOG.info(
+        "Resize of server %s to flavor %s begins as migration %s (strategy %s)",
+        server_uuid,
+        flavor.flavorid,
+        migration.uuid,
+        strategy.name,
+    )
+    return migration
+
+
+def begin_migrate(
+    db: Any,
+    strategy: ClaimStrategy,
+    server_uuid: str,
+    host: str | None = None,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record a cold migration: a resize to the server's own flavor, on another host.
+
+    Server ACTIVE (or SHUTOFF) -> RESIZE, a new ``pre-migrating`` migration
+    of type ``migration`` recording ``strategy``'s name, as a resize does;
+    the same steps then move it (schedule, claim, finish, confirm or revert).
+    The caller checks ``host`` (known, enabled, not the server's own) first.
+
+    :param host: the only host it may go to (``migrate`` with ``host``);
+        None: any the scheduler finds, never its own.
+    :param context: the request; when given, its ``migrate`` action is recorded.
+    :returns: the migration row.
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: the server is not ACTIVE or SHUTOFF with no
+        task, or is flagged ``needs_heal``.
+    """
+    server = db.server_get(server_uuid, project_id=project_id)
+    check_movable(server, "migrate")
+    resources = _own_resources(server)
+    migration = _begin_move(
+        db,
+        strategy,
+        server,
+        old_flavor=dict(server.flavor),
+        new_flavor=dict(server.flavor),
+        old_resources=resources,
+        new_resources=resources,
+        migration_type=models.MIGRATION_TYPE_MIGRATION,
+        requested_host=host,
+    )
+    _record(db, context, server_uuid, action_api.MIGRATE)
+    LOG.info(
+        "Cold migration of server %s%s begins as migration %s (strategy %s)",
+        server_uuid,
+        f" to host {host}" if host else "",
+        migration.uuid,
+        strategy.name,
+    )
+    return migration
+
+
+def check_movable(server: Any, operation: str) -> None:
+    """Refuse a move of a server that is not idle on a host, or whose
+    allocations are to heal (ServerStateConflict)."""
+    if server.status not in ("ACTIVE", "SHUTOFF") or server.rp_uuid is None:
+        raise exception.ServerStateConflict(
+            server_id=server.uuid,
+            actual=server.status,
+            operation=operation,
+            expected="ACTIVE or SHUTOFF",
+        )
+    if server.needs_heal:
+        # NOTE: a move starts from what the server holds in Placement; a
+        # failed restore left that missing, and heal puts it back.
+        raise exception.ServerStateConflict(
+            server_id=server.uuid,
+            actual="ACTIVE with allocations to heal (resize-sched-manage placement heal)",
+            operation=operation,
+            expected="ACTIVE with its allocations",
+        )
+
+
+def _own_resources(server: Any) -> dict[str, int]:
+    """What the server's own flavor snapshot holds, read as it was claimed."""
+    try:
+        return rs.stored_request(dict(server.flavor)).resources
+    except ValueError as exc:
+        raise exception.InvalidFlavor(
+            reason=f"server {server.uuid}'s own flavor cannot be read: {exc}"
+        ) from None
+
+
+def _begin_move(
+    db: Any,
+    strategy: ClaimStrategy,
+    server: Any,
+    *,
+    migration_type: str = models.MIGRATION_TYPE_RESIZE,
+    requested_host: str | None = None,
+    **flavors: Any,
+) -> Any:
+    """The server to (RESIZE, resize_prep) by compare-and-swap, and its
+    migration recorded with what the server holds now."""
+    server_uuid = server.uuid
     server = db.server_start_resize(server_uuid)
     migration = db.migration_create(
         server_uuid=server.uuid,
         source_host=server.host,
         source_node=server.node,
         source_rp_uuid=server.rp_uuid,
-        old_flavor=old_flavor,
-        new_flavor=new_flavor,
-        old_resources=old,
-        new_resources=new,
         claim_strategy=strategy.name,
         project_id=server.project_id,
         user_id=server.user_id,
+        migration_type=migration_type,
+        requested_host=requested_host,
+        **flavors,
     )
     # NOTE: what the server holds now, with its consumer generation: the
     # executor's first write needs no read.
     # NOTE: on a host that is a tree of providers (a vGPU child, a sharing
     # provider's disk) the server's flavor is spread over several providers,
     # as recorded on the server; on a flat host it is all on the root.
-    original = rs.normalize_allocations(server.allocations or rs.on(server.rp_uuid, old))
+    original = rs.normalize_allocations(
+        server.allocations or rs.on(server.rp_uuid, flavors["old_resources"])
+    )
     holdings = {
         **Holdings(server=original).to_dict(),
         "generations": {"server": server.placement_generation, "migration": None},
@@ -234,14 +326,6 @@ def begin_resize(
         holdings=holdings,
         old_allocations=original if server.allocations else None,
         **groups,
-    )
-    _record(db, context, server_uuid, action_api.RESIZE)
-    LOG.info(
-        "Resize of server %s to flavor %s begins as migration %s (strategy %s)",
-        server_uuid,
-        flavor.flavorid,
-        migration.uuid,
-        strategy.name,
     )
     return migration
 

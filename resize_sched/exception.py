@@ -219,6 +219,8 @@ class InvalidAggregateAction(Conflict):
 
     msg_fmt = "Cannot %(what)s aggregate %(aggregate_id)s. Reason: %(reason)s."
     code = "resize_sched.conflict.aggregate_action"
+
+
 class KeyPairExists(Conflict):
     msg_fmt = "Key pair '%(name)s' already exists."
     code = "resize_sched.conflict.key_pair_exists"

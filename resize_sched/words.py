@@ -113,6 +113,30 @@ def no_host_for_resize(kind: str, why: str, new_flavor: object, source: str) -> 
     ).strip()
 
 
+def no_host_for_move(
+    migration_type: str, kind: str, why: str, new_flavor: object, source: str
+) -> str:
+    """A move found no host: :func:`no_host_for_resize` for a resize, else
+    the words of the move named by ``migration_type``."""
+    if migration_type == "migration":
+        return no_host_for_migration(kind, why, source)
+    return no_host_for_resize(kind, why, new_flavor, source)
+
+
+def no_host_for_migration(kind: str, why: str, source: str) -> str:
+    """A cold migration found no host (a deferred or infeasible verdict)."""
+    if kind == exception.NoValidHost.INFEASIBLE:
+        todo = "Add a host that can hold its flavor, or migrate it to a named host that can."
+    elif "retry" in why.lower():
+        todo = ""  # the verdict says it already
+    else:
+        todo = "Retry the migration when room is freed, or enable another host."
+    return (
+        f"No other host could take the server ({kind}): {why}. The server stays on "
+        f"host {source}, as it was. {todo}"
+    ).strip()
+
+
 def decision_unanswered(decision: str, host: str) -> str:
     """Placement did not answer a confirm's or revert's allocation change, twice."""
     doing = "confirm" if decision == "confirm" else "revert"

@@ -222,6 +222,28 @@ def _bare_action(name: str) -> dict[str, Any]:
     }
 
 
+#: ``migrate`` up to 2.55: ``null`` or an empty object (Tempest sends ``{}``).
+MIGRATE = {
+    "type": "object",
+    "properties": {"migrate": {"type": ["object", "null"], "maxProperties": 0}},
+    "required": ["migrate"],
+    "additionalProperties": False,
+}
+
+#: ``migrate`` from 2.56: an optional ``host`` (``null``: the scheduler chooses).
+MIGRATE_V256 = {
+    "type": "object",
+    "properties": {
+        "migrate": {
+            "type": ["object", "null"],
+            "properties": {"host": {"type": ["string", "null"], "minLength": 1, "maxLength": 255}},
+            "additionalProperties": False,
+        }
+    },
+    "required": ["migrate"],
+    "additionalProperties": False,
+}
+
 CONFIRM_RESIZE = _bare_action("confirmResize")
 REVERT_RESIZE = _bare_action("revertResize")
 STOP = _bare_action("os-stop")

@@ -8,11 +8,13 @@
     resize-sched-manage [--config-file FILE] host disable HOST
     resize-sched-manage [--config-file FILE] host enable HOST
     resize-sched-manage [--config-file FILE] host show HOST
+    resize-sched-manage [--config-file FILE] host holders HOST
 
 Results go to stdout, logs to stderr. Exit codes: 0 success, 1 error (with a
 one-line message on stderr); ``placement heal`` also exits 1 when a server is
 still missing its allocation, ``placement audit`` 3 when orphaned allocations
-were found and left in place.
+were found and left in place, ``host holders`` 2 when something still holds
+the host.
 
 The ``placement`` and ``host`` commands see only this deployment's hosts:
 resource providers with the owner trait of ``[placement] deployment_name``.
@@ -30,7 +32,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
-from resize_sched.cmd import host_tree
+from resize_sched.cmd import host_holders, host_tree
 from resize_sched.conductor import audit, heal
 from resize_sched.db.api import Database
 from resize_sched.placement import aggregates as placement_aggregates
@@ -128,6 +130,19 @@ HOST_SHOW_HELP = (
     "deployment has that name, or an error."
 )
 
+HOST_HOLDERS_HELP = (
+    "Report what still holds a host being drained: the servers recorded on it, the moves "
+    "in flight from or to it (resizes and cold migrations whose migration record holds "
+    "room there until confirmed or reverted), and every allocation in Placement on its "
+    "providers, each named as a server of ours, a move of ours, or not ours. Reads only. "
+    "HOST is the compute service's [DEFAULT] host. Exit codes: 0 nothing holds it (it "
+    "may be taken down); 2 something still does; 1 no host of this deployment has that "
+    "name, or an error."
+)
+
+#: ``host holders``: something still holds the host.
+EXIT_HELD = 2
+
 Command = Callable[[cfg.ConfigOpts], int]
 _Report = TypeVar("_Report")
 
@@ -222,6 +237,16 @@ def _host_show(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
+def _host_holders(conf: cfg.ConfigOpts) -> int:
+    with Database.from_conf(conf) as db:
+        report = host_holders.holders(
+            db, PlacementClient.from_conf(conf), _owner(conf), conf.category.host_name
+        )
+    for line in report.lines():
+        print(line)
+    return 0 if report.empty else EXIT_HELD
+
+
 def _migration_line(migration: Any) -> str:
     dest = migration.dest_host or "-"
     line = (
@@ -305,7 +330,7 @@ def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
         description=HOST_HELP,
     )
     actions = host.add_subparsers(
-        title="host commands", dest="action", metavar="{disable,enable,show}"
+        title="host commands", dest="action", metavar="{disable,enable,show,holders}"
     )
     actions.required = True
     for action, text in (
@@ -327,6 +352,13 @@ def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
     )
     show.add_argument("host_name", metavar="HOST", help="The compute host's name.")
     show.set_defaults(action_fn=_host_show)
+    held = actions.add_parser(
+        "holders",
+        help="Report what still holds HOST (servers, moves, allocations) while draining it.",
+        description=HOST_HOLDERS_HELP,
+    )
+    held.add_argument("host_name", metavar="HOST", help="The compute host's name.")
+    held.set_defaults(action_fn=_host_holders)
 
 
 def _add_placement_parsers(subparsers: argparse._SubParsersAction) -> None:

@@ -35,16 +35,16 @@ LOG = logging.getLogger(__name__)
 #: Steps a host reports only when they fail (confirm, revert) are recorded
 #: only then. A revert is ``compute_revert_resize`` on the destination and
 #: ``compute_finish_revert_resize`` on the source.
-COMPUTE_EVENTS: dict[str, tuple[str, str]] = {
-    "spawn": ("compute_build_and_run_instance", action_api.CREATE),
-    "prep_resize": ("compute_prep_resize", action_api.RESIZE),
-    "resize": ("compute_resize_instance", action_api.RESIZE),
-    "finish_resize": ("compute_finish_resize", action_api.RESIZE),
-    "confirm": ("compute_confirm_resize", action_api.CONFIRM_RESIZE),
-    "revert": ("compute_revert_resize", action_api.REVERT_RESIZE),
-    "finish_revert": ("compute_finish_revert_resize", action_api.REVERT_RESIZE),
-    "stop": ("compute_stop_instance", action_api.STOP),
-    "start": ("compute_start_instance", action_api.START),
+COMPUTE_EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "spawn": ("compute_build_and_run_instance", (action_api.CREATE,)),
+    "prep_resize": ("compute_prep_resize", action_api.RESIZE_OR_MIGRATE),
+    "resize": ("compute_resize_instance", action_api.RESIZE_OR_MIGRATE),
+    "finish_resize": ("compute_finish_resize", action_api.RESIZE_OR_MIGRATE),
+    "confirm": ("compute_confirm_resize", (action_api.CONFIRM_RESIZE,)),
+    "revert": ("compute_revert_resize", (action_api.REVERT_RESIZE,)),
+    "finish_revert": ("compute_finish_revert_resize", (action_api.REVERT_RESIZE,)),
+    "stop": ("compute_stop_instance", (action_api.STOP,)),
+    "start": ("compute_start_instance", (action_api.START,)),
 }
 
 #: The instance action of a stop and of a start.
@@ -277,7 +277,7 @@ class ConductorManager:
         self._compute_event(
             "finish_resize", server_uuid, migration.dest_host, result=action_api.SUCCESS
         )
-        self.db.action_finish(server_uuid, (action_api.RESIZE,))
+        self.db.action_finish(server_uuid, action_api.RESIZE_OR_MIGRATE)
 
     @handler
     def confirm_resize(self, ctxt: RequestContext, migration_uuid: str) -> None:
@@ -487,13 +487,13 @@ class ConductorManager:
         an event (a destroy) record nothing."""
         if operation not in COMPUTE_EVENTS:
             return
-        event, action = COMPUTE_EVENTS[operation]
+        event, belongs_to = COMPUTE_EVENTS[operation]
         if reason is not None:
-            self.db.action_event_failed(server_uuid, event, (action,), reason, host=host)
+            self.db.action_event_failed(server_uuid, event, belongs_to, reason, host=host)
         elif result is not None:
-            self.db.action_event_finish(server_uuid, event, (action,), result=result, host=host)
+            self.db.action_event_finish(server_uuid, event, belongs_to, result=result, host=host)
         else:
-            self.db.action_event_start(server_uuid, event, (action,), host=host)
+            self.db.action_event_start(server_uuid, event, belongs_to, host=host)
 
     # -- compute services' reports ------------------------------------------------------
 

@@ -42,12 +42,17 @@ LOG = logging.getLogger(__name__)
 #: The action names, as Nova's ``instance_actions`` module spells them.
 CREATE = "create"
 RESIZE = "resize"
+MIGRATE = "migrate"
 CONFIRM_RESIZE = "confirmResize"
 REVERT_RESIZE = "revertResize"
 DELETE = "delete"
 STOP = "stop"
 START = "start"
 RESET_STATE = "resetState"
+
+#: The actions a resize's steps belong to: a cold migration (``migrate``)
+#: runs the same steps, and a server has one of them in flight at a time.
+RESIZE_OR_MIGRATE = (RESIZE, MIGRATE)
 
 #: Event results.
 SUCCESS = "Success"

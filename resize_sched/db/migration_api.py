@@ -66,6 +66,7 @@ class MigrationApi(SessionSource):
         migration_type: str = models.MIGRATION_TYPE_RESIZE,
         status: str = models.MIGRATION_PRE_MIGRATING,
         uuid: str | None = None,
+        requested_host: str | None = None,
     ) -> models.Migration:
         """Record a new migration of a server.
 
@@ -73,6 +74,7 @@ class MigrationApi(SessionSource):
         :param new_resources: what the new flavor needs.
         :param claim_strategy: the strategy in force now; the migration keeps it.
         :param uuid: the Placement consumer uuid; a new one when omitted.
+        :param requested_host: the only host a cold migration may go to.
         :returns: the new migration.
         :raises resize_sched.exception.ServerNotFound: no such server.
         :raises resize_sched.exception.Invalid: a bad value; nothing written.
@@ -98,6 +100,7 @@ class MigrationApi(SessionSource):
             status=status,
             alternates=[],
             tried=[],
+            requested_host=requested_host,
         )
         try:
             with self._writer() as session:

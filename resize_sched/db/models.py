@@ -389,6 +389,10 @@ class Migration(TimestampMixin, Base):
     #: (``prefer_same_host``): ``alternates`` are then not every other host,
     #: and a reschedule must ask about them. None (older rows): complete.
     alternates_complete: Mapped[bool | None] = mapped_column(sa.Boolean, nullable=True)
+    #: The host an administrator named for a cold migration (``migrate`` with
+    #: ``host``, microversion 2.56); the scheduler chooses among it alone.
+    #: None: any host the scheduler finds.
+    requested_host: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
 
     def __repr__(self) -> str:
         return f"<Migration {self.uuid} of {self.server_uuid} {self.status}>"

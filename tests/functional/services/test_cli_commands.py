@@ -27,6 +27,9 @@ from typing import Any
 
 import pytest
 
+from resize_sched.cmd import host_holders
+from resize_sched.placement.client import owner_trait
+
 pytestmark = pytest.mark.slow
 
 HOSTS = "host1:8:16384:200,host2:4:8192:40"
@@ -314,3 +317,52 @@ def test_actions_hosts_and_services_from_the_clis(deploy):
     _run_plain(d, "server", "delete", "--wait", "vm1")
     assert _run(d, "server", "list") == []
     d.check()
+
+
+def test_draining_a_host_with_the_clis(deploy):
+    """The operator guide's drain: disable the host, ``openstack server migrate
+    --wait`` and ``server migration confirm`` / ``revert``, a named host at
+    2.56, ``nova host-servers-migrate``, then ``host holders`` says it is empty."""
+    d = deploy(hosts="host1:8:16384:200,host2:8:16384:200")
+    _run(d, "flavor", "create", "--vcpus", "1", "--ram", "512", "--disk", "5", "small")
+    for name in ("vm1", "vm2"):
+        _run(d, "server", "create", "--image", "cirros", "--flavor", "small", "--wait", name)
+    hosts = {_run(d, "server", "show", n)["OS-EXT-SRV-ATTR:host"] for n in ("vm1", "vm2")}
+    # NOTE: both on one host, or one each: drain the one vm1 is on.
+    source = _run(d, "server", "show", "vm1")["OS-EXT-SRV-ATTR:host"]
+    other = "host2" if source == "host1" else "host1"
+    _run_plain(d, "compute", "service", "set", "--disable", source, "nova-compute")
+
+    _run_plain(d, "server", "migrate", "--wait", "vm1")
+    shown = _run(d, "server", "show", "vm1")
+    assert (shown["status"], shown["OS-EXT-SRV-ATTR:host"]) == ("VERIFY_RESIZE", other)
+    _run_plain(d, "server", "migration", "revert", "vm1")
+    d.wait(d.conn.compute.find_server("vm1"), "ACTIVE")
+    assert _run(d, "server", "show", "vm1")["OS-EXT-SRV-ATTR:host"] == source
+    _run_plain(
+        d,
+        "--os-compute-api-version",
+        "2.56",
+        "server",
+        "migrate",
+        "--host",
+        other,
+        "--wait",
+        "vm1",
+    )
+    _run_plain(d, "server", "migration", "confirm", "vm1")
+    d.wait(d.conn.compute.find_server("vm1"), "ACTIVE")
+    assert _run(d, "server", "show", "vm1")["OS-EXT-SRV-ATTR:host"] == other
+
+    if source in hosts and _run(d, "server", "show", "vm2")["OS-EXT-SRV-ATTR:host"] == source:
+        out = _nova(d, "host-servers-migrate", source)
+        assert "True" in out, out
+        vm2 = d.wait(d.conn.compute.find_server("vm2"), "VERIFY_RESIZE")
+        d.conn.compute.confirm_server_resize(vm2)
+        d.wait(vm2, "ACTIVE")
+    d.check()
+    assert d.usage(source) == {}
+    owner = owner_trait(d.aio.conf.placement.deployment_name)
+    report = host_holders.holders(d.aio.db, d.placement, owner, source)
+    assert report.empty, list(report.lines())
+    _run_plain(d, "compute", "service", "set", "--enable", source, "nova-compute")

@@ -97,6 +97,49 @@ def test_resize_with_prep_failure_rescheduled(deployment, flavors, decision):
     deployment["daemons"].check_running()
 
 
+@pytest.mark.parametrize("decision", ["confirm", pytest.param("revert", marks=pytest.mark.slow)])
+def test_cold_migration_with_prep_failure_rescheduled(deployment, flavors, decision):
+    """Boot on host1 and migrate it; host2's prep_resize fails, so it is
+    rescheduled to host3; the migration holds host1 until the decision."""
+    conn, client, hosts, db = (
+        deployment["conn"],
+        deployment["client"],
+        deployment["hosts"],
+        deployment["db"],
+    )
+    f_old, _ = flavors
+    server = conn.compute.create_server(name=f"cold-{decision}", flavor_id=f_old.id)
+    server = wait_status(conn, server, "ACTIVE")
+    assert server.compute_host == "host1"
+
+    conn.compute.migrate_server(server)
+    server = wait_status(conn, server, "VERIFY_RESIZE")
+    deployment["check"]()
+    assert server.compute_host == "host3"
+    migration = db.migration_get_in_progress_for_server(server.id)
+    assert (migration.migration_type, migration.source_host) == ("migration", "host1")
+    assert client.get_allocations(server.id).allocations == {hosts["host3"]: OLD}
+    assert client.get_allocations(migration.uuid).allocations == {hosts["host1"]: OLD}
+    assert client.get_usages(hosts["host2"]) == {}
+
+    if decision == "confirm":
+        conn.compute.confirm_server_resize(server)
+        server = wait_status(conn, server, "ACTIVE")
+        assert server.compute_host == "host3"
+        assert client.get_allocations(server.id).allocations == {hosts["host3"]: OLD}
+    else:
+        conn.compute.revert_server_resize(server)
+        server = wait_status(conn, server, "ACTIVE")
+        assert server.compute_host == "host1"
+        assert client.get_allocations(server.id).allocations == {hosts["host1"]: OLD}
+    assert client.get_allocations(migration.uuid).allocations == {}
+    deployment["check"]()
+    conn.compute.delete_server(server)
+    conn.compute.wait_for_delete(server, wait=60, interval=0.1)
+    deployment["check"]()
+    deployment["daemons"].check_running()
+
+
 def test_sighup_switches_the_strategy_for_new_resizes_only(deployment, flavors):
     """Edit the config, SIGHUP the API and conductor: a resize in VERIFY_RESIZE
     keeps the strategy it began with; a new one takes the new strategy."""
