@@ -49,6 +49,14 @@ TESTS = (
     "admin.test_services",
     "admin.test_simple_tenant_usage",
     "flavors",
+    "test_quotas",
+    "admin.test_quotas",
+    "admin.test_quotas_negative",
+    "limits",
+    "keypairs",
+    "admin.test_flavors_access",
+    "admin.test_flavors_access_negative",
+    "admin.test_servers_negative",
 )
 REGEX = r"^tempest\.api\.compute\.(" + "|".join(t.replace(".", r"\.") for t in TESTS) + r")\."
 
