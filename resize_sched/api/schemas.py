@@ -43,6 +43,17 @@ _FLAVOR_REF = {
 _INT_STRING = r"^\s*[0-9]{1,10}\s*\Z"
 
 
+#: Nova's ``parameter_types.boolean``: a JSON boolean or one of these spellings.
+_TRUE_WORDS = ("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes")
+_FALSE_WORDS = ("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no")
+BOOLEAN = {"type": ["boolean", "string"], "enum": [True, False, *_TRUE_WORDS, *_FALSE_WORDS]}
+
+
+def as_bool(value: bool | str) -> bool:
+    """A :data:`BOOLEAN` value (already validated) as a Python boolean."""
+    return value if isinstance(value, bool) else value in _TRUE_WORDS
+
+
 def _count(minimum: int) -> dict[str, Any]:
     return {
         "type": ["integer", "string"],
@@ -80,7 +91,7 @@ FLAVOR_CREATE = {
                 "swap": {"anyOf": [_count(0), {"type": "string", "enum": [""]}]},
                 # NOTE: only nova-network ever used it; accepted and ignored.
                 "rxtx_factor": {"type": "number", "exclusiveMinimum": 0},
-                "os-flavor-access:is_public": {"type": "boolean"},
+                "os-flavor-access:is_public": BOOLEAN,
                 "description": {"type": "null"},
             },
             "required": ["name", "ram", "vcpus", "disk"],

@@ -190,7 +190,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
         ),
         swap=0 if swap == "" else schemas.as_int(swap, "swap"),
         flavorid=None if flavorid is None else str(flavorid),
-        is_public=body.get("os-flavor-access:is_public", True),
+        is_public=schemas.as_bool(body.get("os-flavor-access:is_public", True)),
     )
     return json_response({"flavor": view(req, flavor)})
 
