@@ -17,6 +17,7 @@ from resize_sched.policies import (
     hypervisors,
     instance_actions,
     migrations,
+    server_metadata,
     server_migrations,
     servers,
     services,
@@ -33,6 +34,7 @@ def list_rules() -> list[policy.RuleDefault]:
         itertools.chain(
             base.list_rules(),
             servers.list_rules(),
+            server_metadata.list_rules(),
             flavors.list_rules(),
             migrations.list_rules(),
             instance_actions.list_rules(),

@@ -366,7 +366,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     policy.authorize(req, rules.CREATE)
     body = req.validated_body(schemas.SERVER_CREATE)["server"]
     metadata = body.get("metadata") or {}
-    _check_metadata_quota(metadata)
+    check_metadata_quota(metadata)
     image_ref = glance.image_ref_of(body)
     flavorid = flavor_ref(body["flavorRef"])
     try:
@@ -406,7 +406,8 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     return response
 
 
-def _check_metadata_quota(metadata: Mapping[str, str]) -> None:
+def check_metadata_quota(metadata: Mapping[str, str]) -> None:
+    """Refuse more metadata items than a server may have (403, as Nova)."""
     if len(metadata) > MAX_METADATA_ITEMS:
         raise faults.Forbidden(f"Maximum number of metadata items exceeds {MAX_METADATA_ITEMS}")
 
