@@ -154,6 +154,10 @@ ROUTES = (
     Route("GET", "/os-hypervisors/statistics", hypervisors.statistics),
     Route("GET", "/os-hypervisors/{hypervisor_id}", hypervisors.show),
     Route("GET", "/os-hypervisors/{hypervisor_id}/uptime", hypervisors.uptime),
+    Route("GET", "/os-hypervisors/{hypervisor_hostname_pattern}/search", hypervisors.search),
+    Route(
+        "GET", "/os-hypervisors/{hypervisor_hostname_pattern}/servers", hypervisors.search_servers
+    ),
     Route("GET", "/os-aggregates", hypervisors.aggregates),
     Route("GET", "/os-simple-tenant-usage", simple_tenant_usage.index),
     Route("GET", "/os-simple-tenant-usage/{tenant_id}", simple_tenant_usage.show),

@@ -1,5 +1,5 @@
 """Hypervisors: ``GET /v2.1/os-hypervisors``, ``/detail``, ``/statistics``, ``/{id}``,
-``/{id}/uptime``.
+``/{id}/uptime``, and up to 2.52 ``/{pattern}/search`` and ``/{pattern}/servers``.
 
 Nova's ``os-hypervisors`` over our compute nodes (one per compute host, the
 resource provider its service registered). ``state`` and ``status`` are the
@@ -430,6 +430,65 @@ def uptime(state: "ApiState", req: ApiRequest, hypervisor_id: str) -> webob.Resp
         raise faults.NotFound("The resource could not be found.")
     _find(state, req, hypervisor_id)
     raise NotImplementedFault("Virt driver does not implement host uptime function.")
+
+
+def _matching(
+    state: "ApiState", req: ApiRequest, pattern: str, rule: str
+) -> list[tuple[models.ComputeNode, models.Service]]:
+    """The hypervisors whose name contains ``pattern``: Nova's pre-2.53 routes.
+
+    :raises faults.NotFound: from 2.53 (Nova replaced them by the list's
+        ``hypervisor_hostname_pattern``), or nothing matches.
+    """
+    if req.version.at_least("2.53"):
+        raise faults.NotFound("The resource could not be found.")
+    policy.authorize(req, rule)
+    pairs = [(n, s) for n, s in _with_services(state) if pattern in n.hypervisor_hostname]
+    if not pairs:
+        raise faults.NotFound(f"No hypervisor matching '{pattern}' could be found.")
+    return pairs
+
+
+def search(state: "ApiState", req: ApiRequest, hypervisor_hostname_pattern: str) -> webob.Response:
+    """``GET /os-hypervisors/{pattern}/search`` (2.1 to 2.52): the list's fields
+    of each hypervisor whose name contains the pattern.
+
+    :returns: ``{"hypervisors": [...]}``, 200.
+    :raises faults.Forbidden: ``os_compute_api:os-hypervisors:search`` refuses.
+    :raises faults.NotFound: none matches, or from 2.53.
+    """
+    pairs = _matching(state, req, hypervisor_hostname_pattern, rules.SEARCH)
+    down_time = state.conf.service_down_time
+    found = [view(req, n, s, down_time, detail=False) for n, s in pairs]
+    return json_response({"hypervisors": found})
+
+
+def search_servers(
+    state: "ApiState", req: ApiRequest, hypervisor_hostname_pattern: str
+) -> webob.Response:
+    """``GET /os-hypervisors/{pattern}/servers`` (2.1 to 2.52): as ``search``,
+    with each hypervisor's servers (``servers`` left out when it has none, as Nova).
+
+    :returns: ``{"hypervisors": [...]}``, 200.
+    :raises faults.Forbidden: ``os_compute_api:os-hypervisors:servers`` refuses.
+    :raises faults.NotFound: none matches, or from 2.53.
+    """
+    pairs = _matching(state, req, hypervisor_hostname_pattern, rules.SERVERS)
+    on_host = _servers_by_host(state)
+    down_time = state.conf.service_down_time
+    found = [
+        view(
+            req,
+            n,
+            s,
+            down_time,
+            detail=False,
+            servers=on_host.get(n.host, []),
+            with_servers=True,
+        )
+        for n, s in pairs
+    ]
+    return json_response({"hypervisors": found})
 
 
 def aggregates(state: "ApiState", req: ApiRequest) -> webob.Response:

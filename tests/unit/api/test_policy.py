@@ -87,6 +87,8 @@ TABLE = {
     "os_compute_api:os-hypervisors:show": (ADMIN, "GET /os-hypervisors/{id}"),
     "os_compute_api:os-hypervisors:uptime": (ADMIN, "GET /os-hypervisors/{id}/uptime"),
     "os_compute_api:os-hypervisors:statistics": (ADMIN, "GET /os-hypervisors/statistics"),
+    "os_compute_api:os-hypervisors:search": (ADMIN, "GET /os-hypervisors/{pattern}/search"),
+    "os_compute_api:os-hypervisors:servers": (ADMIN, "GET /os-hypervisors/{pattern}/servers"),
     "os_compute_api:os-simple-tenant-usage:list": (ADMIN, "GET /os-simple-tenant-usage"),
     "os_compute_api:os-simple-tenant-usage:show": (READER, "GET /os-simple-tenant-usage/{id}"),
     "os_compute_api:os-aggregates:index": (ADMIN, "GET /os-aggregates"),
