@@ -31,6 +31,7 @@ from resize_sched.api import auth, faults, microversion, middleware, policy
 from resize_sched.api.handlers import (
     flavor_extra_specs,
     flavors,
+    hosts,
     hypervisors,
     instance_actions,
     migrations,
@@ -159,6 +160,12 @@ ROUTES = (
         "GET", "/os-hypervisors/{hypervisor_hostname_pattern}/servers", hypervisors.search_servers
     ),
     Route("GET", "/os-aggregates", hypervisors.aggregates),
+    Route("GET", "/os-hosts", hosts.index),
+    Route("GET", "/os-hosts/{host_name}", hosts.show),
+    Route("PUT", "/os-hosts/{host_name}", hosts.update),
+    Route("GET", "/os-hosts/{host_name}/startup", hosts.startup),
+    Route("GET", "/os-hosts/{host_name}/shutdown", hosts.shutdown),
+    Route("GET", "/os-hosts/{host_name}/reboot", hosts.reboot),
     Route("GET", "/os-simple-tenant-usage", simple_tenant_usage.index),
     Route("GET", "/os-simple-tenant-usage/{tenant_id}", simple_tenant_usage.show),
 )

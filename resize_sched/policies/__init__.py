@@ -14,6 +14,7 @@ from oslo_policy import policy
 from resize_sched.policies import (
     base,
     flavors,
+    hosts,
     hypervisors,
     instance_actions,
     migrations,
@@ -41,6 +42,7 @@ def list_rules() -> list[policy.RuleDefault]:
             server_migrations.list_rules(),
             services.list_rules(),
             hypervisors.list_rules(),
+            hosts.list_rules(),
             simple_tenant_usage.list_rules(),
         )
     )

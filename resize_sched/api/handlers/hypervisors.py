@@ -198,7 +198,7 @@ def _sized_children(node: models.ComputeNode) -> dict[str, Mapping[str, Any]]:
     }
 
 
-def _owned_usages(state: "ApiState", nodes: list[models.ComputeNode]) -> dict[str, Usage]:
+def owned_usages(state: "ApiState", nodes: list[models.ComputeNode]) -> dict[str, Usage]:
     """Placement's usages of each node's provider, for the providers that are
     ours, with those of the children counted with it (see the module doc).
 
@@ -286,7 +286,7 @@ def _list(state: "ApiState", req: ApiRequest, *, detail: bool) -> webob.Response
         kept = {n.id for n in page}
         pairs = [(n, s) for n, s in pairs if n.id in kept]
     old_sizes = detail and not req.version.at_least("2.88")
-    usages = _owned_usages(state, [n for n, _ in pairs]) if old_sizes else {}
+    usages = owned_usages(state, [n for n, _ in pairs]) if old_sizes else {}
     servers = _servers_by_host(state) if (old_sizes or with_servers) else {}
     down_time = state.conf.service_down_time
     body: dict[str, Any] = {
@@ -361,7 +361,7 @@ def statistics(state: "ApiState", req: ApiRequest) -> webob.Response:
         raise faults.NotFound("The resource could not be found.")
     policy.authorize(req, rules.STATISTICS)
     nodes = [n for n, s in _with_services(state) if not s.disabled]
-    usages = _owned_usages(state, nodes)
+    usages = owned_usages(state, nodes)
     servers = _servers_by_host(state) if nodes else {}
     totals = dict.fromkeys(STATISTICS_FIELDS, 0)
     for node in nodes:
@@ -404,7 +404,7 @@ def show(state: "ApiState", req: ApiRequest, hypervisor_id: str) -> webob.Respon
         with_servers = parse_bool(req.GET["with_servers"], "with_servers")
     node, service = _find(state, req, hypervisor_id)
     old_sizes = not req.version.at_least("2.88")
-    usage = _owned_usages(state, [node]).get(node.uuid) if old_sizes else None
+    usage = owned_usages(state, [node]).get(node.uuid) if old_sizes else None
     servers = state.db.server_list(host=node.host) if (old_sizes or with_servers) else []
     body = view(
         req,
