@@ -50,6 +50,12 @@ TESTS = (
     "admin.test_services",
     "admin.test_simple_tenant_usage",
     "flavors",
+    "admin.test_flavors",
+    "admin.test_flavors_extra_specs_negative",
+    "admin.test_hosts",
+    "admin.test_hosts_negative",
+    "admin.test_hypervisor_negative",
+    "admin.test_services_negative",
 )
 REGEX = r"^tempest\.api\.compute\.(" + "|".join(t.replace(".", r"\.") for t in TESTS) + r")\."
 #: The whole package (``--all``): the yardstick of doc/tempest.rst, too long for CI.
