@@ -144,6 +144,22 @@ METADATA = {
     "additionalProperties": False,
 }
 
+#: ``POST`` / ``PUT /servers/{id}/metadata``: the pairs to merge or to set.
+METADATA_SET = {
+    "type": "object",
+    "properties": {"metadata": METADATA},
+    "required": ["metadata"],
+    "additionalProperties": False,
+}
+
+#: ``PUT /servers/{id}/metadata/{key}``: exactly one pair, the key's.
+METADATA_ITEM = {
+    "type": "object",
+    "properties": {"meta": {**METADATA, "minProperties": 1, "maxProperties": 1}},
+    "required": ["meta"],
+    "additionalProperties": False,
+}
+
 #: Nova's access addresses: an IPv4 and an IPv6 address, checked as such.
 ACCESS_IPV4 = {"type": "string", "format": "ipv4"}
 ACCESS_IPV6 = {"type": "string", "format": "ipv6"}

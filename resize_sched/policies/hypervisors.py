@@ -11,6 +11,8 @@ LIST_DETAIL = HYPERVISORS % "list-detail"
 SHOW = HYPERVISORS % "show"
 STATISTICS = HYPERVISORS % "statistics"
 UPTIME = HYPERVISORS % "uptime"
+SEARCH = HYPERVISORS % "search"
+SERVERS = HYPERVISORS % "servers"
 
 _RULES = [
     base.rule(
@@ -40,6 +42,19 @@ _RULES = [
         base.ADMIN,
         "Show a hypervisor's uptime (the fake driver has none: 501).",
         "GET /os-hypervisors/{hypervisor_id}/uptime",
+    ),
+    base.rule(
+        SEARCH,
+        base.ADMIN,
+        "List the hypervisors whose name contains a pattern (up to microversion 2.52).",
+        "GET /os-hypervisors/{hypervisor_hostname_pattern}/search",
+    ),
+    base.rule(
+        SERVERS,
+        base.ADMIN,
+        "List the hypervisors whose name contains a pattern, with their servers "
+        "(up to microversion 2.52).",
+        "GET /os-hypervisors/{hypervisor_hostname_pattern}/servers",
     ),
 ]
 

@@ -150,3 +150,15 @@ def test_every_exclusion_is_a_regex_within_the_selection() -> None:
         pattern = re.compile(line)
         module = pattern.pattern.split(r"\.\w+")[0].replace("\\", "")
         assert selection.match(module + "."), line
+
+
+def test_all_runs_the_whole_package_and_waits_longer() -> None:
+    whole = run.parse_args(["--all"])
+    assert whole.regex == run.ALL_REGEX and whole.timeout == 5400.0
+    assert re.match(whole.regex, "tempest.api.compute.keypairs.test_keypairs.KeyPairsV2TestJSON")
+    default = run.parse_args([])
+    assert default.regex == run.REGEX and default.timeout == 900.0
+    assert not re.match(default.regex, "tempest.api.compute.keypairs.test_keypairs.K")
+    assert run.parse_args(["--all", "--timeout", "60"]).timeout == 60.0
+    with pytest.raises(SystemExit):
+        run.parse_args(["--all", "--regex", "x"])

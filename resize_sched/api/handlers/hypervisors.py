@@ -1,5 +1,5 @@
 """Hypervisors: ``GET /v2.1/os-hypervisors``, ``/detail``, ``/statistics``, ``/{id}``,
-``/{id}/uptime``.
+``/{id}/uptime``, and up to 2.52 ``/{pattern}/search`` and ``/{pattern}/servers``.
 
 Nova's ``os-hypervisors`` over our compute nodes (one per compute host, the
 resource provider its service registered). ``state`` and ``status`` are the
@@ -198,7 +198,7 @@ def _sized_children(node: models.ComputeNode) -> dict[str, Mapping[str, Any]]:
     }
 
 
-def _owned_usages(state: "ApiState", nodes: list[models.ComputeNode]) -> dict[str, Usage]:
+def owned_usages(state: "ApiState", nodes: list[models.ComputeNode]) -> dict[str, Usage]:
     """Placement's usages of each node's provider, for the providers that are
     ours, with those of the children counted with it (see the module doc).
 
@@ -286,7 +286,7 @@ def _list(state: "ApiState", req: ApiRequest, *, detail: bool) -> webob.Response
         kept = {n.id for n in page}
         pairs = [(n, s) for n, s in pairs if n.id in kept]
     old_sizes = detail and not req.version.at_least("2.88")
-    usages = _owned_usages(state, [n for n, _ in pairs]) if old_sizes else {}
+    usages = owned_usages(state, [n for n, _ in pairs]) if old_sizes else {}
     servers = _servers_by_host(state) if (old_sizes or with_servers) else {}
     down_time = state.conf.service_down_time
     body: dict[str, Any] = {
@@ -361,7 +361,7 @@ def statistics(state: "ApiState", req: ApiRequest) -> webob.Response:
         raise faults.NotFound("The resource could not be found.")
     policy.authorize(req, rules.STATISTICS)
     nodes = [n for n, s in _with_services(state) if not s.disabled]
-    usages = _owned_usages(state, nodes)
+    usages = owned_usages(state, nodes)
     servers = _servers_by_host(state) if nodes else {}
     totals = dict.fromkeys(STATISTICS_FIELDS, 0)
     for node in nodes:
@@ -404,7 +404,7 @@ def show(state: "ApiState", req: ApiRequest, hypervisor_id: str) -> webob.Respon
         with_servers = parse_bool(req.GET["with_servers"], "with_servers")
     node, service = _find(state, req, hypervisor_id)
     old_sizes = not req.version.at_least("2.88")
-    usage = _owned_usages(state, [node]).get(node.uuid) if old_sizes else None
+    usage = owned_usages(state, [node]).get(node.uuid) if old_sizes else None
     servers = state.db.server_list(host=node.host) if (old_sizes or with_servers) else []
     body = view(
         req,
@@ -430,3 +430,62 @@ def uptime(state: "ApiState", req: ApiRequest, hypervisor_id: str) -> webob.Resp
         raise faults.NotFound("The resource could not be found.")
     _find(state, req, hypervisor_id)
     raise NotImplementedFault("Virt driver does not implement host uptime function.")
+
+
+def _matching(
+    state: "ApiState", req: ApiRequest, pattern: str, rule: str
+) -> list[tuple[models.ComputeNode, models.Service]]:
+    """The hypervisors whose name contains ``pattern``: Nova's pre-2.53 routes.
+
+    :raises faults.NotFound: from 2.53 (Nova replaced them by the list's
+        ``hypervisor_hostname_pattern``), or nothing matches.
+    """
+    if req.version.at_least("2.53"):
+        raise faults.NotFound("The resource could not be found.")
+    policy.authorize(req, rule)
+    pairs = [(n, s) for n, s in _with_services(state) if pattern in n.hypervisor_hostname]
+    if not pairs:
+        raise faults.NotFound(f"No hypervisor matching '{pattern}' could be found.")
+    return pairs
+
+
+def search(state: "ApiState", req: ApiRequest, hypervisor_hostname_pattern: str) -> webob.Response:
+    """``GET /os-hypervisors/{pattern}/search`` (2.1 to 2.52): the list's fields
+    of each hypervisor whose name contains the pattern.
+
+    :returns: ``{"hypervisors": [...]}``, 200.
+    :raises faults.Forbidden: ``os_compute_api:os-hypervisors:search`` refuses.
+    :raises faults.NotFound: none matches, or from 2.53.
+    """
+    pairs = _matching(state, req, hypervisor_hostname_pattern, rules.SEARCH)
+    down_time = state.conf.service_down_time
+    found = [view(req, n, s, down_time, detail=False) for n, s in pairs]
+    return json_response({"hypervisors": found})
+
+
+def search_servers(
+    state: "ApiState", req: ApiRequest, hypervisor_hostname_pattern: str
+) -> webob.Response:
+    """``GET /os-hypervisors/{pattern}/servers`` (2.1 to 2.52): as ``search``,
+    with each hypervisor's servers (``servers`` left out when it has none, as Nova).
+
+    :returns: ``{"hypervisors": [...]}``, 200.
+    :raises faults.Forbidden: ``os_compute_api:os-hypervisors:servers`` refuses.
+    :raises faults.NotFound: none matches, or from 2.53.
+    """
+    pairs = _matching(state, req, hypervisor_hostname_pattern, rules.SERVERS)
+    on_host = _servers_by_host(state)
+    down_time = state.conf.service_down_time
+    found = [
+        view(
+            req,
+            n,
+            s,
+            down_time,
+            detail=False,
+            servers=on_host.get(n.host, []),
+            with_servers=True,
+        )
+        for n, s in pairs
+    ]
+    return json_response({"hypervisors": found})

@@ -389,7 +389,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     policy.authorize(req, rules.CREATE)
     body = req.validated_body(schemas.SERVER_CREATE)["server"]
     metadata = body.get("metadata") or {}
-    _check_metadata_quota(state, ctxt, metadata)
+    check_metadata_quota(state, ctxt, metadata)
     image_ref = glance.image_ref_of(body)
     flavorid = flavor_ref(body["flavorRef"])
     zone = _asked_zone(state, body.get("availability_zone"))
@@ -459,12 +459,15 @@ def _asked_zone(state: "ApiState", asked: str | None) -> str | None:
     return zone
 
 
-def _check_metadata_quota(state: "ApiState", ctxt: Any, metadata: Mapping[str, str]) -> None:
-    # NOTE: Nova's check and message; the limit is the project's (or user's)
-    # metadata_items quota.
+def check_metadata_quota(state: "ApiState", owner: Any, metadata: Mapping[str, str]) -> None:
+    """Refuse more metadata items than a server may have (403, as Nova).
+
+    :param owner: what names the project and user whose ``metadata_items``
+        quota applies (the request's context, or the server).
+    """
     if state.conf.quota.driver == "noop" or not metadata:
         return
-    allowed = quota.limits(state.db, state.conf, ctxt.project_id, ctxt.user_id)["metadata_items"]
+    allowed = quota.limits(state.db, state.conf, owner.project_id, owner.user_id)["metadata_items"]
     if allowed != quota.UNLIMITED and len(metadata) > allowed:
         raise faults.Forbidden(f"Maximum number of metadata items exceeds {allowed}")
 

@@ -162,7 +162,7 @@ def _zones(state: "ApiState") -> tuple[dict[str, str], str]:
     return state.db.host_zones(), state.conf.default_availability_zone
 
 
-def _set_disabled(
+def set_service_disabled(
     state: "ApiState", service: models.Service, disabled: bool, reason: str | None
 ) -> models.Service:
     """Set the host's provider trait, then the service's flag (see the module doc)."""
@@ -223,7 +223,9 @@ def update(state: "ApiState", req: ApiRequest, service_id: str) -> webob.Respons
     except exception.NotFound:
         raise faults.NotFound(f"Service {service_id} could not be found.") from None
     if status is not None:
-        service = _set_disabled(state, service, status == "disabled", body.get("disabled_reason"))
+        service = set_service_disabled(
+            state, service, status == "disabled", body.get("disabled_reason")
+        )
     if "forced_down" in body:
         if service.binary != COMPUTE_BINARY:
             raise faults.BadRequest(
@@ -248,7 +250,7 @@ def _legacy(state: "ApiState", req: ApiRequest, disabled: bool, schema: dict) ->
             f"Service {body['binary']} on host {body['host']} could not be found."
         ) from None
     reason = body.get("disabled_reason") if disabled else None
-    service = _set_disabled(state, service, disabled, reason)
+    service = set_service_disabled(state, service, disabled, reason)
     # NOTE: the binary as the caller named it, as Nova answers.
     answer: dict[str, Any] = {
         "host": service.host,

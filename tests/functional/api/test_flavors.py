@@ -41,6 +41,20 @@ def test_create_generates_an_id_and_takes_nova_spellings(api: ApiHarness) -> Non
 
 
 @pytest.mark.parametrize(
+    ("sent", "stored"),
+    [("True", True), ("false", False), ("NO", False), ("on", True), ("1", True), ("0", False)],
+)
+def test_create_takes_nova_spellings_of_is_public(
+    api: ApiHarness, sent: str, stored: bool
+) -> None:
+    # NOTE: as Nova's boolean parameter (Tempest sends "True" and "False").
+    response = _create(api, id="spelt", **{"os-flavor-access:is_public": sent})
+    assert response.status_int == 200, response.json
+    assert response.json["flavor"]["os-flavor-access:is_public"] is stored
+    assert api.db.flavor_get("spelt").is_public is stored
+
+
+@pytest.mark.parametrize(
     "body",
     [
         {"flavor": {"ram": 1, "vcpus": 1, "disk": 0}},
@@ -52,6 +66,8 @@ def test_create_generates_an_id_and_takes_nova_spellings(api: ApiHarness) -> Non
         {"flavor": {**FLAVOR, "id": "bad/id"}},
         {"flavor": {**FLAVOR, "name": " padded "}},
         {"flavor": {**FLAVOR, "os-flavor-access:is_public": "maybe"}},
+        {"flavor": {**FLAVOR, "os-flavor-access:is_public": 1}},
+        {"flavor": {**FLAVOR, "os-flavor-access:is_public": None}},
         {"flavor": {**FLAVOR, "color": "blue"}},
         {"flavor": FLAVOR, "extra": 1},
         {"flavor": None},

@@ -185,3 +185,34 @@ def test_uptime_aggregates_and_admin_only(cloud: ApiHarness, register: Callable[
     ):
         response = cloud.request("GET", f"/v2.1{path}", token=ALICE, version="2.53")
         assert response.status_int == 403, path
+
+
+def test_search_and_servers_below_2_53(cloud: ApiHarness, register: Callable[..., str]) -> None:
+    register("h1")
+    register("h2")
+    register("spare")
+    on_h1 = cloud.server(cloud.flavor("m1"))  # on h1
+    nodes = {n.host: n.id for n in cloud.db.compute_node_list()}
+    found = _get(cloud, "/h/search", version="2.52")["hypervisors"]
+    assert found == [
+        {"id": nodes["h1"], "hypervisor_hostname": "h1", "state": "up", "status": "enabled"},
+        {"id": nodes["h2"], "hypervisor_hostname": "h2", "state": "up", "status": "enabled"},
+    ]
+    listed = _get(cloud, "/h/servers", version="2.1")["hypervisors"]
+    assert [h["hypervisor_hostname"] for h in listed] == ["h1", "h2"]
+    assert listed[0]["servers"] == [{"name": "vm", "uuid": on_h1.uuid}]
+    # NOTE: as Nova, a hypervisor without servers has no "servers" key.
+    assert "servers" not in listed[1]
+
+
+@pytest.mark.parametrize("route", ["search", "servers"])
+def test_search_and_servers_refusals(
+    cloud: ApiHarness, register: Callable[..., str], route: str
+) -> None:
+    register("h1")
+    missing = _get(cloud, f"/nowhere/{route}", version="2.52", status=404)
+    assert missing["itemNotFound"]["message"] == "No hypervisor matching 'nowhere' could be found."
+    # NOTE: Nova removed both at 2.53.
+    _get(cloud, f"/h1/{route}", version="2.53", status=404)
+    refused = cloud.request("GET", f"/v2.1/os-hypervisors/h1/{route}", token=ALICE, version="2.52")
+    assert refused.status_int == 403
