@@ -44,7 +44,7 @@ def test_every_response_carries_a_request_id(api: ApiHarness) -> None:
 
 def test_unknown_paths_are_404(api: ApiHarness) -> None:
     assert api.request("GET", "/v3/servers").status_int == 404
-    response = api.request("GET", "/v2.1/os-keypairs")
+    response = api.request("GET", "/v2.1/os-no-such-resource")
     assert response.status_int == 404
     assert response.json["itemNotFound"]["code"] == 404
 

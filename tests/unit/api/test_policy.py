@@ -40,6 +40,8 @@ OWNER_USER = {"admin", "member"}
 #: Every rule the API enforces, who passes it by default (on a resource of
 #: OWNER), and the route it guards.
 TABLE = {
+    "os_compute_api:os-migrate-server:migrate": (ADMIN, "POST /servers/{id}/action (migrate)"),
+    "os_compute_api:os-migrate-server:migrate:host": (ADMIN, "... migrate with host"),
     "os_compute_api:servers:index": (READER, "GET /servers"),
     "os_compute_api:servers:detail": (READER, "GET /servers/detail"),
     "os_compute_api:servers:index:get_all_tenants": (ADMIN, "GET /servers?all_tenants"),
