@@ -48,6 +48,7 @@ DELETE = "delete"
 STOP = "stop"
 START = "start"
 RESET_STATE = "resetState"
+LIVE_MIGRATION = "live-migration"
 
 #: Event results.
 SUCCESS = "Success"

@@ -1,6 +1,7 @@
 """Server actions: ``POST /v2.1/servers/{id}/action`` with ``resize``,
 ``confirmResize``, ``revertResize``, ``os-stop``, ``os-start`` or
-(administrators) ``os-resetState``.
+(administrators) ``os-resetState`` and ``os-migrateLive``
+(:mod:`resize_sched.api.handlers.live_migrate`).
 
 Each runs the database-only first step from :mod:`resize_sched.actions` (a
 compare-and-swap that records the intent, so of two concurrent requests one
@@ -19,6 +20,7 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched.api import faults, policy, schemas
 from resize_sched.api.handlers.flavors import visible_flavor
+from resize_sched.api.handlers.live_migrate import live_migrate
 from resize_sched.api.handlers.servers import flavor_ref
 from resize_sched.api.request import ApiRequest, empty_response
 from resize_sched.db import action_api, models
@@ -177,6 +179,7 @@ ACTIONS: dict[str, Action] = {
     "os-resetState": _reset_state,
     "os-stop": _stop,
     "os-start": _start,
+    "os-migrateLive": live_migrate,
 }
 
 
