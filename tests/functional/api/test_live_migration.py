@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from resize_sched.conductor import recovery
 from resize_sched.db import models
 from tests.functional.api.test_instance_actions import ADMIN, ALICE, BOB, LiveCloud, events
 from tests.functional.fixtures.cloud import Cloud
@@ -296,4 +297,46 @@ def test_the_first_microversion_takes_disk_over_commit(live: LiveCloud) -> None:
     assert response.status_int == 202, response.text
     live.run()
     assert _state(live, server) == ("ACTIVE", "active", None, "h2")
+    live.cloud.check()
+
+
+@pytest.mark.parametrize(
+    ("lost", "status"),
+    [
+        ("live_migrate_server", "accepted"),
+        ("pre_live_migration", "preparing"),
+        ("live_migration", "running"),
+    ],
+)
+def test_a_lost_message_is_sent_again_by_recovery(live: LiveCloud, lost: str, status: str) -> None:
+    """A conductor that stopped (or a message the broker lost) at each status:
+    the next conductor's start takes the migration on from there."""
+    server = _boot(live, "h1", "h2")
+    assert _migrate(live, server).status_int == 202
+    _until(live, lost)
+    live.queue.popleft()
+    assert _migration(live, server).status == status
+    live.cloud.check()
+    report = recovery.recover(live.conductor)
+    assert list(report.resumed.values()) != ["nothing to do"], report
+    live.run()
+    migration = _migration(live, server)
+    assert migration.status == "completed"
+    assert _state(live, server) == ("ACTIVE", "active", None, "h2")
+    assert _holds(live, server) == _on(live, "h2")
+    assert _holds(live, migration.uuid) == {}
+    assert _copies(live, server) == ["h2"]
+    live.cloud.check()
+
+
+def test_a_restarted_source_hands_over_what_it_forgot(live: LiveCloud) -> None:
+    """The source's compute service restarted before the hand-over (the fake
+    forgets its servers): the hand-over adopts the server from the message."""
+    server = _boot(live, "h1", "h2")
+    assert _migrate(live, server).status_int == 202
+    _until(live, "live_migration")
+    live.computes["h1"].driver.destroy(server)  # type: ignore[attr-defined]
+    live.run()
+    assert _migration(live, server).status == "completed"
+    assert _copies(live, server) == ["h2"]
     live.cloud.check()
