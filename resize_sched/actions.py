@@ -287,12 +287,80 @@ def begin_live_migration(
         status="MIGRATING",
         task_state="migrating",
     )
+    LOG.info(
+        "Live migration of server %s: block migration %s",
+        server_uuid,
+        "auto" if block_migration is None else block_migration,
+    )
+    return _begin_move(
+        db, server, "live-migration", host, action_api.LIVE_MIGRATION, context, "Live migration"
+    )
+
+
+def source_is_down(db: Any, conf: Any, server: Any) -> bool:
+    """Whether the compute service of ``server``'s host is down or forced down
+    (an evacuation needs it to be: the server must not run twice)."""
+    try:
+        service = db.service_get_by_host(server.host)
+    except exception.NotFound:
+        return True
+    return not host_api.service_is_up(service, conf.service_down_time)
+
+
+def begin_evacuation(
+    db: Any,
+    server_uuid: str,
+    *,
+    host: str | None = None,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record an evacuation: server -> REBUILD (task ``rebuilding``), a new
+    ``accepted`` migration of type ``evacuation``.
+
+    The caller has checked that the source's compute service is down
+    (:func:`source_is_down`) and the named host, if any
+    (:func:`check_live_destination`). The migration holds the source as a
+    live migration's does.
+
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: not ACTIVE, SHUTOFF or ERROR with no task.
+    """
+    server = db.server_get(server_uuid, project_id=project_id)
+    if server.rp_uuid is None:
+        raise exception.ServerStateConflict(
+            server_id=server_uuid,
+            actual=f"{server.status} on no host",
+            operation="evacuate",
+            expected="ACTIVE, SHUTOFF or ERROR on a host",
+        )
+    server = db.server_update(
+        server_uuid,
+        expected={"status": ("ACTIVE", "SHUTOFF", "ERROR"), "task_state": None},
+        operation="evacuate",
+        status="REBUILD",
+        task_state="rebuilding",
+    )
+    return _begin_move(db, server, "evacuation", host, action_api.EVACUATE, context, "Evacuation")
+
+
+def _begin_move(
+    db: Any,
+    server: Any,
+    migration_type: str,
+    host: str | None,
+    action: str,
+    context: RequestContext | None,
+    what: str,
+) -> Any:
+    """The ``accepted`` migration of a move that keeps the flavor, holding
+    what the server holds now, ``host`` recorded as its destination if named."""
     flavor = dict(server.flavor)
     try:
         resources = rs.stored_request(flavor).resources
     except ValueError as exc:
         raise exception.InvalidFlavor(
-            reason=f"server {server_uuid}'s own flavor cannot be read: {exc}"
+            reason=f"server {server.uuid}'s own flavor cannot be read: {exc}"
         ) from None
     migration = db.migration_create(
         server_uuid=server.uuid,
@@ -306,7 +374,7 @@ def begin_live_migration(
         claim_strategy="legacy",
         project_id=server.project_id,
         user_id=server.user_id,
-        migration_type="live-migration",
+        migration_type=migration_type,
         status="accepted",
     )
     original = rs.normalize_allocations(server.allocations or rs.on(server.rp_uuid, resources))
@@ -322,13 +390,13 @@ def begin_live_migration(
         dest_host=host,
         **groups,
     )
-    _record(db, context, server_uuid, action_api.LIVE_MIGRATION)
+    _record(db, context, server.uuid, action)
     LOG.info(
-        "Live migration of server %s %s begins as migration %s (block migration: %s)",
-        server_uuid,
+        "%s of server %s %s begins as migration %s",
+        what,
+        server.uuid,
         f"to host {host}" if host else "(the scheduler chooses the host)",
         migration.uuid,
-        "auto" if block_migration is None else block_migration,
     )
     return migration
 

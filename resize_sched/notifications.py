@@ -67,6 +67,8 @@ LIVE_MIGRATION_ROLLBACK = "live_migration_rollback"
 LIVE_MIGRATION_ROLLBACK_DEST = "live_migration_rollback_dest"
 LIVE_MIGRATION_ABORT = "live_migration_abort"
 LIVE_MIGRATION_FORCE_COMPLETE = "live_migration_force_complete"
+#: An evacuation's rebuild on its destination.
+REBUILD = "rebuild"
 #: A live migration's actions, Nova's names; each sends ``start`` and ``end``.
 LIVE_MIGRATION_ACTIONS = (
     LIVE_MIGRATION_PRE,
@@ -412,6 +414,8 @@ INSTANCE_STEPS: dict[tuple[str, str], tuple[str | None, str | None]] = {
     (POWER_OFF, END): ("stopped", None),
     (POWER_ON, START): ("stopped", "powering-on"),
     (POWER_ON, END): ("active", None),
+    (REBUILD, START): (None, "rebuilding"),
+    (REBUILD, END): (None, None),
 }
 
 

@@ -107,6 +107,12 @@ def compute_failed(operation: str, host: str | None, reason: str, *, source: str
             f"The live migration was aborted on host {where}: the server runs on host "
             f"{source}, ACTIVE, holding there what it held before."
         )
+    if operation == "rebuild":
+        return (
+            f"Rebuilding the evacuated server on host {where} failed: {why}. The server is "
+            f"in ERROR on host {source}, holding there what it held before, and holds "
+            f"nothing on host {where}. Check {log}, then evacuate it again."
+        )
     if operation == "post_live_migration":
         return (
             f"Cleaning up host {where} after the live migration failed: {why}. The server "

@@ -278,6 +278,34 @@ def migrate_live(version: Any) -> dict[str, Any]:
     }
 
 
+def evacuate(version: Any) -> dict[str, Any]:
+    """``evacuate`` at ``version``, as Nova's: ``onSharedStorage`` required
+    before 2.14, ``force`` from 2.29 up to 2.67."""
+    properties: dict[str, Any] = {
+        "host": {k: v for k, v in _HOSTNAME.items() if k != "type"} | {"type": "string"},
+        "adminPass": {"type": "string", "maxLength": 255},
+    }
+    required: list[str] = []
+    if not version.at_least("2.14"):
+        properties["onSharedStorage"] = _BOOLEAN
+        required.append("onSharedStorage")
+    if version.at_least("2.29") and not version.at_least("2.68"):
+        properties["force"] = _BOOLEAN
+    return {
+        "type": "object",
+        "properties": {
+            "evacuate": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            }
+        },
+        "required": ["evacuate"],
+        "additionalProperties": False,
+    }
+
+
 RESET_STATE = {
     "type": "object",
     "properties": {

@@ -293,6 +293,24 @@ class ComputeManager:
         self.driver.rollback_live_migration_at_source(migration)
         self._notify_live(ctxt, action, notifications.END, migration)
 
+    # -- evacuation -----------------------------------------------------------------------
+
+    @messaging.expose
+    def rebuild_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On an evacuation's destination: rebuild; report ``evacuation_rebuilt``."""
+        migration = kwargs["migration"]
+        server = migration.get("server") or {"uuid": migration["server_uuid"]}
+
+        def step() -> None:
+            self._notify_server(ctxt, notifications.REBUILD, notifications.START, server)
+            self.driver.rebuild(migration)
+            self._notify_server(ctxt, notifications.REBUILD, notifications.END, server)
+            self.conductor_api.evacuation_rebuilt(
+                ctxt, migration_uuid=migration["uuid"], host=self.host
+            )
+
+        self._run(ctxt, "rebuild", step, migration["server_uuid"], migration["uuid"])
+
     @messaging.expose
     def power_off(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Stop ``server``; report ``power_changed`` or ``operation_failed("stop")``."""

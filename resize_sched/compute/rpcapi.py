@@ -14,7 +14,8 @@ API version history:
   rollback_live_migration_at_destination (destination), live_migration,
   live_migration_abort and live_migration_force_complete (source),
   post_live_migration_at_destination (sent by the source to the
-  destination). Each takes a ``migration``.
+  destination). Each takes a ``migration``. rebuild_instance: an
+  evacuation's rebuild on its destination.
 
 Every method is a cast addressed to one host. Compute hosts do not read the
 database: each message carries what the host needs (the ``server`` and
@@ -187,6 +188,10 @@ class ComputeAPI:
     ) -> None:
         """On the source: the hand-over stopped; the server runs on there."""
         self._cast(ctxt, host, "rollback_live_migration_at_source", "1.3", migration=migration)
+
+    def rebuild_instance(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
+        """On an evacuation's destination: rebuild the server; reports ``evacuation_rebuilt``."""
+        self._cast(ctxt, host, "rebuild_instance", "1.3", migration=migration)
 
     def destroy(
         self,

@@ -14,7 +14,8 @@ Two steps per migration:
    operations are idempotent); a confirm or revert in progress is completed;
    a live migration is scheduled again (``accepted``), or its destination
    asked to prepare again (``preparing``), or its source to hand over again
-   (``running``); a failed restore (``missing`` holdings) is retried, as
+   (``running``); an evacuation is scheduled again (``accepted``) or its
+   rebuild sent again (``pre-migrating``); a failed restore (``missing`` holdings) is retried, as
    :func:`resize_sched.conductor.heal.restore_missing` does for the heal
    command. The sweep retries it too, once per ``[conductor] stuck_after``
    (the stamp below), so a server flagged ``needs_heal`` heals by itself as
@@ -102,6 +103,8 @@ def resume(manager: Any, migration: Any) -> str:
     """Take one migration on from where it stopped; return what was done."""
     ctxt = admin_context()
     status = migration.status
+    if migration.migration_type == "evacuation":
+        return _resume_evacuation(manager, ctxt, migration)
     if status == "pre-migrating":
         manager.resize_server(ctxt, migration.uuid)
         return "scheduled again"
@@ -134,6 +137,21 @@ def resume(manager: Any, migration: Any) -> str:
     if status == "error" and migration.missing:
         # NOTE: the same step as 'resize-sched-manage placement heal'; the
         # server's status was settled when the restore first failed.
+        heal.restore_missing(manager.db, manager.deps.executor, migration, "restore")
+        return "restore retried"
+    return "nothing to do"
+
+
+def _resume_evacuation(manager: Any, ctxt: Any, migration: Any) -> str:
+    """An evacuation: scheduled again (``accepted``), its rebuild sent again
+    (``pre-migrating``); a ``done`` one waits for its source host's report."""
+    if migration.status == "accepted":
+        manager.evacuate_server(ctxt, migration.uuid)
+        return "evacuation scheduled again"
+    if migration.status == "pre-migrating":
+        manager._rebuild(ctxt, migration.uuid)
+        return f"rebuild sent again to {migration.dest_host}"
+    if migration.status == "failed" and migration.missing:
         heal.restore_missing(manager.db, manager.deps.executor, migration, "restore")
         return "restore retried"
     return "nothing to do"

@@ -25,6 +25,8 @@ API version history:
   also names ``pre_live_migration``, ``live_migration``,
   ``live_migration_abort`` and ``post_live_migration``. The API refuses
   os-migrateLive (409) while the conductor is capped below 1.6.
+  evacuate_server (from the API) and evacuation_rebuilt (the destination's
+  report); operation_failed also names ``rebuild``.
 
 Every method is a cast: the caller has already validated the request and
 recorded its intent in the database; the outcome shows in the server's and
@@ -147,6 +149,14 @@ class ConductorAPI:
     def live_migration_finished(self, ctxt: RequestContext, migration_uuid: str) -> None:
         """The server runs on the destination alone."""
         self._cast(ctxt, "live_migration_finished", "1.6", migration_uuid=migration_uuid)
+
+    def evacuate_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Run an evacuation the API has begun (migration accepted)."""
+        self._cast(ctxt, "evacuate_server", "1.6", migration_uuid=migration_uuid)
+
+    def evacuation_rebuilt(self, ctxt: RequestContext, migration_uuid: str, host: str) -> None:
+        """The destination ``host`` rebuilt the evacuated server."""
+        self._cast(ctxt, "evacuation_rebuilt", "1.6", migration_uuid=migration_uuid, host=host)
 
     def delete_server(self, ctxt: RequestContext, server_uuid: str) -> None:
         """Release a server's allocations and destroy it on its host."""

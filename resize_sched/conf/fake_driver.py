@@ -24,6 +24,7 @@ OPERATIONS = (
     "pre_live_migration",
     "live_migration",
     "post_live_migration",
+    "rebuild",
 )
 
 
@@ -140,7 +141,8 @@ OPTS = [
         "scheduler's choice refuse and exercise rescheduling. A malformed item stops "
         "the service at start. 'pre_live_migration' is the destination's part of "
         "a live migration, 'live_migration' the source's hand-over, "
-        "and 'post_live_migration' the source's clean-up after it.",
+        "'post_live_migration' the source's clean-up after it, and 'rebuild' an "
+        "evacuation's rebuild on its destination.",
     ),
     cfg.FloatOpt(
         "live_migration_s",

@@ -49,6 +49,7 @@ STOP = "stop"
 START = "start"
 RESET_STATE = "resetState"
 LIVE_MIGRATION = "live-migration"
+EVACUATE = "evacuate"
 
 #: Event results.
 SUCCESS = "Success"

@@ -31,6 +31,7 @@ STATUS_ERROR = "ERROR"
 STATUS_DELETED = "DELETED"
 STATUS_SHUTOFF = "SHUTOFF"
 STATUS_MIGRATING = "MIGRATING"
+STATUS_REBUILD = "REBUILD"
 SERVER_STATUSES = (
     STATUS_BUILD,
     STATUS_ACTIVE,
@@ -41,6 +42,7 @@ SERVER_STATUSES = (
     STATUS_DELETED,
     STATUS_SHUTOFF,
     STATUS_MIGRATING,
+    STATUS_REBUILD,
 )
 
 VM_BUILDING = "building"
@@ -55,6 +57,8 @@ TASK_SCHEDULING = "scheduling"
 TASK_RESIZE_PREP = "resize_prep"
 #: A live migration's task state (the server's status is MIGRATING meanwhile).
 TASK_MIGRATING = "migrating"
+#: An evacuation's task state (the server's status is REBUILD meanwhile).
+TASK_REBUILDING = "rebuilding"
 TASK_RESIZE_MIGRATING = "resize_migrating"
 TASK_RESIZE_MIGRATED = "resize_migrated"
 TASK_RESIZE_FINISH = "resize_finish"
@@ -87,7 +91,13 @@ def settled_state(power_state: int | None) -> tuple[str, str]:
 MIGRATION_TYPE_RESIZE = "resize"
 MIGRATION_TYPE_MIGRATION = "migration"
 MIGRATION_TYPE_LIVE = "live-migration"
-MIGRATION_TYPES = (MIGRATION_TYPE_RESIZE, MIGRATION_TYPE_MIGRATION, MIGRATION_TYPE_LIVE)
+MIGRATION_TYPE_EVACUATION = "evacuation"
+MIGRATION_TYPES = (
+    MIGRATION_TYPE_RESIZE,
+    MIGRATION_TYPE_MIGRATION,
+    MIGRATION_TYPE_LIVE,
+    MIGRATION_TYPE_EVACUATION,
+)
 
 MIGRATION_PRE_MIGRATING = "pre-migrating"
 MIGRATION_MIGRATING = "migrating"
@@ -108,6 +118,13 @@ MIGRATION_RUNNING = "running"
 MIGRATION_COMPLETED = "completed"
 MIGRATION_CANCELLED = "cancelled"
 LIVE_IN_FLIGHT_STATUSES = (MIGRATION_ACCEPTED, MIGRATION_PREPARING, MIGRATION_RUNNING)
+#: An evacuation's, Nova's too: ``accepted``, ``pre-migrating`` once the
+#: destination is claimed, ``done`` once the server runs there (the migration
+#: still holds the source, whose host is down), ``completed`` once the
+#: source's compute service is back and has removed its copy; ``failed``
+#: when the rebuild on the destination failed.
+MIGRATION_DONE = "done"
+MIGRATION_FAILED = "failed"
 MIGRATION_STATUSES = (
     MIGRATION_PRE_MIGRATING,
     MIGRATION_MIGRATING,
@@ -121,6 +138,8 @@ MIGRATION_STATUSES = (
     *LIVE_IN_FLIGHT_STATUSES,
     MIGRATION_COMPLETED,
     MIGRATION_CANCELLED,
+    MIGRATION_DONE,
+    MIGRATION_FAILED,
 )
 #: A migration in one of these has ended; nothing more happens to it (except
 #: an ``error`` one whose ``missing`` holdings the heal command still owes).
@@ -130,6 +149,7 @@ FINAL_STATUSES = (
     MIGRATION_ERROR,
     MIGRATION_COMPLETED,
     MIGRATION_CANCELLED,
+    MIGRATION_FAILED,
 )
 #: Everything else: crash recovery must look at these.
 IN_FLIGHT_STATUSES = tuple(s for s in MIGRATION_STATUSES if s not in FINAL_STATUSES)

@@ -13,6 +13,7 @@ from oslo_policy import policy
 
 from resize_sched.policies import (
     base,
+    evacuate,
     flavors,
     hypervisors,
     instance_actions,
@@ -39,6 +40,7 @@ def list_rules() -> list[policy.RuleDefault]:
             instance_actions.list_rules(),
             server_migrations.list_rules(),
             live_migrate.list_rules(),
+            evacuate.list_rules(),
             services.list_rules(),
             hypervisors.list_rules(),
             simple_tenant_usage.list_rules(),

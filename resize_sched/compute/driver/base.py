@@ -107,6 +107,10 @@ class ComputeDriver(abc.ABC):
         """On the source: the hand-over stopped; the server runs on here."""
         raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
 
+    def rebuild(self, migration: Migration) -> None:
+        """On an evacuation's destination: create the server from the message."""
+        raise NotImplementedError(f"{type(self).__name__} cannot evacuate")
+
     def power_off(self, server: Server) -> None:
         """Stop ``server`` (already stopped: nothing to do)."""
         raise NotImplementedError(f"{type(self).__name__} cannot power servers off")

@@ -239,6 +239,13 @@ class FakeDriver(base.ComputeDriver):
             if instance is not None and instance.migration_uuid == migration["uuid"]:
                 instance.migration_uuid = None
 
+    def rebuild(self, migration: base.Migration) -> None:
+        self._begin("rebuild")
+        with self._lock:
+            instance = self._adopt(migration, migration["old_flavor"])
+            instance.migration_uuid = None
+            instance.power_state = RUNNING if migration.get("power_on", True) else SHUTOFF
+
     def power_off(self, server: base.Server) -> None:
         self._set_power(server, "stop", SHUTOFF)
 
