@@ -340,3 +340,55 @@ def test_a_restarted_source_hands_over_what_it_forgot(live: LiveCloud) -> None:
     assert _migration(live, server).status == "completed"
     assert _copies(live, server) == ["h2"]
     live.cloud.check()
+
+
+class _Notifier:
+    """Keeps what a compute host would send on the notification bus."""
+
+    def __init__(self, host: str, sent: list[tuple[str, str, str]]) -> None:
+        self.host, self.sent = host, sent
+
+    def is_enabled(self) -> bool:
+        return True
+
+    def info(self, ctxt: Any, event_type: str, payload: dict[str, Any]) -> None:
+        data = payload["nova_object.data"]
+        self.sent.append((self.host, event_type, f"{data['host']}/{data['task_state']}"))
+
+    error = info
+
+
+@pytest.mark.parametrize("abort", [False, True])
+def test_nova_s_versioned_notifications_in_order(live: LiveCloud, abort: bool) -> None:
+    server = _boot(live, "h1", "h2")
+    sent: list[tuple[str, str, str]] = []
+    for host, compute in live.computes.items():
+        compute.notifier = _Notifier(host, sent)  # type: ignore[assignment]
+    assert _migrate(live, server, "h2").status_int == 202
+    if abort:
+        _until(live, "live_migration")
+        migration = _migration(live, server)
+        path = f"/servers/{server}/migrations/{migration.id}"
+        assert live.request("DELETE", path, version="2.24").status_int == 202
+        _jump(live, "live_migration_abort")
+    live.run()
+    if abort:
+        assert sent == [
+            ("h2", "instance.live_migration_pre.start", "h1/migrating"),
+            ("h2", "instance.live_migration_pre.end", "h1/migrating"),
+            ("h1", "instance.live_migration_abort.start", "h1/migrating"),
+            ("h1", "instance.live_migration_abort.end", "h1/migrating"),
+            ("h2", "instance.live_migration_rollback_dest.start", "h1/migrating"),
+            ("h2", "instance.live_migration_rollback_dest.end", "h1/None"),
+            ("h1", "instance.live_migration_rollback.start", "h1/migrating"),
+            ("h1", "instance.live_migration_rollback.end", "h1/None"),
+        ]
+    else:
+        assert sent == [
+            ("h2", "instance.live_migration_pre.start", "h1/migrating"),
+            ("h2", "instance.live_migration_pre.end", "h1/migrating"),
+            ("h1", "instance.live_migration_post.start", "h1/migrating"),
+            ("h1", "instance.live_migration_post.end", "h1/migrating"),
+            ("h2", "instance.live_migration_post_dest.start", "h1/migrating"),
+            ("h2", "instance.live_migration_post_dest.end", "h2/None"),
+        ]
