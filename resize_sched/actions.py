@@ -15,7 +15,7 @@ from oslo_log import log as logging
 from resize_sched import exception, quota
 from resize_sched import resources as rs
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, host_api, models
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.strategies import ClaimStrategy, Holdings
 
@@ -342,6 +342,193 @@ def check_upsize(db: Any, conf: cfg.ConfigOpts, server: Any, current: Any, wante
         "ram": int(wanted["memory_mb"]) - int(current["memory_mb"]),
     }
     quota.check_server(db, conf, server.project_id, server.user_id, deltas)
+
+
+def check_live_destination(db: Any, conf: Any, server: Any, host: str) -> Any:
+    """The compute node a live migration may be sent to by name.
+
+    :returns: the host's compute node.
+    :raises Invalid: the host is the server's own, unknown, disabled or down
+        (the API answers 400, as Nova).
+    """
+    if host == server.host:
+        raise exception.Invalid(
+            reason=f"server {server.uuid} already runs on host {host}: a live migration "
+            "needs another host"
+        )
+    try:
+        service = db.service_get_by_host(host)
+    except exception.NotFound:
+        raise exception.Invalid(reason=f"compute host {host} could not be found") from None
+    if service.disabled:
+        raise exception.Invalid(
+            reason=f"compute host {host} is disabled"
+            + (f" ({service.disabled_reason})" if service.disabled_reason else "")
+        )
+    if not host_api.service_is_up(service, conf.service_down_time):
+        raise exception.Invalid(reason=f"compute service on host {host} is down")
+    nodes = db.compute_nodes_by_host(host)
+    if not nodes:
+        raise exception.Invalid(reason=f"compute host {host} has reported no compute node yet")
+    return nodes[0]
+
+
+def begin_live_migration(
+    db: Any,
+    server_uuid: str,
+    *,
+    host: str | None = None,
+    block_migration: bool | None = None,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record a live migration: server ACTIVE -> MIGRATING (task ``migrating``),
+    a new ``accepted`` migration of type ``live-migration``.
+
+    The flavor does not change, and the migration holds the source as a
+    resize's does with the ``legacy`` strategy: the server's allocation
+    moves to the migration, the destination is claimed for the server.
+    A host named by the caller is recorded as the migration's
+    ``dest_host``: the scheduler is asked about that host alone.
+
+    :param host: the destination (checked by :func:`check_live_destination`
+        before this is called); None: the scheduler chooses.
+    :param block_migration: recorded for the compute hosts (None: ``auto``).
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: not ACTIVE with no task, or to be healed.
+    """
+    server = db.server_get(server_uuid, project_id=project_id)
+    if server.status != "ACTIVE" or server.rp_uuid is None or server.needs_heal:
+        raise exception.ServerStateConflict(
+            server_id=server_uuid,
+            actual=server.status + (" with allocations to heal" if server.needs_heal else ""),
+            operation="live migration",
+            expected="ACTIVE",
+        )
+    server = db.server_update(
+        server_uuid,
+        expected={
+            "status": "ACTIVE",
+            "vm_state": "active",
+            "task_state": None,
+            "needs_heal": False,
+        },
+        operation="live migration",
+        status="MIGRATING",
+        task_state="migrating",
+    )
+    LOG.info(
+        "Live migration of server %s: block migration %s",
+        server_uuid,
+        "auto" if block_migration is None else block_migration,
+    )
+    return _begin_move(
+        db, server, "live-migration", host, action_api.LIVE_MIGRATION, context, "Live migration"
+    )
+
+
+def source_is_down(db: Any, conf: Any, server: Any) -> bool:
+    """Whether the compute service of ``server``'s host is down or forced down
+    (an evacuation needs it to be: the server must not run twice)."""
+    try:
+        service = db.service_get_by_host(server.host)
+    except exception.NotFound:
+        return True
+    return not host_api.service_is_up(service, conf.service_down_time)
+
+
+def begin_evacuation(
+    db: Any,
+    server_uuid: str,
+    *,
+    host: str | None = None,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record an evacuation: server -> REBUILD (task ``rebuilding``), a new
+    ``accepted`` migration of type ``evacuation``.
+
+    The caller has checked that the source's compute service is down
+    (:func:`source_is_down`) and the named host, if any
+    (:func:`check_live_destination`). The migration holds the source as a
+    live migration's does.
+
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: not ACTIVE, SHUTOFF or ERROR with no task.
+    """
+    server = db.server_get(server_uuid, project_id=project_id)
+    if server.rp_uuid is None:
+        raise exception.ServerStateConflict(
+            server_id=server_uuid,
+            actual=f"{server.status} on no host",
+            operation="evacuate",
+            expected="ACTIVE, SHUTOFF or ERROR on a host",
+        )
+    server = db.server_update(
+        server_uuid,
+        expected={"status": ("ACTIVE", "SHUTOFF", "ERROR"), "task_state": None},
+        operation="evacuate",
+        status="REBUILD",
+        task_state="rebuilding",
+    )
+    return _begin_move(db, server, "evacuation", host, action_api.EVACUATE, context, "Evacuation")
+
+
+def _begin_move(
+    db: Any,
+    server: Any,
+    migration_type: str,
+    host: str | None,
+    action: str,
+    context: RequestContext | None,
+    what: str,
+) -> Any:
+    """The ``accepted`` migration of a move that keeps the flavor, holding
+    what the server holds now, ``host`` recorded as its destination if named."""
+    flavor = dict(server.flavor)
+    try:
+        resources = rs.stored_request(flavor).resources
+    except ValueError as exc:
+        raise exception.InvalidFlavor(
+            reason=f"server {server.uuid}'s own flavor cannot be read: {exc}"
+        ) from None
+    migration = db.migration_create(
+        server_uuid=server.uuid,
+        source_host=server.host,
+        source_node=server.node,
+        source_rp_uuid=server.rp_uuid,
+        old_flavor=flavor,
+        new_flavor=flavor,
+        old_resources=resources,
+        new_resources=resources,
+        claim_strategy="legacy",
+        project_id=server.project_id,
+        user_id=server.user_id,
+        migration_type=migration_type,
+        status="accepted",
+    )
+    original = rs.normalize_allocations(server.allocations or rs.on(server.rp_uuid, resources))
+    holdings = {
+        **Holdings(server=original).to_dict(),
+        "generations": {"server": server.placement_generation, "migration": None},
+    }
+    groups = {"old_group_providers": server.group_providers} if server.group_providers else {}
+    migration = db.migration_update(
+        migration.uuid,
+        holdings=holdings,
+        old_allocations=original if server.allocations else None,
+        dest_host=host,
+        **groups,
+    )
+    _record(db, context, server.uuid, action)
+    LOG.info(
+        "%s of server %s %s begins as migration %s",
+        what,
+        server.uuid,
+        f"to host {host}" if host else "(the scheduler chooses the host)",
+        migration.uuid,
+    )
+    return migration
 
 
 def _begin_decision(

@@ -318,3 +318,10 @@ class InjectedFailure(ResizeSchedException):
 
     msg_fmt = "Injected failure of %(operation)s on host %(host)s ([fake_driver] fail_on)."
     code = "resize_sched.compute.injected_failure"
+
+
+class LiveMigrationAborted(ResizeSchedException):
+    """A live migration's hand-over stopped because an operator aborted it."""
+
+    msg_fmt = "Live migration %(migration_id)s was aborted on host %(host)s."
+    code = "resize_sched.compute.live_migration_aborted"

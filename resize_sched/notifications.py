@@ -60,6 +60,25 @@ RESIZE = "resize"
 RESIZE_FINISH = "resize_finish"
 RESIZE_CONFIRM = "resize_confirm"
 RESIZE_REVERT = "resize_revert"
+LIVE_MIGRATION_PRE = "live_migration_pre"
+LIVE_MIGRATION_POST = "live_migration_post"
+LIVE_MIGRATION_POST_DEST = "live_migration_post_dest"
+LIVE_MIGRATION_ROLLBACK = "live_migration_rollback"
+LIVE_MIGRATION_ROLLBACK_DEST = "live_migration_rollback_dest"
+LIVE_MIGRATION_ABORT = "live_migration_abort"
+LIVE_MIGRATION_FORCE_COMPLETE = "live_migration_force_complete"
+#: An evacuation's rebuild on its destination.
+REBUILD = "rebuild"
+#: A live migration's actions, Nova's names; each sends ``start`` and ``end``.
+LIVE_MIGRATION_ACTIONS = (
+    LIVE_MIGRATION_PRE,
+    LIVE_MIGRATION_POST,
+    LIVE_MIGRATION_POST_DEST,
+    LIVE_MIGRATION_ROLLBACK,
+    LIVE_MIGRATION_ROLLBACK_DEST,
+    LIVE_MIGRATION_ABORT,
+    LIVE_MIGRATION_FORCE_COMPLETE,
+)
 
 #: Every event type sent, ``instance.<action>.<phase>``.
 EVENT_TYPES = (
@@ -83,6 +102,11 @@ EVENT_TYPES = (
     "instance.power_off.end",
     "instance.power_on.start",
     "instance.power_on.end",
+    *(
+        f"instance.{action}.{phase}"
+        for action in LIVE_MIGRATION_ACTIONS
+        for phase in ("start", "end")
+    ),
 )
 
 #: ``kind`` of a fault: as :class:`resize_sched.exception.NoValidHost` says
@@ -390,6 +414,8 @@ INSTANCE_STEPS: dict[tuple[str, str], tuple[str | None, str | None]] = {
     (POWER_OFF, END): ("stopped", None),
     (POWER_ON, START): ("stopped", "powering-on"),
     (POWER_ON, END): ("active", None),
+    (REBUILD, START): (None, "rebuilding"),
+    (REBUILD, END): (None, None),
 }
 
 
@@ -406,6 +432,23 @@ def resize_step_payload(
         task_state=step.task_state,
         flavor=migration.get(f"{step.flavor}_flavor"),
         fault=fault,
+    )
+
+
+def live_migration_payload(
+    action: str, phase: str, server: Mapping[str, Any], migration: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ``InstanceActionPayload`` of a live migration's event, as Nova
+    sends it: the server ``active`` and ``migrating`` on its source until
+    the hand-over ends, on its destination and idle after."""
+    arrived = action in (LIVE_MIGRATION_POST_DEST,) and phase == END
+    stays = action in (LIVE_MIGRATION_ROLLBACK, LIVE_MIGRATION_ROLLBACK_DEST) and phase == END
+    host = migration.get("dest_host") if arrived else migration.get("source_host")
+    return instance_action_payload(
+        {**dict(server), "flavor": server.get("flavor") or migration.get("old_flavor")},
+        host=host,
+        state="active",
+        task_state=None if arrived or stays else "migrating",
     )
 
 

@@ -91,6 +91,34 @@ def compute_failed(operation: str, host: str | None, reason: str, *, source: str
             f"Reverting the resize: stopping the server on host {where} failed: {why}. "
             f"Check {log}."
         )
+    if operation in ("pre_live_migration", "live_migration"):
+        part = (
+            "Preparing the live migration on"
+            if operation == "pre_live_migration"
+            else "Handing the server over from"
+        )
+        return (
+            f"{part} host {where} failed: {why}. The live migration was rolled back: the "
+            f"server runs on host {source}, ACTIVE, holding there what it held before. "
+            f"Check {log}, then migrate it again."
+        )
+    if operation == "live_migration_abort":
+        return (
+            f"The live migration was aborted on host {where}: the server runs on host "
+            f"{source}, ACTIVE, holding there what it held before."
+        )
+    if operation == "rebuild":
+        return (
+            f"Rebuilding the evacuated server on host {where} failed: {why}. The server is "
+            f"in ERROR on host {source}, holding there what it held before, and holds "
+            f"nothing on host {where}. Check {log}, then evacuate it again."
+        )
+    if operation == "post_live_migration":
+        return (
+            f"Cleaning up host {where} after the live migration failed: {why}. The server "
+            "already runs on its destination, which alone holds it; it is in ERROR until "
+            f"checked. Check {log} (a copy may be left there), then reset its state."
+        )
     return f"{operation} failed on host {where}: {why}. Check {log}."
 
 
@@ -118,7 +146,7 @@ def no_host_for_move(
 ) -> str:
     """A move found no host: :func:`no_host_for_resize` for a resize, else
     the words of the move named by ``migration_type``."""
-    if migration_type == "migration":
+    if migration_type != "resize":
         return no_host_for_migration(kind, why, source)
     return no_host_for_resize(kind, why, new_flavor, source)
 

@@ -156,6 +156,7 @@ ROUTES = (
     Route("PUT", "/os-services/disable", services.disable),
     Route("PUT", "/os-services/disable-log-reason", services.disable_log_reason),
     Route("PUT", "/os-services/enable", services.enable),
+    Route("PUT", "/os-services/force-down", services.force_down),
     Route("PUT", "/os-services/{service_id}", services.update),
     Route("GET", "/os-hypervisors", hypervisors.index),
     Route("GET", "/os-hypervisors/detail", hypervisors.detail),

@@ -265,6 +265,99 @@ REVERT_RESIZE = _bare_action("revertResize")
 STOP = _bare_action("os-stop")
 START = _bare_action("os-start")
 
+#: Nova's boolean parameter type: JSON booleans and their usual spellings.
+_BOOLEAN = {
+    "enum": [
+        True,
+        "True",
+        "TRUE",
+        "true",
+        "1",
+        "ON",
+        "On",
+        "on",
+        "YES",
+        "Yes",
+        "yes",
+        False,
+        "False",
+        "FALSE",
+        "false",
+        "0",
+        "OFF",
+        "Off",
+        "off",
+        "NO",
+        "No",
+        "no",
+    ]
+}
+_HOSTNAME = {
+    "type": ["string", "null"],
+    "minLength": 1,
+    "maxLength": 255,
+    "pattern": r"^[a-zA-Z0-9-._]*\Z",
+}
+
+
+def migrate_live(version: Any) -> dict[str, Any]:
+    """``os-migrateLive`` at ``version`` (an :class:`~resize_sched.api.microversion.APIVersion`),
+    as Nova's: ``block_migration`` and ``disk_over_commit`` required up to
+    2.24; from 2.25 ``block_migration`` may be ``auto`` and
+    ``disk_over_commit`` is gone; ``force`` from 2.30 up to 2.67."""
+    properties: dict[str, Any] = {"host": _HOSTNAME}
+    required = ["block_migration", "host"]
+    if version.at_least("2.25"):
+        properties["block_migration"] = {"oneOf": [_BOOLEAN, {"enum": ["auto"]}]}
+    else:
+        properties["block_migration"] = _BOOLEAN
+        properties["disk_over_commit"] = _BOOLEAN
+        required.append("disk_over_commit")
+    if version.at_least("2.30") and not version.at_least("2.68"):
+        properties["force"] = _BOOLEAN
+    return {
+        "type": "object",
+        "properties": {
+            "os-migrateLive": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            }
+        },
+        "required": ["os-migrateLive"],
+        "additionalProperties": False,
+    }
+
+
+def evacuate(version: Any) -> dict[str, Any]:
+    """``evacuate`` at ``version``, as Nova's: ``onSharedStorage`` required
+    before 2.14, ``force`` from 2.29 up to 2.67."""
+    properties: dict[str, Any] = {
+        "host": {k: v for k, v in _HOSTNAME.items() if k != "type"} | {"type": "string"},
+        "adminPass": {"type": "string", "maxLength": 255},
+    }
+    required: list[str] = []
+    if not version.at_least("2.14"):
+        properties["onSharedStorage"] = _BOOLEAN
+        required.append("onSharedStorage")
+    if version.at_least("2.29") and not version.at_least("2.68"):
+        properties["force"] = _BOOLEAN
+    return {
+        "type": "object",
+        "properties": {
+            "evacuate": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            }
+        },
+        "required": ["evacuate"],
+        "additionalProperties": False,
+    }
+
+
 RESET_STATE = {
     "type": "object",
     "properties": {

@@ -103,7 +103,13 @@ REQUIRED_VERSION = max(placement_client.MIN_VERSION, placement_client.ROOT_REQUI
 
 #: Migration statuses a stuck migration may be in: those the conductor's
 #: sweep takes on (``finished`` waits for the user, not for us).
-STUCK_STATUSES = tuple(s for s in models.IN_FLIGHT_STATUSES if s != models.MIGRATION_FINISHED)
+# NOTE: a finished resize waits for its owner, a done evacuation for its
+# source host to come back: neither is stuck.
+STUCK_STATUSES = tuple(
+    s
+    for s in models.IN_FLIGHT_STATUSES
+    if s not in (models.MIGRATION_FINISHED, models.MIGRATION_DONE)
+)
 
 #: At most this many names are listed in one check's details.
 MAX_LISTED = 20

@@ -13,6 +13,12 @@ The resize handshake between hosts::
     conductor --confirm_resize--> source
     conductor --revert_resize--> dest     dest   --revert_resize--> source
 
+A live migration's::
+
+    conductor --pre_live_migration--> dest  dest   --live_migration_prepared--> conductor
+    conductor --live_migration--> source    source --post_live_migration_at_destination--> dest
+                                            dest   --live_migration_finished--> conductor
+
 Every failure is reported with ``operation_failed`` under the operation names
 of :data:`resize_sched.conf.fake_driver.OPERATIONS`.
 
@@ -38,6 +44,10 @@ from resize_sched.conductor import rpcapi as conductor_rpcapi
 from resize_sched.context import RequestContext
 
 LOG = logging.getLogger(__name__)
+
+
+class _Reported(Exception):
+    """A step's failure already reported to the conductor in its own words."""
 
 
 class ComputeManager:
@@ -173,6 +183,134 @@ class ComputeManager:
 
         self._run_migration(ctxt, "revert", step, migration)
 
+    # -- live migration -----------------------------------------------------------------
+
+    @messaging.expose
+    def pre_live_migration(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the destination: make ready; report ``live_migration_prepared``."""
+        migration = kwargs["migration"]
+
+        def step() -> None:
+            self._notify_live(
+                ctxt, notifications.LIVE_MIGRATION_PRE, notifications.START, migration
+            )
+            self.driver.pre_live_migration(migration)
+            self._notify_live(ctxt, notifications.LIVE_MIGRATION_PRE, notifications.END, migration)
+            self.conductor_api.live_migration_prepared(
+                ctxt, migration_uuid=migration["uuid"], host=self.host
+            )
+
+        self._run(ctxt, "pre_live_migration", step, migration["server_uuid"], migration["uuid"])
+
+    @messaging.expose
+    def live_migration(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the source: hand over (abortable), clean up, tell the destination.
+
+        An abort is reported as ``live_migration_abort``; a failure of the
+        clean-up after the hand-over as ``post_live_migration`` (the server
+        then already runs on the destination).
+        """
+        migration = kwargs["migration"]
+        server_uuid, migration_uuid = migration["server_uuid"], migration["uuid"]
+
+        def hand_over() -> None:
+            try:
+                self.driver.live_migration(migration)
+            except exception.LiveMigrationAborted as exc:
+                self._notify_live(
+                    ctxt, notifications.LIVE_MIGRATION_ABORT, notifications.END, migration
+                )
+                self.conductor_api.operation_failed(
+                    ctxt,
+                    "live_migration_abort",
+                    f"{exc.message} [{exc.code}]",
+                    server_uuid=server_uuid,
+                    migration_uuid=migration_uuid,
+                    host=self.host,
+                )
+                raise _Reported() from exc
+
+        def post() -> None:
+            self._notify_live(
+                ctxt, notifications.LIVE_MIGRATION_POST, notifications.START, migration
+            )
+            self.driver.post_live_migration(migration)
+            self._notify_live(
+                ctxt, notifications.LIVE_MIGRATION_POST, notifications.END, migration
+            )
+            self.compute_api.post_live_migration_at_destination(
+                ctxt, migration["dest_host"], migration
+            )
+
+        try:
+            if not self._run(ctxt, "live_migration", hand_over, server_uuid, migration_uuid):
+                return
+        except _Reported:
+            return
+        self._run(ctxt, "post_live_migration", post, server_uuid, migration_uuid)
+
+    @messaging.expose
+    def live_migration_abort(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the source: stop the hand-over; the running step reports it."""
+        migration = kwargs["migration"]
+        self._notify_live(ctxt, notifications.LIVE_MIGRATION_ABORT, notifications.START, migration)
+        self.driver.live_migration_abort(migration["uuid"])
+
+    @messaging.expose
+    def live_migration_force_complete(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the source: end the hand-over now."""
+        migration = kwargs["migration"]
+        action = notifications.LIVE_MIGRATION_FORCE_COMPLETE
+        self._notify_live(ctxt, action, notifications.START, migration)
+        self.driver.live_migration_force_complete(migration["uuid"])
+        self._notify_live(ctxt, action, notifications.END, migration)
+
+    @messaging.expose
+    def post_live_migration_at_destination(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the destination: the server is this host's; report ``live_migration_finished``."""
+        migration = kwargs["migration"]
+        action = notifications.LIVE_MIGRATION_POST_DEST
+        self._notify_live(ctxt, action, notifications.START, migration)
+        self.driver.post_live_migration_at_destination(migration)
+        self._notify_live(ctxt, action, notifications.END, migration)
+        self.conductor_api.live_migration_finished(ctxt, migration_uuid=migration["uuid"])
+
+    @messaging.expose
+    def rollback_live_migration_at_destination(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the destination: remove what pre_live_migration made; nothing is reported."""
+        migration = kwargs["migration"]
+        action = notifications.LIVE_MIGRATION_ROLLBACK_DEST
+        self._notify_live(ctxt, action, notifications.START, migration)
+        self.driver.rollback_live_migration_at_destination(migration)
+        self._notify_live(ctxt, action, notifications.END, migration)
+
+    @messaging.expose
+    def rollback_live_migration_at_source(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On the source: the hand-over stopped; the server runs on here."""
+        migration = kwargs["migration"]
+        action = notifications.LIVE_MIGRATION_ROLLBACK
+        self._notify_live(ctxt, action, notifications.START, migration)
+        self.driver.rollback_live_migration_at_source(migration)
+        self._notify_live(ctxt, action, notifications.END, migration)
+
+    # -- evacuation -----------------------------------------------------------------------
+
+    @messaging.expose
+    def rebuild_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """On an evacuation's destination: rebuild; report ``evacuation_rebuilt``."""
+        migration = kwargs["migration"]
+        server = migration.get("server") or {"uuid": migration["server_uuid"]}
+
+        def step() -> None:
+            self._notify_server(ctxt, notifications.REBUILD, notifications.START, server)
+            self.driver.rebuild(migration)
+            self._notify_server(ctxt, notifications.REBUILD, notifications.END, server)
+            self.conductor_api.evacuation_rebuilt(
+                ctxt, migration_uuid=migration["uuid"], host=self.host
+            )
+
+        self._run(ctxt, "rebuild", step, migration["server_uuid"], migration["uuid"])
+
     @messaging.expose
     def power_off(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Stop ``server``; report ``power_changed`` or ``operation_failed("stop")``."""
@@ -254,6 +392,18 @@ class ComputeManager:
             lambda: notifications.resize_step_payload(action, phase, migration, fault),
         )
 
+    def _notify_live(
+        self, ctxt: RequestContext, action: str, phase: str, migration: dict[str, Any]
+    ) -> None:
+        server = migration.get("server") or {"uuid": migration["server_uuid"]}
+        notifications.emit(
+            self.notifier,
+            ctxt,
+            action,
+            phase,
+            lambda: notifications.live_migration_payload(action, phase, server, migration),
+        )
+
     def _run_migration(
         self,
         ctxt: RequestContext,
@@ -278,10 +428,13 @@ class ComputeManager:
         server_uuid: str,
         migration_uuid: str | None = None,
         on_failure: Callable[[dict[str, Any]], None] | None = None,
-    ) -> None:
+    ) -> bool:
         """Run ``step``; report any failure to the conductor as ``operation``,
         after ``on_failure`` (which sends the error notification) is given
-        the fault."""
+        the fault.
+
+        :returns: whether ``step`` succeeded.
+        """
         LOG.debug(
             "%s of server %s (migration %s) on %s",
             operation,
@@ -291,6 +444,8 @@ class ComputeManager:
         )
         try:
             step()
+        except _Reported:
+            raise
         except exception.ResizeSchedException as exc:
             LOG.warning("%s of server %s on %s failed: %s", operation, server_uuid, self.host, exc)
             reason = f"{exc.message} [{exc.code}]"
@@ -302,7 +457,7 @@ class ComputeManager:
             reason = f"unexpected error on host {self.host}: {type(exc).__name__}: {exc}"
             error = exc
         else:
-            return
+            return True
         if on_failure is not None and notifications.enabled(self.notifier):
             on_failure(
                 notifications.fault_payload(
@@ -328,3 +483,4 @@ class ComputeManager:
                 server_uuid,
                 exc,
             )
+        return False

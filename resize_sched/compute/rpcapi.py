@@ -10,6 +10,12 @@ API version history:
   finishes or reverts); a 1.0 host ignores it and powers the server on, so
   the conductor does not stop or start servers on a host capped at 1.0
   (:attr:`ComputeAPI.can_power`).
+* 1.2 - a live migration's parts: pre_live_migration and
+  rollback_live_migration_at_destination (destination), live_migration,
+  live_migration_abort and live_migration_force_complete (source),
+  post_live_migration_at_destination (sent by the source to the
+  destination). Each takes a ``migration``. rebuild_instance: an
+  evacuation's rebuild on its destination.
 
 Every method is a cast addressed to one host. Compute hosts do not read the
 database: each message carries what the host needs (the ``server`` and
@@ -38,7 +44,7 @@ from resize_sched.context import RequestContext
 
 TOPIC = "compute"
 NAMESPACE = "compute"
-VERSION = "1.1"
+VERSION = "1.2"
 
 
 def migration_message(
@@ -140,6 +146,52 @@ class ComputeAPI:
     def power_on(self, ctxt: RequestContext, host: str, server: dict[str, Any]) -> None:
         """Start the stopped server (os-start); the host reports ``power_changed``."""
         self._cast(ctxt, host, "power_on", "1.1", server=server)
+
+    def pre_live_migration(
+        self, ctxt: RequestContext, host: str, migration: dict[str, Any]
+    ) -> None:
+        """On the destination: make ready; reports ``live_migration_prepared``."""
+        self._cast(ctxt, host, "pre_live_migration", "1.2", migration=migration)
+
+    def live_migration(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
+        """On the source: hand the running server over, then clean up."""
+        self._cast(ctxt, host, "live_migration", "1.2", migration=migration)
+
+    def live_migration_abort(
+        self, ctxt: RequestContext, host: str, migration: dict[str, Any]
+    ) -> None:
+        """On the source: stop the hand-over (reported as ``live_migration_abort``)."""
+        self._cast(ctxt, host, "live_migration_abort", "1.2", migration=migration)
+
+    def live_migration_force_complete(
+        self, ctxt: RequestContext, host: str, migration: dict[str, Any]
+    ) -> None:
+        """On the source: end the hand-over now."""
+        self._cast(ctxt, host, "live_migration_force_complete", "1.2", migration=migration)
+
+    def post_live_migration_at_destination(
+        self, ctxt: RequestContext, host: str, migration: dict[str, Any]
+    ) -> None:
+        """On the destination: the server is its alone; reports ``live_migration_finished``."""
+        self._cast(ctxt, host, "post_live_migration_at_destination", "1.2", migration=migration)
+
+    def rollback_live_migration_at_destination(
+        self, ctxt: RequestContext, host: str, migration: dict[str, Any]
+    ) -> None:
+        """On the destination: remove what pre_live_migration made."""
+        self._cast(
+            ctxt, host, "rollback_live_migration_at_destination", "1.2", migration=migration
+        )
+
+    def rollback_live_migration_at_source(
+        self, ctxt: RequestContext, host: str, migration: dict[str, Any]
+    ) -> None:
+        """On the source: the hand-over stopped; the server runs on there."""
+        self._cast(ctxt, host, "rollback_live_migration_at_source", "1.2", migration=migration)
+
+    def rebuild_instance(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
+        """On an evacuation's destination: rebuild the server; reports ``evacuation_rebuilt``."""
+        self._cast(ctxt, host, "rebuild_instance", "1.2", migration=migration)
 
     def destroy(
         self,

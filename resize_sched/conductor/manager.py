@@ -23,6 +23,8 @@ from resize_sched.conductor.lease import Lease
 from resize_sched.conductor.rpcapi import NAMESPACE, VERSION
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.build import BuildTask
+from resize_sched.conductor.tasks.evacuate import EvacuationTask
+from resize_sched.conductor.tasks.live_migrate import LiveMigrationTask
 from resize_sched.conductor.tasks.resize import ResizeTask
 from resize_sched.context import RequestContext
 from resize_sched.db import action_api, models
@@ -45,7 +47,16 @@ COMPUTE_EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "finish_revert": ("compute_finish_revert_resize", (action_api.REVERT_RESIZE,)),
     "stop": ("compute_stop_instance", (action_api.STOP,)),
     "start": ("compute_start_instance", (action_api.START,)),
+    "pre_live_migration": ("compute_pre_live_migration", (action_api.LIVE_MIGRATION,)),
+    "live_migration": ("compute_live_migration", (action_api.LIVE_MIGRATION,)),
+    "live_migration_abort": ("compute_live_migration", (action_api.LIVE_MIGRATION,)),
+    "post_live_migration": ("compute_post_live_migration", (action_api.LIVE_MIGRATION,)),
+    "rebuild": ("compute_rebuild_instance", (action_api.EVACUATE,)),
 }
+
+#: The compute operations of a live migration that, failing, roll it back
+#: to its source (the hand-over had not ended).
+_LIVE_ROLLBACKS = ("pre_live_migration", "live_migration", "live_migration_abort")
 
 #: The instance action of a stop and of a start.
 _POWER_ACTIONS = {"stop": action_api.STOP, "start": action_api.START}
@@ -152,6 +163,8 @@ class ConductorManager:
         self.compute = compute
         self.builds = BuildTask(deps)
         self.resizes = ResizeTask(deps)
+        self.lives = LiveMigrationTask(deps)
+        self.evacuations = EvacuationTask(deps)
         #: the sweep's lease: only its holder sweeps and reaps
         #: (:mod:`resize_sched.conductor.lease`)
         self.lease = Lease(deps.db, deps.conf.host, deps.conf.conductor.lease_duration)
@@ -297,6 +310,261 @@ class ConductorManager:
             self.db.action_finish(migration.server_uuid, (action_api.REVERT_RESIZE,))
             self.compute.revert_resize(ctxt, migration.dest_host, self.running_message(migration))
 
+    # -- live migrations -------------------------------------------------------------
+
+    @handler
+    def live_migrate_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Schedule and claim a live migration, then ask its destination to prepare."""
+        try:
+            dest = self.lives.schedule(migration_uuid)
+        except (exception.NoValidHost, exception.RestoreFailed) as exc:
+            LOG.warning("Live migration %s ended without a host: %s", migration_uuid, exc)
+            self._live_ended(migration_uuid)
+            return
+        except exception.PlacementError as exc:
+            LOG.warning("Live migration %s: Placement failed: %s", migration_uuid, exc)
+            try:
+                self.lives.rollback(migration_uuid, f"Placement: {exc}")
+            except exception.ResizeSchedException as again:
+                LOG.warning("Live migration %s left for recovery: %s", migration_uuid, again)
+            self._live_ended(migration_uuid)
+            return
+        if dest is not None:
+            self._pre_live(ctxt, migration_uuid)
+
+    def _pre_live(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        migration = self.db.migration_get(migration_uuid)
+        self._compute_event("pre_live_migration", migration.server_uuid, migration.dest_host)
+        self.compute.pre_live_migration(ctxt, migration.dest_host, self._live_message(migration))
+
+    def _live_message(self, migration: Any) -> dict[str, Any]:
+        """The ``migration`` message of a live migration's part, with its server."""
+        try:
+            server = self.db.server_get(migration.server_uuid)
+        except exception.ServerNotFound:
+            return migration_message(migration)
+        return migration_message(migration, server)
+
+    def _live_ended(self, migration_uuid: str) -> None:
+        """Close the live-migration action of a migration that has ended."""
+        try:
+            migration = self.db.migration_get(migration_uuid)
+        except exception.NotFound:
+            return
+        if migration.status in models.FINAL_STATUSES:
+            self.db.action_finish(migration.server_uuid, (action_api.LIVE_MIGRATION,))
+
+    @handler
+    def live_migration_prepared(
+        self, ctxt: RequestContext, migration_uuid: str, host: str
+    ) -> None:
+        migration = self.lives.prepared(migration_uuid, host)
+        if migration is None:
+            return
+        self._compute_event(
+            "pre_live_migration", migration.server_uuid, host, result=action_api.SUCCESS
+        )
+        self._live_migrate_on_source(ctxt, migration)
+
+    def _live_migrate_on_source(self, ctxt: RequestContext, migration: Any) -> None:
+        self._compute_event("live_migration", migration.server_uuid, migration.source_host)
+        self.compute.live_migration(ctxt, migration.source_host, self._live_message(migration))
+
+    @handler
+    def live_migration_finished(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        migration = self.lives.complete(migration_uuid)
+        if migration is None:
+            return
+        self._compute_event(
+            "live_migration",
+            migration.server_uuid,
+            migration.source_host,
+            result=action_api.SUCCESS,
+        )
+        self.db.action_finish(migration.server_uuid, (action_api.LIVE_MIGRATION,))
+
+    @handler
+    def live_migration_abort(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Ask the source to stop the hand-over; its report rolls the migration back."""
+        migration = self.db.migration_get(migration_uuid)
+        if migration.status != models.MIGRATION_RUNNING:
+            LOG.info(
+                "Abort of live migration %s not due (it is %s); nothing to do",
+                migration_uuid,
+                migration.status,
+            )
+            return
+        self.compute.live_migration_abort(
+            ctxt, migration.source_host, self._live_message(migration)
+        )
+
+    @handler
+    def live_migration_force_complete(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Ask the source to end the hand-over now."""
+        migration = self.db.migration_get(migration_uuid)
+        if migration.status != models.MIGRATION_RUNNING:
+            LOG.info(
+                "Force-complete of live migration %s not due (it is %s); nothing to do",
+                migration_uuid,
+                migration.status,
+            )
+            return
+        self.compute.live_migration_force_complete(
+            ctxt, migration.source_host, self._live_message(migration)
+        )
+
+    def _live_failed(
+        self,
+        ctxt: RequestContext,
+        operation: str,
+        reason: str,
+        server_uuid: str,
+        migration_uuid: str,
+        host: str | None,
+    ) -> None:
+        """A live migration's part failed on ``host``: roll back, or (after the
+        hand-over) keep the server where it now runs."""
+        said = self._said(operation, host, reason, migration_uuid)
+        try:
+            expected_host = self.db.migration_get(migration_uuid)
+        except exception.NotFound:
+            return
+        on = (
+            expected_host.dest_host
+            if operation == "pre_live_migration"
+            else expected_host.source_host
+        )
+        if host is not None and host != on:
+            LOG.info(
+                "Failure of %s of live migration %s reported by %s, not its host %s; "
+                "nothing to do",
+                operation,
+                migration_uuid,
+                host,
+                on,
+            )
+            return
+        if operation == "post_live_migration":
+            ended = self.lives.post_failed(migration_uuid, said)
+        else:
+            try:
+                ended = self.lives.rollback(
+                    migration_uuid, said, aborted=operation == "live_migration_abort"
+                )
+            except exception.RestoreFailed as exc:
+                LOG.warning("Live migration %s: rollback refused: %s", migration_uuid, exc)
+                ended = self.db.migration_get(migration_uuid)
+        if ended is None:
+            return
+        if operation == "live_migration_abort":
+            self._compute_event(operation, server_uuid, host, result=action_api.SUCCESS)
+        else:
+            self._compute_event(operation, server_uuid, host, reason=said)
+        if operation != "post_live_migration":
+            message = self._live_message(ended)
+            self.compute.rollback_live_migration_at_destination(ctxt, ended.dest_host, message)
+            if operation != "pre_live_migration":
+                self.compute.rollback_live_migration_at_source(ctxt, ended.source_host, message)
+        self.db.action_finish(server_uuid, (action_api.LIVE_MIGRATION,))
+
+    # -- evacuations -------------------------------------------------------------------
+
+    @handler
+    def evacuate_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Schedule and claim an evacuation, then ask the destination to rebuild."""
+        try:
+            dest = self.evacuations.schedule(migration_uuid)
+        except (exception.NoValidHost, exception.RestoreFailed) as exc:
+            LOG.warning("Evacuation %s ended without a host: %s", migration_uuid, exc)
+            self._evacuation_ended(migration_uuid)
+            return
+        except exception.PlacementError as exc:
+            LOG.warning("Evacuation %s: Placement failed: %s", migration_uuid, exc)
+            try:
+                self.evacuations.fail(migration_uuid, kind="failed", reason=f"Placement: {exc}")
+            except exception.ResizeSchedException as again:
+                LOG.warning("Evacuation %s left for recovery: %s", migration_uuid, again)
+            self._evacuation_ended(migration_uuid)
+            return
+        if dest is not None:
+            self._rebuild(ctxt, migration_uuid)
+
+    def _rebuild(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        migration = self.db.migration_get(migration_uuid)
+        self._compute_event("rebuild", migration.server_uuid, migration.dest_host)
+        self.compute.rebuild_instance(ctxt, migration.dest_host, self._moved_message(migration))
+
+    def _moved_message(self, migration: Any) -> dict[str, Any]:
+        """The ``migration`` message of a rebuild: with its server, and
+        whether it runs after (a stopped server stays powered off)."""
+        try:
+            server = self.db.server_get(migration.server_uuid)
+        except exception.ServerNotFound:
+            return migration_message(migration)
+        return migration_message(
+            migration, server, power_on=server.power_state != models.POWER_SHUTDOWN
+        )
+
+    def _evacuation_ended(self, migration_uuid: str) -> None:
+        try:
+            migration = self.db.migration_get(migration_uuid)
+        except exception.NotFound:
+            return
+        if migration.status in (*models.FINAL_STATUSES, models.MIGRATION_DONE):
+            self.db.action_finish(migration.server_uuid, (action_api.EVACUATE,))
+
+    @handler
+    def evacuation_rebuilt(self, ctxt: RequestContext, migration_uuid: str, host: str) -> None:
+        migration = self.evacuations.rebuilt(migration_uuid, host)
+        if migration is None:
+            return
+        self._compute_event("rebuild", migration.server_uuid, host, result=action_api.SUCCESS)
+        self.db.action_finish(migration.server_uuid, (action_api.EVACUATE,))
+
+    def _evacuation_failed(
+        self, ctxt: RequestContext, reason: str, server_uuid: str, migration_uuid: str, host: Any
+    ) -> None:
+        said = self._said("rebuild", host, reason, migration_uuid)
+        migration = self.db.migration_get(migration_uuid)
+        if host is not None and host != migration.dest_host:
+            LOG.info("Rebuild failure of %s from %s, not its destination", migration_uuid, host)
+            return
+        try:
+            ended = self.evacuations.fail_rebuild(migration_uuid, said)
+        except exception.RestoreFailed as exc:
+            LOG.warning("Evacuation %s: restore refused: %s", migration_uuid, exc)
+            ended = self.db.migration_get(migration_uuid)
+        if ended is None:
+            return
+        self._compute_event("rebuild", server_uuid, host, reason=said)
+        self.compute.destroy(ctxt, ended.dest_host, server_uuid)
+        self.db.action_finish(server_uuid, (action_api.EVACUATE,))
+
+    def _sources_back(self, ctxt: RequestContext, host: str) -> None:
+        """``host`` reported: it is back. Each server evacuated from it has
+        its copy there removed and the room it held there given back."""
+        for migration in self.db.migration_list(statuses=(models.MIGRATION_DONE,)):
+            if (
+                migration.migration_type != models.MIGRATION_TYPE_EVACUATION
+                or migration.source_host != host
+            ):
+                continue
+            try:
+                done = self.evacuations.source_back(migration.uuid)
+            except exception.PlacementError as exc:
+                LOG.warning("Evacuation %s: source not given back yet: %s", migration.uuid, exc)
+                continue
+            if done is None:
+                continue
+            server = self.db.server_get(migration.server_uuid, read_deleted=True)
+            if server.host != host:
+                LOG.info(
+                    "Host %s is back: removing its copy of evacuated server %s",
+                    host,
+                    server.uuid,
+                )
+                self.compute.destroy(ctxt, host, server.uuid)
+
     # -- stop and start ------------------------------------------------------------------
 
     @handler
@@ -423,6 +691,12 @@ class ConductorManager:
             )
             if failed is not None:
                 self._compute_event(operation, server_uuid, host, reason=said)
+        elif operation == "rebuild" and migration_uuid:
+            self._evacuation_failed(ctxt, reason, server_uuid, migration_uuid, host)
+        elif (operation in _LIVE_ROLLBACKS or operation == "post_live_migration") and (
+            migration_uuid
+        ):
+            self._live_failed(ctxt, operation, reason, server_uuid, migration_uuid, host)
         elif operation in _DECISION_PARTS and migration_uuid:
             status, host_columns = _DECISION_PARTS[operation]
             part = self._revert_part(operation, migration_uuid, host)
@@ -528,8 +802,11 @@ class ConductorManager:
             )
         except exception.PlacementError as exc:
             LOG.warning("Report of %s not recorded (the next one will be): %s", host, exc)
+            return
         except ValueError as exc:  # blank or over-long names
             LOG.warning("Malformed compute_report message dropped: %s", exc)
+            return
+        self._sources_back(ctxt, host)
 
     # -- delete -----------------------------------------------------------------------
 

@@ -12,7 +12,10 @@ Two steps per migration:
 2. **Resume** from the migration's status: a resize not yet claimed is
    scheduled again; one claimed is handed to its destination again (compute
    operations are idempotent); a confirm or revert in progress is completed;
-   a failed restore (``missing`` holdings) is retried, as
+   a live migration is scheduled again (``accepted``), or its destination
+   asked to prepare again (``preparing``), or its source to hand over again
+   (``running``); an evacuation is scheduled again (``accepted``) or its
+   rebuild sent again (``pre-migrating``); a failed restore (``missing`` holdings) is retried, as
    :func:`resize_sched.conductor.heal.restore_missing` does for the heal
    command. The sweep retries it too, once per ``[conductor] stuck_after``
    (the stamp below), so a server flagged ``needs_heal`` heals by itself as
@@ -100,6 +103,8 @@ def resume(manager: Any, migration: Any) -> str:
     """Take one migration on from where it stopped; return what was done."""
     ctxt = admin_context()
     status = migration.status
+    if migration.migration_type == "evacuation":
+        return _resume_evacuation(manager, ctxt, migration)
     if status == "pre-migrating":
         manager.resize_server(ctxt, migration.uuid)
         return "scheduled again"
@@ -117,9 +122,36 @@ def resume(manager: Any, migration: Any) -> str:
     if status == "reverting":
         manager.revert_resize(ctxt, migration.uuid)
         return "revert completed"
+    if status == "accepted":
+        manager.live_migrate_server(ctxt, migration.uuid)
+        return "live migration scheduled again"
+    if status == "preparing":
+        manager._pre_live(ctxt, migration.uuid)
+        return f"pre_live_migration sent again to {migration.dest_host}"
+    if status == "running":
+        # NOTE: each part is idempotent on the fake driver (a host adopts a
+        # server it does not know), and completing is a compare-and-swap on
+        # ``running``: a hand-over that had ended reports again, once.
+        manager._live_migrate_on_source(ctxt, manager.db.migration_get(migration.uuid))
+        return f"live_migration sent again to {migration.source_host}"
     if status == "error" and migration.missing:
         # NOTE: the same step as 'resize-sched-manage placement heal'; the
         # server's status was settled when the restore first failed.
+        heal.restore_missing(manager.db, manager.deps.executor, migration, "restore")
+        return "restore retried"
+    return "nothing to do"
+
+
+def _resume_evacuation(manager: Any, ctxt: Any, migration: Any) -> str:
+    """An evacuation: scheduled again (``accepted``), its rebuild sent again
+    (``pre-migrating``); a ``done`` one waits for its source host's report."""
+    if migration.status == "accepted":
+        manager.evacuate_server(ctxt, migration.uuid)
+        return "evacuation scheduled again"
+    if migration.status == "pre-migrating":
+        manager._rebuild(ctxt, migration.uuid)
+        return f"rebuild sent again to {migration.dest_host}"
+    if migration.status == "failed" and migration.missing:
         heal.restore_missing(manager.db, manager.deps.executor, migration, "restore")
         return "restore retried"
     return "nothing to do"

@@ -19,6 +19,14 @@ API version history:
   compute host powered a server off or on, reported with its ``host``).
   The API refuses os-stop and os-start (409) while the conductor is capped
   below 1.4.
+* 1.5 - live_migrate_server, live_migration_abort and
+  live_migration_force_complete (from the API); live_migration_prepared and
+  live_migration_finished (the destination's reports); operation_failed
+  also names ``pre_live_migration``, ``live_migration``,
+  ``live_migration_abort`` and ``post_live_migration``. The API refuses
+  os-migrateLive (409) while the conductor is capped below 1.5.
+  evacuate_server (from the API) and evacuation_rebuilt (the destination's
+  report); operation_failed also names ``rebuild``.
 
 Every method is a cast: the caller has already validated the request and
 recorded its intent in the database; the outcome shows in the server's and
@@ -39,7 +47,7 @@ LOG = logging.getLogger(__name__)
 
 TOPIC = "conductor"
 NAMESPACE = "conductor"
-VERSION = "1.4"
+VERSION = "1.5"
 
 
 class ConductorAPI:
@@ -112,6 +120,43 @@ class ConductorAPI:
             power_state=power_state,
             host=host,
         )
+
+    @property
+    def can_live_migrate(self) -> bool:
+        """Whether the conductor takes live migrations (1.5)."""
+        return bool(self.client.can_send_version("1.5"))
+
+    def live_migrate_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Run a live migration the API has begun (migration accepted)."""
+        self._cast(ctxt, "live_migrate_server", "1.5", migration_uuid=migration_uuid)
+
+    def live_migration_abort(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Stop a running live migration's hand-over; it rolls back as ``cancelled``."""
+        self._cast(ctxt, "live_migration_abort", "1.5", migration_uuid=migration_uuid)
+
+    def live_migration_force_complete(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """End a running live migration's hand-over now."""
+        self._cast(ctxt, "live_migration_force_complete", "1.5", migration_uuid=migration_uuid)
+
+    def live_migration_prepared(
+        self, ctxt: RequestContext, migration_uuid: str, host: str
+    ) -> None:
+        """The destination ``host`` is ready to receive the server."""
+        self._cast(
+            ctxt, "live_migration_prepared", "1.5", migration_uuid=migration_uuid, host=host
+        )
+
+    def live_migration_finished(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """The server runs on the destination alone."""
+        self._cast(ctxt, "live_migration_finished", "1.5", migration_uuid=migration_uuid)
+
+    def evacuate_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        """Run an evacuation the API has begun (migration accepted)."""
+        self._cast(ctxt, "evacuate_server", "1.5", migration_uuid=migration_uuid)
+
+    def evacuation_rebuilt(self, ctxt: RequestContext, migration_uuid: str, host: str) -> None:
+        """The destination ``host`` rebuilt the evacuated server."""
+        self._cast(ctxt, "evacuation_rebuilt", "1.5", migration_uuid=migration_uuid, host=host)
 
     def delete_server(self, ctxt: RequestContext, server_uuid: str) -> None:
         """Release a server's allocations and destroy it on its host."""

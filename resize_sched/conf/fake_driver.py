@@ -21,6 +21,10 @@ OPERATIONS = (
     "revert",
     "stop",
     "start",
+    "pre_live_migration",
+    "live_migration",
+    "post_live_migration",
+    "rebuild",
 )
 
 
@@ -135,7 +139,19 @@ OPTS = [
         "revert. Each listed operation on that host raises an injected failure that "
         "the host reports to the conductor, e.g. 'compute2:prep_resize' to make the "
         "scheduler's choice refuse and exercise rescheduling. A malformed item stops "
-        "the service at start.",
+        "the service at start. 'pre_live_migration' is the destination's part of "
+        "a live migration, 'live_migration' the source's hand-over, "
+        "'post_live_migration' the source's clean-up after it, and 'rebuild' an "
+        "evacuation's rebuild on its destination.",
+    ),
+    cfg.FloatOpt(
+        "live_migration_s",
+        default=0.0,
+        min=0.0,
+        help="Seconds a live migration's hand-over on the source lasts (the time "
+        "memory would take to copy). While it lasts the migration is 'running' and "
+        "may be aborted (DELETE /servers/{id}/migrations/{id}) or forced to "
+        "complete. Raise it to try abort and force-complete by hand.",
     ),
     cfg.MultiOpt(
         "provider_tree",

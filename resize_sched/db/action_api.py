@@ -49,6 +49,8 @@ DELETE = "delete"
 STOP = "stop"
 START = "start"
 RESET_STATE = "resetState"
+LIVE_MIGRATION = "live-migration"
+EVACUATE = "evacuate"
 
 #: The actions a resize's steps belong to: a cold migration (``migrate``)
 #: runs the same steps, and a server has one of them in flight at a time.

@@ -160,14 +160,15 @@ class MigrationApi(SessionSource):
     def migration_list_in_flight(self) -> list[models.Migration]:
         """Migrations crash recovery and the heal command must look at, oldest first.
 
-        :returns: those in an in-flight status, plus ``error`` ones whose
+        :returns: those in an in-flight status, plus ``error`` ones (an
+            evacuation's ``failed`` ones) whose
             holdings a failed restore left ``missing``.
         """
         query = sa.select(models.Migration).where(
             sa.or_(
                 models.Migration.status.in_(models.IN_FLIGHT_STATUSES),
                 sa.and_(
-                    models.Migration.status == models.MIGRATION_ERROR,
+                    models.Migration.status.in_((models.MIGRATION_ERROR, models.MIGRATION_FAILED)),
                     models.Migration.missing.is_not(None),
                 ),
             )

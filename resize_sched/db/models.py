@@ -30,6 +30,8 @@ STATUS_REVERT_RESIZE = "REVERT_RESIZE"
 STATUS_ERROR = "ERROR"
 STATUS_DELETED = "DELETED"
 STATUS_SHUTOFF = "SHUTOFF"
+STATUS_MIGRATING = "MIGRATING"
+STATUS_REBUILD = "REBUILD"
 SERVER_STATUSES = (
     STATUS_BUILD,
     STATUS_ACTIVE,
@@ -39,6 +41,8 @@ SERVER_STATUSES = (
     STATUS_ERROR,
     STATUS_DELETED,
     STATUS_SHUTOFF,
+    STATUS_MIGRATING,
+    STATUS_REBUILD,
 )
 
 VM_BUILDING = "building"
@@ -51,6 +55,10 @@ VM_STATES = (VM_BUILDING, VM_ACTIVE, VM_RESIZED, VM_ERROR, VM_DELETED, VM_STOPPE
 
 TASK_SCHEDULING = "scheduling"
 TASK_RESIZE_PREP = "resize_prep"
+#: A live migration's task state (the server's status is MIGRATING meanwhile).
+TASK_MIGRATING = "migrating"
+#: An evacuation's task state (the server's status is REBUILD meanwhile).
+TASK_REBUILDING = "rebuilding"
 TASK_RESIZE_MIGRATING = "resize_migrating"
 TASK_RESIZE_MIGRATED = "resize_migrated"
 TASK_RESIZE_FINISH = "resize_finish"
@@ -82,7 +90,14 @@ def settled_state(power_state: int | None) -> tuple[str, str]:
 
 MIGRATION_TYPE_RESIZE = "resize"
 MIGRATION_TYPE_MIGRATION = "migration"
-MIGRATION_TYPES = (MIGRATION_TYPE_RESIZE, MIGRATION_TYPE_MIGRATION)
+MIGRATION_TYPE_LIVE = "live-migration"
+MIGRATION_TYPE_EVACUATION = "evacuation"
+MIGRATION_TYPES = (
+    MIGRATION_TYPE_RESIZE,
+    MIGRATION_TYPE_MIGRATION,
+    MIGRATION_TYPE_LIVE,
+    MIGRATION_TYPE_EVACUATION,
+)
 
 MIGRATION_PRE_MIGRATING = "pre-migrating"
 MIGRATION_MIGRATING = "migrating"
@@ -93,6 +108,23 @@ MIGRATION_CONFIRMED = "confirmed"
 MIGRATION_REVERTING = "reverting"
 MIGRATION_REVERTED = "reverted"
 MIGRATION_ERROR = "error"
+#: A live migration's own statuses, Nova's: ``accepted`` until a destination
+#: is claimed, ``preparing`` while the destination prepares, ``running`` while
+#: the source hands the server over, then ``completed``; a rollback ends in
+#: ``error``, an abort in ``cancelled``.
+MIGRATION_ACCEPTED = "accepted"
+MIGRATION_PREPARING = "preparing"
+MIGRATION_RUNNING = "running"
+MIGRATION_COMPLETED = "completed"
+MIGRATION_CANCELLED = "cancelled"
+LIVE_IN_FLIGHT_STATUSES = (MIGRATION_ACCEPTED, MIGRATION_PREPARING, MIGRATION_RUNNING)
+#: An evacuation's, Nova's too: ``accepted``, ``pre-migrating`` once the
+#: destination is claimed, ``done`` once the server runs there (the migration
+#: still holds the source, whose host is down), ``completed`` once the
+#: source's compute service is back and has removed its copy; ``failed``
+#: when the rebuild on the destination failed.
+MIGRATION_DONE = "done"
+MIGRATION_FAILED = "failed"
 MIGRATION_STATUSES = (
     MIGRATION_PRE_MIGRATING,
     MIGRATION_MIGRATING,
@@ -103,10 +135,22 @@ MIGRATION_STATUSES = (
     MIGRATION_REVERTING,
     MIGRATION_REVERTED,
     MIGRATION_ERROR,
+    *LIVE_IN_FLIGHT_STATUSES,
+    MIGRATION_COMPLETED,
+    MIGRATION_CANCELLED,
+    MIGRATION_DONE,
+    MIGRATION_FAILED,
 )
 #: A migration in one of these has ended; nothing more happens to it (except
 #: an ``error`` one whose ``missing`` holdings the heal command still owes).
-FINAL_STATUSES = (MIGRATION_CONFIRMED, MIGRATION_REVERTED, MIGRATION_ERROR)
+FINAL_STATUSES = (
+    MIGRATION_CONFIRMED,
+    MIGRATION_REVERTED,
+    MIGRATION_ERROR,
+    MIGRATION_COMPLETED,
+    MIGRATION_CANCELLED,
+    MIGRATION_FAILED,
+)
 #: Everything else: crash recovery must look at these.
 IN_FLIGHT_STATUSES = tuple(s for s in MIGRATION_STATUSES if s not in FINAL_STATUSES)
 

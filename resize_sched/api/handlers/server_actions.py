@@ -1,6 +1,8 @@
 """Server actions: ``POST /v2.1/servers/{id}/action`` with ``resize``,
 ``confirmResize``, ``revertResize``, ``os-stop``, ``os-start`` or
-(administrators) ``os-resetState`` and the moves of :mod:`.move_actions`.
+(administrators) ``os-resetState``, the cold migration of :mod:`.move_actions`,
+``os-migrateLive`` (:mod:`resize_sched.api.handlers.live_migrate`) and
+``evacuate`` (:mod:`resize_sched.api.handlers.evacuate`).
 
 Each runs the database-only first step from :mod:`resize_sched.actions` (a
 compare-and-swap that records the intent, so of two concurrent requests one
@@ -19,7 +21,9 @@ from oslo_log import log as logging
 from resize_sched import actions, exception
 from resize_sched.api import faults, policy, schemas
 from resize_sched.api.handlers import move_actions
+from resize_sched.api.handlers.evacuate import evacuate
 from resize_sched.api.handlers.flavors import visible_flavor
+from resize_sched.api.handlers.live_migrate import live_migrate
 from resize_sched.api.handlers.servers import flavor_ref
 from resize_sched.api.request import ApiRequest, empty_response
 from resize_sched.db import action_api, models
@@ -189,6 +193,8 @@ ACTIONS: dict[str, Action] = {
     "os-stop": _stop,
     "os-start": _start,
     **move_actions.ACTIONS,
+    "os-migrateLive": live_migrate,
+    "evacuate": evacuate,
 }
 
 

@@ -7,15 +7,18 @@ null, as Nova shows them for a migration that is not live. Without
 ``os_compute_api:servers:migrations:index:host`` the host and node fields
 of the list are null.
 
-Nova lists and shows only live migrations here; we have only resizes, so
-we list and show those (``pre-migrating`` to ``reverting``: every status
-before ``confirmed``, ``reverted`` or ``error``), which is what
+Nova lists and shows only live migrations here; we list and show those
+(``accepted``, ``preparing``, ``running``) and a server's resize in
+progress too (``pre-migrating`` to ``reverting``), which is what
 ``openstack server migration show`` needs.
 
 Force-complete (2.22+, ``POST .../migrations/{id}/action`` with
-``force_complete``) and abort (2.24+, ``DELETE``) apply to live migrations
-only: for a server being resized Nova refuses both with 409 (its state is
-not ``migrating``), and so do we, after the same lookups and policy checks.
+``force_complete``) and abort (2.24+, ``DELETE``) apply to a live migration
+that is ``running`` (its hand-over under way): both answer 202 and the
+conductor asks the source host. For a server being resized Nova refuses
+both with 409 (its state is not ``migrating``), and so do we, after the same
+lookups and policy checks; a live migration not yet ``running`` is a 400,
+as Nova answers before 2.65.
 """
 
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import webob
 
 from resize_sched.api import faults, policy
-from resize_sched.api.request import ApiRequest, json_response, nova_timestamp
+from resize_sched.api.request import ApiRequest, empty_response, json_response, nova_timestamp
 from resize_sched.db import models
 from resize_sched.policies import server_migrations as rules
 
@@ -148,7 +151,9 @@ def action(
     _require(req, "2.22")
     req.validated_body(FORCE_COMPLETE)
     server = _server(state, req, rules.FORCE_COMPLETE, server_id)
-    return _refuse(server, "force_complete", check_vm_state=True)
+    migration = _running_live(state, server, migration_id, "force_complete", True)
+    state.conductor.live_migration_force_complete(req.context, migration.uuid)
+    return empty_response(202)
 
 
 def delete(
@@ -162,4 +167,39 @@ def delete(
     """
     _require(req, "2.24")
     server = _server(state, req, rules.DELETE, server_id)
-    return _refuse(server, "abort live migration", check_vm_state=False)
+    migration = _running_live(state, server, migration_id, "abort live migration", False)
+    state.conductor.live_migration_abort(req.context, migration.uuid)
+    return empty_response(202)
+
+
+def _running_live(
+    state: "ApiState",
+    server: models.Server,
+    migration_id: str,
+    operation: str,
+    check_vm_state: bool,
+) -> models.Migration:
+    """The server's live migration ``migration_id``, which must be running.
+
+    :raises faults.Conflict: the server is not live-migrating (as Nova).
+    :raises faults.NotFound: no migration of the server has that id.
+    :raises faults.BadRequest: that live migration is not ``running``.
+    """
+    if server.task_state != models.TASK_MIGRATING:
+        _refuse(server, operation, check_vm_state)
+    for migration in state.db.migration_list(server_uuid=server.uuid):
+        if str(migration.id) == migration_id:
+            break
+    else:
+        raise faults.NotFound(
+            f"Migration {migration_id} for instance {server.uuid} could not be found."
+        )
+    if (
+        migration.migration_type != models.MIGRATION_TYPE_LIVE
+        or migration.status != models.MIGRATION_RUNNING
+    ):
+        raise faults.BadRequest(
+            f"Migration {migration_id} state of instance {server.uuid} is {migration.status}. "
+            f"Cannot {operation} while the migration is in this state."
+        )
+    return migration

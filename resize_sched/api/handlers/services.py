@@ -23,6 +23,11 @@ it on the service. Enabling clears both. Both are safe to repeat; a host
 with no provider of ours yet is only recorded (its provider gets the trait
 when it registers, see :mod:`resize_sched.conductor.reports`).
 
+Forcing a compute service down (so its servers may be evacuated at once,
+without waiting for ``service_down_time``): from 2.11 ``PUT
+/os-services/force-down`` with ``host``, ``binary`` and ``forced_down``, from
+2.53 ``forced_down`` in the body of ``PUT /os-services/{service_uuid}``.
+
 Fields follow the microversion: ``forced_down`` from 2.11, uuid ``id`` from
 2.53 (an integer before). Administrators only by default.
 """
@@ -260,6 +265,48 @@ def _legacy(state: "ApiState", req: ApiRequest, disabled: bool, schema: dict) ->
     if "disabled_reason" in body:
         answer["disabled_reason"] = service.disabled_reason
     return json_response({"service": answer})
+
+
+FORCE_DOWN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {**_HOST_BINARY, "forced_down": {"type": "boolean"}},
+    "required": ["host", "binary", "forced_down"],
+    "additionalProperties": False,
+}
+
+
+def force_down(state: "ApiState", req: ApiRequest) -> webob.Response:
+    """``PUT /os-services/force-down`` (2.11 to 2.52): ``{"host", "binary", "forced_down"}``.
+
+    :returns: ``{"service": {"host", "binary", "forced_down"}}``, 200.
+    :raises faults.NotFound: outside 2.11-2.52, or no such service.
+    :raises faults.BadRequest: a bad body, or not a compute service.
+    """
+    if not req.version.at_least("2.11") or req.version.at_least("2.53"):
+        raise faults.NotFound("The resource could not be found.")
+    policy.authorize(req, rules.UPDATE)
+    body = req.validated_body(FORCE_DOWN_SCHEMA)
+    binary = recorded_binary(body["binary"])
+    if binary != COMPUTE_BINARY:
+        raise faults.BadRequest(
+            f"Only {shown_binary(COMPUTE_BINARY)} services can be forced down."
+        )
+    try:
+        service = state.db.service_get_by_host(body["host"], binary)
+    except exception.NotFound:
+        raise faults.NotFound(
+            f"Service {body['binary']} on host {body['host']} could not be found."
+        ) from None
+    service = state.db.service_set_forced_down(service.uuid, body["forced_down"])
+    return json_response(
+        {
+            "service": {
+                "host": service.host,
+                "binary": body["binary"],
+                "forced_down": service.forced_down,
+            }
+        }
+    )
 
 
 def disable(state: "ApiState", req: ApiRequest) -> webob.Response:

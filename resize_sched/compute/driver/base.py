@@ -72,6 +72,45 @@ class ComputeDriver(abc.ABC):
         """On the source: start the server again with the old flavor (left
         powered off when ``migration["power_on"]`` is False)."""
 
+    def pre_live_migration(self, migration: Migration) -> None:
+        """On the destination: make ready to receive the running server."""
+        raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
+
+    def live_migration(self, migration: Migration) -> None:
+        """On the source: hand the running server over to the destination.
+
+        :raises LiveMigrationAborted: the migration was aborted meanwhile.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
+
+    def live_migration_abort(self, migration_uuid: str) -> None:
+        """On the source: stop the hand-over of ``migration_uuid`` (if running)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
+
+    def live_migration_force_complete(self, migration_uuid: str) -> None:
+        """On the source: finish the hand-over of ``migration_uuid`` now."""
+        raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
+
+    def post_live_migration(self, migration: Migration) -> None:
+        """On the source, after the hand-over: remove the source's copy."""
+        raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
+
+    def post_live_migration_at_destination(self, migration: Migration) -> None:
+        """On the destination: the server is now this host's alone."""
+        raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
+
+    def rollback_live_migration_at_destination(self, migration: Migration) -> None:
+        """On the destination: remove what ``pre_live_migration`` made."""
+        raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
+
+    def rollback_live_migration_at_source(self, migration: Migration) -> None:
+        """On the source: the hand-over stopped; the server runs on here."""
+        raise NotImplementedError(f"{type(self).__name__} cannot live-migrate")
+
+    def rebuild(self, migration: Migration) -> None:
+        """On an evacuation's destination: create the server from the message."""
+        raise NotImplementedError(f"{type(self).__name__} cannot evacuate")
+
     def power_off(self, server: Server) -> None:
         """Stop ``server`` (already stopped: nothing to do)."""
         raise NotImplementedError(f"{type(self).__name__} cannot power servers off")

@@ -1,8 +1,10 @@
 """An in-memory hypervisor: servers are records in a dict, one driver per host.
 
 For demos and tests. ``[fake_driver] delay_s`` makes every operation take
-time and ``[fake_driver] fail_on`` makes chosen operations on chosen hosts
-raise :class:`resize_sched.exception.InjectedFailure`.
+time, ``[fake_driver] live_migration_s`` makes a live migration's hand-over
+last (so it can be aborted or forced to complete), and ``[fake_driver]
+fail_on`` makes chosen operations on chosen hosts raise
+:class:`resize_sched.exception.InjectedFailure`.
 
 The fake forgets everything when its process stops. A host asked to act on a
 server it does not know *adopts* it from the message (the conductor's
@@ -63,8 +65,13 @@ class FakeDriver(base.ComputeDriver):
         delay_s: float = 0.0,
         fail_on: Iterable[str] = (),
         children: Iterable[Child] = (),
+        live_migration_s: float = 0.0,
     ) -> None:
         self.host = host
+        self.live_migration_s = live_migration_s
+        #: migration uuid -> "abort" or "complete", asked before or during its hand-over
+        self._live_requests: dict[str, str] = {}
+        self._live_changed = threading.Condition()
         self.children = list(children)
         self.delay_s = delay_s
         self.fail_on = frozenset(fail_on)
@@ -86,6 +93,7 @@ class FakeDriver(base.ComputeDriver):
         return cls(
             conf.host,
             delay_s=conf.fake_driver.delay_s,
+            live_migration_s=conf.fake_driver.live_migration_s,
             fail_on=fake_driver_conf.failing_operations(conf, conf.host),
             children=[
                 Child(name, inventory, frozenset(traits))
@@ -172,6 +180,71 @@ class FakeDriver(base.ComputeDriver):
             instance.flavor = dict(migration["old_flavor"])
             instance.power_state = RUNNING if migration.get("power_on", True) else SHUTOFF
             instance.migration_uuid = None
+
+    def pre_live_migration(self, migration: base.Migration) -> None:
+        self._begin("pre_live_migration")
+        with self._lock:
+            # NOTE: the destination's copy, paused until the hand-over ends.
+            instance = self._adopt(migration, migration["old_flavor"])
+            instance.migration_uuid = migration["uuid"]
+
+    def live_migration(self, migration: base.Migration) -> None:
+        self._begin("live_migration")
+        with self._lock:
+            self._adopt(migration, migration["old_flavor"]).migration_uuid = migration["uuid"]
+        deadline = time.monotonic() + self.live_migration_s
+        with self._live_changed:
+            while True:
+                asked = self._live_requests.get(migration["uuid"])
+                left = deadline - time.monotonic()
+                if asked == "abort":
+                    raise exception.LiveMigrationAborted(
+                        migration_id=migration["uuid"], host=self.host
+                    )
+                if asked == "complete" or left <= 0:
+                    return
+                self._live_changed.wait(left)
+
+    def live_migration_abort(self, migration_uuid: str) -> None:
+        with self._live_changed:
+            self._live_requests[migration_uuid] = "abort"
+            self._live_changed.notify_all()
+
+    def live_migration_force_complete(self, migration_uuid: str) -> None:
+        with self._live_changed:
+            self._live_requests.setdefault(migration_uuid, "complete")
+            self._live_changed.notify_all()
+
+    def post_live_migration(self, migration: base.Migration) -> None:
+        self._begin("post_live_migration")
+        with self._lock:
+            self._instances.pop(migration["server_uuid"], None)
+
+    def post_live_migration_at_destination(self, migration: base.Migration) -> None:
+        with self._lock:
+            instance = self._adopt(migration, migration["old_flavor"])
+            instance.migration_uuid = None
+            instance.power_state = RUNNING
+
+    def rollback_live_migration_at_destination(self, migration: base.Migration) -> None:
+        with self._lock:
+            instance = self._instances.get(migration["server_uuid"])
+            if instance is not None and instance.migration_uuid == migration["uuid"]:
+                del self._instances[migration["server_uuid"]]
+
+    def rollback_live_migration_at_source(self, migration: base.Migration) -> None:
+        """The hand-over stopped: the source's copy runs on, as before."""
+        with self._lock:
+            instance = self._instances.get(migration["server_uuid"])
+            if instance is not None and instance.migration_uuid == migration["uuid"]:
+                instance.migration_uuid = None
+
+    def rebuild(self, migration: base.Migration) -> None:
+        self._begin("rebuild")
+        with self._lock:
+            instance = self._adopt(migration, migration["old_flavor"])
+            instance.migration_uuid = None
+            instance.power_state = RUNNING if migration.get("power_on", True) else SHUTOFF
 
     def power_off(self, server: base.Server) -> None:
         self._set_power(server, "stop", SHUTOFF)

@@ -135,6 +135,12 @@ class MoveTask:
     #: The instance-action event each step records (os-instance-actions), and
     #: the actions it belongs to; a step not named records none.
     STEP_EVENTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {}
+    #: The migration's status while it waits for a destination, once one is
+    #: claimed, and every status from which the move may still fail (a live
+    #: migration has Nova's own: ``accepted``, ``preparing``, ``running``).
+    SCHEDULING_STATUS: ClassVar[str] = "pre-migrating"
+    CLAIMED_STATUS: ClassVar[str] = "migrating"
+    FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = ("pre-migrating", "migrating", "post-migrating")
 
     def __init__(self, deps: TaskDeps) -> None:
         self.deps = deps
@@ -225,7 +231,7 @@ class MoveTask:
         :raises RestoreFailed: as above, but even the old allocation could not
             be put back; the server is flagged for healing.
         """
-        return self._step(migration_uuid, "pre-migrating", "schedule", self._schedule)
+        return self._step(migration_uuid, self.SCHEDULING_STATUS, "schedule", self._schedule)
 
     def _schedule(self, migration: Any, run: StepRun) -> Destination:
         strategy = self.deps.strategy(migration.claim_strategy)
@@ -439,7 +445,7 @@ class MoveTask:
                     migration.uuid,
                     ends=run,
                     reload=False,
-                    expected_status="pre-migrating",
+                    expected_status=self.SCHEDULING_STATUS,
                     step="claim",
                     dest_host=dest.host,
                     dest_node=dest.host,
@@ -447,7 +453,7 @@ class MoveTask:
                     alternates=[_dest_to_dict(d) for d in queue],
                     alternates_complete=complete,
                     tried=sorted(tried),
-                    status="migrating",
+                    status=self.CLAIMED_STATUS,
                     server_values=server_values,
                 )
                 LOG.info("Migration %s claimed %s", migration.uuid, dest.host)
@@ -500,7 +506,7 @@ class MoveTask:
         """
         return self._step(
             migration_uuid,
-            ("pre-migrating", "migrating", "post-migrating"),
+            self.FAILABLE_STATUSES,
             "fail",
             lambda migration, run: self._fail(
                 migration.uuid, run, kind=kind, reason=reason, server_error=server_error
@@ -515,7 +521,11 @@ class MoveTask:
         kind: str,
         reason: str,
         server_error: bool = False,
+        ended: str = "error",
     ) -> Any:
+        """Give the server exactly its old allocation back on the source and
+        end the migration in ``ended`` (``error``; ``cancelled`` for an
+        aborted live migration)."""
         migration = self.db.migration_get(migration_uuid)
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
@@ -534,9 +544,9 @@ class MoveTask:
             server_values.update(fault_message=reason, fault_code=500)
         ending = {
             "token": run.token,
-            "expected_status": ("pre-migrating", "migrating", "post-migrating"),
+            "expected_status": self.FAILABLE_STATUSES,
             "step": "fail",
-            "status": "error",
+            "status": ended,
             "error_kind": kind,
         }
         try:

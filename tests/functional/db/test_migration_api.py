@@ -67,7 +67,7 @@ def test_create_errors(db: Database, server: models.Server) -> None:
     with pytest.raises(exception.ServerNotFound):
         _migration(db, server, server_uuid="nope")
     with pytest.raises(exception.Invalid, match="unknown migration status"):
-        _migration(db, server, status="done")
+        _migration(db, server, status="finishing")
     with pytest.raises(exception.Invalid, match="unknown migration type"):
         _migration(db, server, migration_type="live")
     with pytest.raises(exception.Invalid, match="negative amount"):
@@ -176,6 +176,11 @@ def test_in_flight_statuses() -> None:
         "finished",
         "confirming",
         "reverting",
+        # a live migration's, and an evacuation's until its source is back
+        "accepted",
+        "preparing",
+        "running",
+        "done",
     }
 
 

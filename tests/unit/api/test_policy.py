@@ -85,6 +85,8 @@ TABLE = {
     "os_compute_api:servers:migrations:show": (ADMIN, "GET /servers/{id}/migrations/{id}"),
     "os_compute_api:servers:migrations:force_complete": (MANAGER, "POST .../action"),
     "os_compute_api:servers:migrations:delete": (MANAGER, "DELETE .../migrations/{id}"),
+    "os_compute_api:os-migrate-server:migrate_live": (ADMIN, "POST .../action os-migrateLive"),
+    "os_compute_api:os-evacuate": (ADMIN, "POST .../action evacuate"),
     "os_compute_api:os-services:list": (ADMIN, "GET /os-services"),
     "os_compute_api:os-services:update": (ADMIN, "PUT /os-services/{id}"),
     "os_compute_api:os-hypervisors:list": (ADMIN, "GET /os-hypervisors"),

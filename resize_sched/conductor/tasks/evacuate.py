@@ -1,0 +1,146 @@
+"""The evacuation flow: schedule and claim, rebuild on the destination, and
+give the source back once its host returns.
+
+A server whose host is down (its compute service forced down, or silent for
+``[DEFAULT] service_down_time``) is rebuilt elsewhere. It is a move of the
+shared base (:class:`MoveTask`) with the flavor unchanged and the
+``legacy`` strategy's targets: the migration record holds the source, the
+destination is claimed for the server.
+
+Statuses are Nova's for an evacuation: ``accepted`` from the API until a
+destination is claimed, ``pre-migrating`` while the destination rebuilds,
+``done`` once the server runs there. The migration still holds the source
+then: the dead host may still have the server's copy, and Placement keeps
+its room until the host's compute service reports again, which removes the
+copy and gives the room back (``completed``; :meth:`EvacuationTask.source_back`).
+So the server never runs twice and nothing is held twice. A rebuild that
+fails puts the server in ERROR on its source with exactly its old
+allocation (``failed``).
+"""
+
+import dataclasses
+from typing import Any, ClassVar
+
+from oslo_log import log as logging
+
+from resize_sched import exception
+from resize_sched.conductor.tasks.move import MoveTask
+from resize_sched.db import action_api, models
+from resize_sched.db.steps import StepRun
+from resize_sched.scheduler.manager import SchedulingRequest
+from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
+
+LOG = logging.getLogger(__name__)
+
+_EVACUATE = (action_api.EVACUATE,)
+
+
+class EvacuationTask(MoveTask):
+    """Runs one server's evacuation through its steps.
+
+    :param deps: configuration, database, Placement client, scheduler, executor.
+    """
+
+    STEP_EVENTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {
+        "schedule": ("conductor_rebuild_server", _EVACUATE),
+    }
+    SCHEDULING_STATUS: ClassVar[str] = models.MIGRATION_ACCEPTED
+    CLAIMED_STATUS: ClassVar[str] = models.MIGRATION_PRE_MIGRATING
+    FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = (
+        models.MIGRATION_ACCEPTED,
+        models.MIGRATION_PRE_MIGRATING,
+    )
+
+    def _scheduling_request(
+        self,
+        migration: Any,
+        strategy: ClaimStrategy,
+        facts: ResizeFacts,
+        tried: frozenset[str] = frozenset(),
+        *,
+        run: StepRun | None = None,
+    ) -> SchedulingRequest:
+        """The move's request, never the source (its host is down), and only
+        the host the caller named, when one was."""
+        request = super()._scheduling_request(migration, strategy, facts, tried, run=run)
+        named = frozenset({migration.dest_host}) if migration.dest_host else frozenset()
+        return dataclasses.replace(
+            request, allow_same_host=False, prefer_same_host=False, force_hosts=named
+        )
+
+    def rebuilt(self, migration_uuid: str, host: str) -> Any:
+        """The destination rebuilt the server: it runs there (``done``).
+
+        :returns: the migration, or None when the report is not due.
+        """
+        migration = self.db.migration_get(migration_uuid)
+        status, vm_state = self._settled(migration.server_uuid)
+        held = migration.holdings or {}
+        try:
+            return self.db.migration_advance(
+                migration_uuid,
+                token=None,
+                expected_status=models.MIGRATION_PRE_MIGRATING,
+                migration_expected={"dest_host": host},
+                step=f"rebuild report from {host}",
+                status=models.MIGRATION_DONE,
+                server_expected={"task_state": models.TASK_REBUILDING},
+                server_values={
+                    "status": status,
+                    "vm_state": vm_state,
+                    "task_state": None,
+                    "host": migration.dest_host,
+                    "node": migration.dest_node,
+                    "rp_uuid": migration.dest_rp_uuid,
+                    "placement_generation": held.get("generations", {}).get("server"),
+                },
+            )
+        except exception.StepNotDue as exc:
+            LOG.info("%s Nothing to do.", exc)
+            return None
+
+    def source_back(self, migration_uuid: str) -> Any:
+        """The source's compute service reported again: give back what the
+        migration holds there (``done`` -> ``completed``). The server's own
+        consumer is written as Placement holds it (a move since is kept).
+
+        :returns: the migration, or None when it is not ``done``.
+        """
+
+        def body(migration: Any, run: StepRun) -> Any:
+            migration = self.deps.executor.apply(
+                migration,
+                "source back",
+                lambda held: Holdings(server=held.server),
+                fresh=True,
+                run=run,
+            )
+            return self.db.migration_advance(
+                migration.uuid,
+                ends=run,
+                expected_status=models.MIGRATION_DONE,
+                step="source back",
+                status=models.MIGRATION_COMPLETED,
+            )
+
+        return self._step(migration_uuid, models.MIGRATION_DONE, "source back", body)
+
+    def fail_rebuild(self, migration_uuid: str, reason: str) -> Any:
+        """The destination failed to rebuild: the server is in ERROR on its
+        source with exactly its old allocation (``failed``), as Nova leaves it.
+
+        :returns: the migration, or None when it had already moved on.
+        """
+        return self._step(
+            migration_uuid,
+            self.FAILABLE_STATUSES,
+            "fail",
+            lambda migration, run: self._fail(
+                migration.uuid,
+                run,
+                kind="failed",
+                reason=reason,
+                server_error=True,
+                ended=models.MIGRATION_FAILED,
+            ),
+        )

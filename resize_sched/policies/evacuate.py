@@ -1,0 +1,25 @@
+"""Rules of an evacuation: ``evacuate``.
+
+Nova's name and default (``os_compute_api:os-evacuate``): only an
+administrator rebuilds a server elsewhere when its host is down.
+"""
+
+from oslo_policy import policy
+
+from resize_sched.policies import base
+
+EVACUATE = "os_compute_api:os-evacuate"
+
+_RULES = [
+    base.rule(
+        EVACUATE,
+        base.ADMIN,
+        "Evacuate a server whose host is down: rebuild it on another host.",
+        "POST /servers/{server_id}/action (evacuate)",
+    ),
+]
+
+
+def list_rules() -> list[policy.RuleDefault]:
+    """The rules of an evacuation."""
+    return list(_RULES)

@@ -1,0 +1,26 @@
+"""Rules of a live migration: ``os-migrateLive``.
+
+Nova's name and default (``os_compute_api:os-migrate-server:migrate_live``):
+only an administrator moves a running server, since choosing or forcing a
+host is an operator's decision.
+"""
+
+from oslo_policy import policy
+
+from resize_sched.policies import base
+
+MIGRATE_LIVE = "os_compute_api:os-migrate-server:migrate_live"
+
+_RULES = [
+    base.rule(
+        MIGRATE_LIVE,
+        base.ADMIN,
+        "Live-migrate a server to another host (named, or chosen by the scheduler).",
+        "POST /servers/{server_id}/action (os-migrateLive)",
+    ),
+]
+
+
+def list_rules() -> list[policy.RuleDefault]:
+    """The rules of a live migration."""
+    return list(_RULES)
