@@ -422,7 +422,7 @@ def begin_live_migration(
         server_uuid,
         "auto" if block_migration is None else block_migration,
     )
-    return _begin_move(
+    return _begin_flavor_kept(
         db, server, "live-migration", host, action_api.LIVE_MIGRATION, context, "Live migration"
     )
 
@@ -471,10 +471,12 @@ def begin_evacuation(
         status="REBUILD",
         task_state="rebuilding",
     )
-    return _begin_move(db, server, "evacuation", host, action_api.EVACUATE, context, "Evacuation")
+    return _begin_flavor_kept(
+        db, server, "evacuation", host, action_api.EVACUATE, context, "Evacuation"
+    )
 
 
-def _begin_move(
+def _begin_flavor_kept(
     db: Any,
     server: Any,
     migration_type: str,
