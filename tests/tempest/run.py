@@ -48,6 +48,11 @@ TESTS = (
     "admin.test_hypervisor",
     "admin.test_services",
     "admin.test_simple_tenant_usage",
+    "admin.test_aggregates",
+    "admin.test_aggregates_negative",
+    "admin.test_availability_zone",
+    "admin.test_availability_zone_negative",
+    "servers.test_availability_zone",
     "flavors",
 )
 REGEX = r"^tempest\.api\.compute\.(" + "|".join(t.replace(".", r"\.") for t in TESTS) + r")\."
