@@ -133,12 +133,12 @@ def view(req: ApiRequest, aggregate: AggregateView, *, full: bool = True) -> dic
 
 
 def _id(aggregate_id: str) -> int:
-    try:
-        return schemas.as_int(aggregate_id, "id")
-    except faults.BadRequest:
-        raise faults.BadRequest(
-            f"Invalid aggregate id {aggregate_id!r}: not an integer."
-        ) from None
+    """The aggregate id of the path; as Nova, one that names none (``-1``,
+    ``abc``) is a 404, not a 400."""
+    text = aggregate_id.strip()
+    if not (text.isascii() and text.isdigit() and len(text) <= 10 and int(text) < 2**31):
+        raise exception.AggregateNotFound(aggregate_id=aggregate_id)
+    return int(text)
 
 
 def _refused(exc: exception.InvalidAggregateAction, status: int) -> faults.Fault:
