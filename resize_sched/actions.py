@@ -45,6 +45,8 @@ def create_server(
     image_ref: str | None = None,
     context: RequestContext | None = None,
     attributes: dict[str, Any] | None = None,
+    scheduler_hints: dict[str, Any] | None = None,
+    group_uuid: str | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
@@ -61,6 +63,8 @@ def create_server(
     :param context: the request; when given, its ``create`` action is recorded.
     :param attributes: what the owner gave the server besides (access
         addresses, metadata), by column.
+    :param scheduler_hints: the hints given at create, kept in the request spec.
+    :param group_uuid: the server group it joins (with the server row).
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
@@ -76,12 +80,14 @@ def create_server(
         flavor=flavor,
         image_ref=image_ref,
         attributes=attributes,
+        group_uuid=group_uuid,
     )
     db.request_spec_create(
         server.uuid,
         resources=request.resources,
         required_traits=sorted(request.required_traits),
         force_hosts=list(force_hosts),
+        scheduler_hints=scheduler_hints,
     )
     _record(db, context, server.uuid, action_api.CREATE)
     LOG.info("Server %s (%s) recorded with flavor %s", server.uuid, name, flavorid)

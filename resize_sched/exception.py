@@ -146,6 +146,11 @@ class ServerNotFound(NotFound):
     code = "resize_sched.not_found.server"
 
 
+class ServerGroupNotFound(NotFound):
+    msg_fmt = "Server group %(group_uuid)s could not be found."
+    code = "resize_sched.not_found.server_group"
+
+
 class MigrationNotFound(NotFound):
     msg_fmt = "Migration %(migration_id)s could not be found."
     code = "resize_sched.not_found.migration"
@@ -234,6 +239,18 @@ class NoValidHost(ResizeSchedException):
         super().__init__(message, **kwargs)
         self.kind: str = kwargs["kind"]
         self.reason: str = kwargs.get("reason", "")
+
+
+class GroupPolicyViolation(ResizeSchedException):
+    """The late check: the chosen host breaks the server's group policy (a
+    member racing onto it got there first); the claim is given back and the
+    next alternate tried."""
+
+    msg_fmt = (
+        "Server %(server_id)s may not go to %(host)s under the policy of server group "
+        "%(group_uuid)s: %(reason)s"
+    )
+    code = "resize_sched.group_policy_violation"
 
 
 class ResizeFailed(ResizeSchedException):

@@ -35,6 +35,7 @@ from resize_sched.api.handlers import (
     instance_actions,
     migrations,
     server_actions,
+    server_groups,
     server_migrations,
     servers,
     services,
@@ -148,6 +149,10 @@ ROUTES = (
     Route("GET", "/os-hypervisors/{hypervisor_id}", hypervisors.show),
     Route("GET", "/os-hypervisors/{hypervisor_id}/uptime", hypervisors.uptime),
     Route("GET", "/os-aggregates", hypervisors.aggregates),
+    Route("GET", "/os-server-groups", server_groups.index),
+    Route("POST", "/os-server-groups", server_groups.create),
+    Route("GET", "/os-server-groups/{server_group_id}", server_groups.show),
+    Route("DELETE", "/os-server-groups/{server_group_id}", server_groups.delete),
     Route("GET", "/os-simple-tenant-usage", simple_tenant_usage.index),
     Route("GET", "/os-simple-tenant-usage/{tenant_id}", simple_tenant_usage.show),
 )

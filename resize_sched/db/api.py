@@ -20,7 +20,8 @@ The queries live in one mixin per area:
 * :mod:`resize_sched.db.host_api` (services, compute nodes);
 * :mod:`resize_sched.db.action_api` (instance actions and events);
 * :mod:`resize_sched.db.usage_api` (usage over time);
-* :mod:`resize_sched.db.lease_api` (the conductors' leases).
+* :mod:`resize_sched.db.lease_api` (the conductors' leases);
+* :mod:`resize_sched.db.group_api` (server groups and their members).
 
 This module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
 the API-visible id) default to a new UUID.
@@ -34,6 +35,7 @@ from oslo_log import log as logging
 from resize_sched.db import engines, migration
 from resize_sched.db.action_api import ActionApi
 from resize_sched.db.flavor_api import FlavorApi
+from resize_sched.db.group_api import GroupApi
 from resize_sched.db.host_api import HostApi
 from resize_sched.db.lease_api import LeaseApi
 from resize_sched.db.migration_api import MigrationApi
@@ -62,6 +64,7 @@ class Database(
     ActionApi,
     UsageApi,
     LeaseApi,
+    GroupApi,
 ):
     """Flavors, servers, request specs, migrations and the journal, services and
     compute nodes, instance actions and their events, usage over time, the

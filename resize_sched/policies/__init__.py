@@ -17,6 +17,7 @@ from resize_sched.policies import (
     hypervisors,
     instance_actions,
     migrations,
+    server_groups,
     server_migrations,
     servers,
     services,
@@ -40,5 +41,6 @@ def list_rules() -> list[policy.RuleDefault]:
             services.list_rules(),
             hypervisors.list_rules(),
             simple_tenant_usage.list_rules(),
+            server_groups.list_rules(),
         )
     )

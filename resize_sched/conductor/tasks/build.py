@@ -105,6 +105,7 @@ class BuildTask:
                 self.db, Placed.of_server(server), spec, flavor=server.flavor, moving=False
             ),
         )
+        refused: list[exception.GroupPolicyViolation] = []
         try:
             selection = self.deps.scheduler.select_destinations(request)
             for dest in selection.destinations:
@@ -121,13 +122,13 @@ class BuildTask:
                     # so nothing was claimed.
                     LOG.info("Build of %s: not claiming on %s: %s", server_uuid, dest.host, exc)
                     return None
-                LOG.info("Server %s placed on %s", server_uuid, dest.host)
                 try:
-                    return self.db.server_advance(
+                    placed = self.db.server_advance(
                         server_uuid,
                         expected=_SCHEDULING,
                         operation="place",
                         applied=[entry_id],
+                        group_check=request.group is not None,
                         task_state="spawning",
                         host=dest.host,
                         node=dest.host,
@@ -141,6 +142,21 @@ class BuildTask:
                         ),
                         **_group_providers(request.groups, dest.mappings),
                     )
+                except exception.GroupPolicyViolation as exc:
+                    # NOTE: the late check (Nova's): a member racing onto the
+                    # same host recorded it first. Give the claim back and try
+                    # the next alternate.
+                    LOG.info("Build of %s: %s; next alternate", server_uuid, exc)
+                    refused.append(exc)
+                    self.db.server_journal_mark(entry_id, "applied", "landed; policy refused")
+                    try:
+                        self.deps.executor.release_server(
+                            server, "policy refused", expected=_SCHEDULING, whole=False
+                        )
+                    except (exception.ServerStateConflict, exception.ServerNotFound):
+                        # NOTE: a delete recorded meanwhile releases it all.
+                        return None
+                    continue
                 except (exception.ServerStateConflict, exception.ServerNotFound):
                     # NOTE: deleted while we were claiming: give the room back
                     # rather than leak it; unless recovery adopted this very
@@ -149,6 +165,14 @@ class BuildTask:
                     if not self._adopted(server_uuid, dest.provider):
                         self._give_back(server)
                     raise
+                LOG.info("Server %s placed on %s", server_uuid, dest.host)
+                return placed
+            if refused:
+                raise exception.NoValidHost(
+                    kind=exception.NoValidHost.DEFERRED,
+                    reason=f"the server group's policy refused every candidate host "
+                    f"({refused[-1].kwargs['reason']})",
+                )
             raise exception.NoValidHost(
                 kind=exception.NoValidHost.DEFERRED,
                 reason="every candidate host refused the claim",
