@@ -84,6 +84,15 @@ TABLE = {
     "os_compute_api:os-simple-tenant-usage:list": (ADMIN, "GET /os-simple-tenant-usage"),
     "os_compute_api:os-simple-tenant-usage:show": (READER, "GET /os-simple-tenant-usage/{id}"),
     "os_compute_api:os-aggregates:index": (ADMIN, "GET /os-aggregates"),
+    # Nova's: a member of the project the group is made in (always the caller's own).
+    "os_compute_api:os-server-groups:create": (MEMBER - ADMIN, "POST /os-server-groups"),
+    "os_compute_api:os-server-groups:delete": (MEMBER, "DELETE /os-server-groups/{id}"),
+    "os_compute_api:os-server-groups:index": (READER, "GET /os-server-groups"),
+    "os_compute_api:os-server-groups:index:all_projects": (
+        ADMIN,
+        "GET /os-server-groups?all_projects",
+    ),
+    "os_compute_api:os-server-groups:show": (READER, "GET /os-server-groups/{id}"),
 }
 
 BASE_RULES = {
