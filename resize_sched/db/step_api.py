@@ -208,6 +208,7 @@ class StepApi(SessionSource):
         migration_expected: Mapping[str, Any] | None = None,
         ends: steps.StepRun | None = None,
         reload: bool = True,
+        group_host: str | None = None,
         **values: Any,
     ) -> models.Migration | None:
         """End a step: move the migration and its server on, in one transaction.
@@ -228,10 +229,15 @@ class StepApi(SessionSource):
             and the migration is given back (the run's token must own it).
         :param reload: read the migration back and return it; False (a
             caller with no use for it): one statement less, returns None.
+        :param group_host: run the late check of the server's group
+            (:meth:`~resize_sched.db.group_api.GroupApi.group_check_host_in`)
+            for this destination, in this transaction.
         :param values: migration columns to set.
         :returns: the migration as updated, or None when not ``reload``.
         :raises resize_sched.exception.StepNotDue: either row moved on;
             nothing was written.
+        :raises resize_sched.exception.GroupPolicyViolation: the late check
+            refused ``group_host``; nothing was written.
         """
         check_values(models.Migration, values, what="migration")
         check_migration_values(values)
@@ -275,6 +281,15 @@ class StepApi(SessionSource):
                 )
             if migration is not None:
                 server_uuid = migration.server_uuid
+            if group_host is not None:
+                if server_uuid is None:
+                    server_uuid = session.scalar(
+                        sa.select(models.Migration.server_uuid).where(
+                            models.Migration.uuid == uuid
+                        )
+                    )
+                # NOTE: raising here rolls the migration's change back too.
+                self.group_check_host_in(session, server_uuid, group_host)  # type: ignore[attr-defined]
             # NOTE: not read back, and not known from the run: the server is
             # found by the migration, in the same statement.
             server_changed, server = cas_update(

@@ -87,7 +87,7 @@ def group_fields(
     no group costs nothing. On a move the server's own host counts among
     the group's hosts, as in Nova, so that strict affinity keeps it there.
     """
-    group_uuid = _hinted_group(hints)
+    group_uuid = hinted_group(hints)
     if group_uuid is None:
         return {}
     found = db.group_policy_of(group_uuid, server.uuid, own_host=server.host if moving else None)
@@ -106,7 +106,7 @@ def group_fields(
     }
 
 
-def _hinted_group(hints: Mapping[str, Any]) -> str | None:
+def hinted_group(hints: Mapping[str, Any]) -> str | None:
     """The group a ``group`` hint names (Nova stores hints as lists)."""
     value = hints.get("group")
     if isinstance(value, list | tuple):

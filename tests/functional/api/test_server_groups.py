@@ -69,7 +69,10 @@ def test_create_shapes_follow_the_microversion(api: ApiHarness) -> None:
         ("2.64", {"name": "g", "policies": ["affinity"]}),
         ("2.64", {"name": "g", "policy": "bogus"}),
         ("2.64", {"name": "g", "policy": "affinity", "rules": {"max_server_per_host": 2}}),
-        ("2.64", {"name": "g", "policy": "soft-anti-affinity", "rules": {"max_server_per_host": 1}}),
+        (
+            "2.64",
+            {"name": "g", "policy": "soft-anti-affinity", "rules": {"max_server_per_host": 1}},
+        ),
         ("2.64", {"name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": 0}}),
         ("2.64", {"name": "g", "policy": "anti-affinity", "rules": {"max_server_per_host": "x"}}),
         ("2.64", {"name": "g", "policy": "anti-affinity", "rules": {"other": 1}}),
@@ -86,7 +89,9 @@ def test_bad_create_is_400_and_changes_nothing(
 
 def test_rules_on_the_wrong_policy_say_so(api: ApiHarness) -> None:
     response = _create(
-        api, {"name": "g", "policy": "affinity", "rules": {"max_server_per_host": 2}}, version="2.64"
+        api,
+        {"name": "g", "policy": "affinity", "rules": {"max_server_per_host": 2}},
+        version="2.64",
     )
     assert response.json["badRequest"]["message"] == "Only anti-affinity policy supports rules."
 
