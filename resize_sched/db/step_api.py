@@ -258,6 +258,20 @@ class StepApi(SessionSource):
             server_uuid = ends.server_uuid
             values["task_owner"] = None
         with self._writer() as session:
+            if group_host is not None:
+                # NOTE: first in the transaction, so that MariaDB's snapshot
+                # is taken after the group's lock and sees the member that
+                # won a race; raising rolls everything back.
+                self.group_check_host_in(  # type: ignore[attr-defined]
+                    session,
+                    server_uuid
+                    or session.scalar(
+                        sa.select(models.Migration.server_uuid).where(
+                            models.Migration.uuid == uuid
+                        )
+                    ),
+                    group_host,
+                )
             changed, migration = cas_update(
                 session,
                 models.Migration,
@@ -281,15 +295,6 @@ class StepApi(SessionSource):
                 )
             if migration is not None:
                 server_uuid = migration.server_uuid
-            if group_host is not None:
-                if server_uuid is None:
-                    server_uuid = session.scalar(
-                        sa.select(models.Migration.server_uuid).where(
-                            models.Migration.uuid == uuid
-                        )
-                    )
-                # NOTE: raising here rolls the migration's change back too.
-                self.group_check_host_in(session, server_uuid, group_host)  # type: ignore[attr-defined]
             # NOTE: not read back, and not known from the run: the server is
             # found by the migration, in the same statement.
             server_changed, server = cas_update(
