@@ -50,6 +50,19 @@ class StrategyLoadFailed(ConfigurationError):
     code = "resize_sched.config.strategy_load_failed"
 
 
+class SchedulerPluginNotFound(ConfigurationError):
+    msg_fmt = (
+        "Scheduler %(what)s '%(name)s' is not installed. Installed: %(installed)s. "
+        "Fix [filter_scheduler] %(option)s."
+    )
+    code = "resize_sched.config.scheduler_plugin_not_found"
+
+
+class SchedulerPluginLoadFailed(ConfigurationError):
+    msg_fmt = "Scheduler %(what)s '%(name)s' could not be loaded: %(reason)s"
+    code = "resize_sched.config.scheduler_plugin_load_failed"
+
+
 class PolicyFileInvalid(ConfigurationError):
     msg_fmt = "The policy file %(path)s does not parse: %(reason)s"
     code = "resize_sched.config.policy_file_invalid"

@@ -11,7 +11,7 @@ messages quote.
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from resize_sched import exception
 
@@ -92,6 +92,14 @@ def compute_failed(operation: str, host: str | None, reason: str, *, source: str
             f"Check {log}."
         )
     return f"{operation} failed on host {where}: {why}. Check {log}."
+
+
+def filtered_out(removed: Sequence[tuple[str, int]]) -> str:
+    """Which scheduler filter removed how many hosts, as a clause to quote
+    after the candidate count (empty when none removed any)."""
+    if not removed:
+        return ""
+    return "; " + ", ".join(f"{name} removed {count}" for name, count in removed)
 
 
 def no_host_for_resize(kind: str, why: str, new_flavor: object, source: str) -> str:

@@ -41,6 +41,13 @@ OPTS = [
         "(os-services and os-hypervisors show state 'down'). Keep it well above "
         "report_interval.",
     ),
+    cfg.StrOpt(
+        "default_availability_zone",
+        default="nova",
+        help="The availability zone of a compute host in no aggregate that names "
+        "one (Nova's option of the same name). Servers asked into this zone may "
+        "land on such hosts; change it to name the zone of your unzoned hosts.",
+    ),
 ]
 
 

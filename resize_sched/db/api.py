@@ -37,6 +37,7 @@ from resize_sched.db.action_api import ActionApi
 from resize_sched.db.flavor_api import FlavorApi
 from resize_sched.db.group_api import GroupApi
 from resize_sched.db.host_api import HostApi
+from resize_sched.db.host_state_api import HostStateApi
 from resize_sched.db.lease_api import LeaseApi
 from resize_sched.db.migration_api import MigrationApi
 from resize_sched.db.migration_journal_api import MigrationJournalApi
@@ -61,6 +62,7 @@ class Database(
     MigrationJournalApi,
     ServerJournalApi,
     HostApi,
+    HostStateApi,
     ActionApi,
     UsageApi,
     LeaseApi,
