@@ -178,7 +178,7 @@ class BuildTask:
                 reason="every candidate host refused the claim",
             )
         except exception.NoValidHost as exc:
-            said.append(words.no_host_for_build(exc, server.flavor))
+            said.append(words.no_host_for_build(exc, server.flavor, request.group))
             # NOTE: compare-and-swap on the state the build left it in: a
             # delete recorded meanwhile (``deleting``) must stay recorded, or
             # the delete's own compare-and-swap fails and the server stays

@@ -134,8 +134,9 @@ def test_a_boot_the_policy_refuses_everywhere_ends_in_error_holding_nothing(make
         cloud.builds.schedule(second.uuid)
     row = cloud.db.server_get(second.uuid)
     assert (row.status, row.host) == ("ERROR", None)
-    assert "server group" in row.fault_message
-    assert "anti-affinity" in row.fault_message
+    assert f"member of server group {group.uuid} (anti-affinity)" in row.fault_message
+    assert "ServerGroupAntiAffinityFilter removed 1" in row.fault_message
+    assert "holds nothing" in row.fault_message
     assert cloud.holds(second.uuid) == {}
     assert cloud.usage("host1") == SMALL
     assert cloud.holds(first.uuid) == cloud.on("host1", SMALL)
@@ -217,3 +218,32 @@ def test_a_move_onto_a_members_host_is_refused_and_goes_to_the_next(make_cloud):
     )
     assert cloud.holds(other.uuid) == cloud.on("host2", SMALL)
     assert cloud.usage("host2") == SMALL
+
+
+def test_a_race_lost_with_no_alternate_left_ends_in_error_holding_nothing(make_cloud):
+    """The late check refuses the only host (a racing member took it after
+    the filters passed it): the claim is given back, the server is ERROR."""
+    cloud = make_cloud("max_flavor")
+    cloud.add_host("host1", vcpus=8, memory_mb=16384, disk_gb=200)
+    flavor = cloud.flavor("small", 1, 1024, 10)
+    group = _group(cloud, "anti-affinity")
+    a = _member(cloud, group, flavor, "a")
+    b = _member(cloud, group, flavor, "b")
+    raced = []
+
+    def b_first(selection):
+        if not raced:
+            raced.append(True)
+            assert cloud.builds.schedule(b.uuid).host == "host1"
+
+    cloud.after_scheduling(b_first)
+    with pytest.raises(exception.NoValidHost) as caught:
+        cloud.builds.schedule(a.uuid)
+    assert "policy refused every candidate host" in str(caught.value)
+    row = cloud.db.server_get(a.uuid)
+    assert (row.status, row.host) == ("ERROR", None)
+    assert f"member of server group {group.uuid}" in row.fault_message
+    assert cloud.holds(a.uuid) == {}
+    assert cloud.holds(b.uuid) == cloud.on("host1", SMALL)
+    assert cloud.usage("host1") == SMALL
+    cloud.check()
