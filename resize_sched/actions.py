@@ -48,6 +48,8 @@ def create_server(
     attributes: dict[str, Any] | None = None,
     availability_zone: str | None = None,
     quota_conf: cfg.ConfigOpts | None = None,
+    scheduler_hints: dict[str, Any] | None = None,
+    group_uuid: str | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
@@ -70,6 +72,8 @@ def create_server(
         addresses, metadata), by column.
     :param availability_zone: the zone it must be placed in (None: any); the
         server shows it until it has a host.
+    :param scheduler_hints: the hints given at create, kept in the request spec.
+    :param group_uuid: the server group it joins (with the server row).
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
@@ -93,6 +97,7 @@ def create_server(
             if availability_zone is not None
             else attributes
         ),
+        group_uuid=group_uuid,
     )
     if quota_conf is not None:
         try:
@@ -107,6 +112,7 @@ def create_server(
         required_traits=sorted(request.required_traits),
         force_hosts=list(force_hosts),
         availability_zone=availability_zone,
+        scheduler_hints=scheduler_hints,
     )
     _record(db, context, server.uuid, action_api.CREATE)
     LOG.info("Server %s (%s) recorded with flavor %s", server.uuid, name, flavorid)

@@ -50,6 +50,19 @@ class StrategyLoadFailed(ConfigurationError):
     code = "resize_sched.config.strategy_load_failed"
 
 
+class SchedulerPluginNotFound(ConfigurationError):
+    msg_fmt = (
+        "Scheduler %(what)s '%(name)s' is not installed. Installed: %(installed)s. "
+        "Fix [filter_scheduler] %(option)s."
+    )
+    code = "resize_sched.config.scheduler_plugin_not_found"
+
+
+class SchedulerPluginLoadFailed(ConfigurationError):
+    msg_fmt = "Scheduler %(what)s '%(name)s' could not be loaded: %(reason)s"
+    code = "resize_sched.config.scheduler_plugin_load_failed"
+
+
 class PolicyFileInvalid(ConfigurationError):
     msg_fmt = "The policy file %(path)s does not parse: %(reason)s"
     code = "resize_sched.config.policy_file_invalid"
@@ -154,6 +167,11 @@ class FlavorExtraSpecNotFound(NotFound):
 class ServerNotFound(NotFound):
     msg_fmt = "Server %(server_id)s could not be found."
     code = "resize_sched.not_found.server"
+
+
+class ServerGroupNotFound(NotFound):
+    msg_fmt = "Server group %(group_uuid)s could not be found."
+    code = "resize_sched.not_found.server_group"
 
 
 class MigrationNotFound(NotFound):
@@ -292,6 +310,18 @@ class NoValidHost(ResizeSchedException):
         super().__init__(message, **kwargs)
         self.kind: str = kwargs["kind"]
         self.reason: str = kwargs.get("reason", "")
+
+
+class GroupPolicyViolation(ResizeSchedException):
+    """The late check: the chosen host breaks the server's group policy (a
+    member racing onto it got there first); the claim is given back and the
+    next alternate tried."""
+
+    msg_fmt = (
+        "Server %(server_id)s may not go to %(host)s under the policy of server group "
+        "%(group_uuid)s: %(reason)s"
+    )
+    code = "resize_sched.group_policy_violation"
 
 
 class ResizeFailed(ResizeSchedException):

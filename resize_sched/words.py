@@ -11,7 +11,7 @@ messages quote.
 """
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from resize_sched import exception
 
@@ -122,6 +122,14 @@ def compute_failed(operation: str, host: str | None, reason: str, *, source: str
     return f"{operation} failed on host {where}: {why}. Check {log}."
 
 
+def filtered_out(removed: Sequence[tuple[str, int]]) -> str:
+    """Which scheduler filter removed how many hosts, as a clause to quote
+    after the candidate count (empty when none removed any)."""
+    if not removed:
+        return ""
+    return "; " + ", ".join(f"{name} removed {count}" for name, count in removed)
+
+
 def no_host_for_resize(kind: str, why: str, new_flavor: object, source: str) -> str:
     """A resize found no host (a deferred or infeasible verdict).
 
@@ -175,15 +183,28 @@ def decision_unanswered(decision: str, host: str) -> str:
     )
 
 
-def no_host_for_build(exc: exception.NoValidHost, flavor: object) -> str:
-    """A build found no host."""
+def no_host_for_build(exc: exception.NoValidHost, flavor: object, group: object = None) -> str:
+    """A build found no host; ``group`` the server's
+    :class:`~resize_sched.scheduler.request.GroupPolicy`, if it is in one."""
     what = _flavor(flavor if isinstance(flavor, Mapping) else None)
     if exc.kind == exception.NoValidHost.INFEASIBLE:
         todo = "Delete the server and create it with a flavor some host can hold."
     else:
         todo = "Delete the server and create it again when room is freed."
+    member = ""
+    policy = getattr(group, "policy", None)
+    if policy in ("affinity", "anti-affinity"):
+        limit = (
+            "the hosts its other members are on"
+            if policy == "anti-affinity"
+            else ("every host but the one its other members are on")
+        )
+        member = (
+            f" It is a member of server group {getattr(group, 'uuid', '')} ({policy}), "
+            f"whose policy rules out {limit}."
+        )
     return (
-        f"No host could take the server with {what} ({exc.kind}): {exc.reason}. The "
+        f"No host could take the server with {what} ({exc.kind}): {exc.reason}.{member} The "
         f"server is in ERROR and holds nothing. {todo}"
     )
 

@@ -171,6 +171,11 @@ _NETWORKS = {
     ]
 }
 
+#: A UUID, with or without its dashes, as Nova's ``uuid`` format takes it.
+UUID_PATTERN = (
+    "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\\Z"
+)
+
 SERVER_CREATE = {
     "type": "object",
     "properties": {
@@ -203,12 +208,73 @@ SERVER_CREATE = {
             "required": ["name", "flavorRef"],
             "additionalProperties": False,
         },
-        "os:scheduler_hints": {"type": "object", "maxProperties": 0},
-        "OS-SCH-HNT:scheduler_hints": {"type": "object", "maxProperties": 0},
+        "os:scheduler_hints": {"$ref": "#/$defs/scheduler_hints"},
+        "OS-SCH-HNT:scheduler_hints": {"$ref": "#/$defs/scheduler_hints"},
+    },
+    "$defs": {
+        # NOTE: the server group hint only (its member joins at create);
+        # the scheduler's other hints are not taken here.
+        "scheduler_hints": {
+            "type": "object",
+            "properties": {"group": {"type": "string", "pattern": UUID_PATTERN}},
+            "additionalProperties": False,
+        }
     },
     "required": ["server"],
     "additionalProperties": False,
 }
+
+_GROUP_POLICIES = ["anti-affinity", "affinity"]
+_SOFT_GROUP_POLICIES = ["soft-anti-affinity", "soft-affinity"]
+
+
+def server_group_create(version: Any) -> dict[str, Any]:
+    """The body of ``POST /os-server-groups`` at a microversion: a
+    ``policies`` list of one (``affinity``, ``anti-affinity``; their soft
+    forms from 2.15) up to 2.63, then ``policy`` and ``rules``
+    (``max_server_per_host``, a positive integer) from 2.64, as Nova."""
+    names = _GROUP_POLICIES + (_SOFT_GROUP_POLICIES if version.at_least("2.15") else [])
+    properties: dict[str, Any] = {"name": _NAME}
+    if version.at_least("2.64"):
+        properties["policy"] = {"type": "string", "enum": names}
+        properties["rules"] = {
+            "type": "object",
+            "properties": {
+                "max_server_per_host": {
+                    "type": ["integer", "string"],
+                    "pattern": "^[0-9]*\\Z",
+                    "minimum": 1,
+                    "minLength": 1,
+                    "maximum": MAX_INT,
+                }
+            },
+            "additionalProperties": False,
+        }
+        required = ["name", "policy"]
+    else:
+        properties["policies"] = {
+            "type": "array",
+            "prefixItems": [{"type": "string", "enum": names}],
+            "items": False,
+            "uniqueItems": True,
+            "minItems": 1,
+            "maxItems": 1,
+        }
+        required = ["name", "policies"]
+    return {
+        "type": "object",
+        "properties": {
+            "server_group": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            }
+        },
+        "required": ["server_group"],
+        "additionalProperties": False,
+    }
+
 
 RESIZE = {
     "type": "object",

@@ -14,7 +14,11 @@ API:
    ``drop_and_reclaim`` (the old flavor no longer fits), never for
    ``max_flavor``;
 #. resizes another server to another host (``[resize] allow_same_host``
-   off), where the three hold the same.
+   off), where the three hold the same;
+#. resizes a member of a strict ``affinity`` server group on its full host,
+   every other host empty: the group pins it there, so ``legacy`` fails as
+   Nova does and the other two resize it in place (the case this project
+   exists for).
 
 It prints what each step held and the Placement requests each resize made,
 then stops everything and removes the directory (``--keep`` keeps it, with
@@ -105,8 +109,10 @@ class Api:
             time.sleep(0.05)
         raise RuntimeError(f"server {server_id} was not deleted")
 
-    def boot(self, name: str, flavor: str) -> str:
-        body = {"server": {"name": name, "flavorRef": flavor}}
+    def boot(self, name: str, flavor: str, group: str | None = None) -> str:
+        body: dict[str, Any] = {"server": {"name": name, "flavorRef": flavor}}
+        if group is not None:
+            body["os:scheduler_hints"] = {"group": group}
         return self.call("POST", "/servers", body)["server"]["id"]
 
     def action(self, server_id: str, body: dict) -> None:
@@ -240,6 +246,27 @@ class Demo:
         self.configure(strategy)
         for name in ("vm-a", "vm-b"):
             api.delete(servers[name])
+        lines["group"] = self.affinity_member()
+        return lines
+
+    def affinity_member(self) -> list[str]:
+        """4. A strict-affinity member on its full host, every other host empty."""
+        api = self.api
+        body = {"server_group": {"name": "pinned", "policies": ["affinity"]}}
+        group = api.call("POST", "/os-server-groups", body)["server_group"]["id"]
+        member = api.boot("vm-g", self.flavors["wide"], group)
+        host = api.wait(member, ("ACTIVE",))["OS-EXT-SRV-ATTR:host"]
+        server, made = self.resize(member, "tall")
+        lines = []
+        if server["status"] == "VERIFY_RESIZE":
+            lines.append(f"VERIFY_RESIZE in place on {server['OS-EXT-SRV-ATTR:host']}, confirmed")
+            api.action(member, {"confirmResize": None})
+            api.wait(member, ("ACTIVE",))
+        else:
+            lines.append("NoValidHost: the group allows only its full host")
+        lines.append(f"{host} holds {self.held(host)}; Placement requests: {made}")
+        api.delete(member)
+        api.call("DELETE", f"/os-server-groups/{group}")
         return lines
 
 
@@ -259,6 +286,10 @@ READING = (
     "instead.",
     "3. Moving to another host, all three hold the same: wide on the source for the "
     "migration, tall on the destination for the server, until confirm.",
+    "4. A server group's strict policy makes every host but one unusable: the empty hosts "
+    "do not help a member of an affinity group (its group is where it is), so Nova's claim "
+    "fails while the other two strategies resize it where it is. Anti-affinity with a member "
+    "on every other host, and a one-host availability zone, are the same case.",
     "Requests: max_flavor costs 2 when the resize moves (the query over every host and one "
     "claim), 3 on the same host here: a full source is not among the answers to a query for "
     "the whole new flavor, so its usage is read (one GET) to judge new - old. With [resize] "
@@ -313,6 +344,11 @@ def _print(results: dict[str, dict[str, list[str]]]) -> None:
             "other",
             "3. vm-c deleted; vm-b: wide -> tall with [resize] allow_same_host = False, "
             "so it moves:",
+        ),
+        (
+            "group",
+            "4. vm-g (wide), alone in a strict affinity server group, fills its host; the "
+            "other hosts are empty. vm-g: wide -> tall:",
         ),
     )
     for key, title in steps:

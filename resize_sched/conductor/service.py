@@ -44,9 +44,10 @@ class ConductorService:
         self.db = Database.from_conf(conf)
         self.client = PlacementClient.from_conf(conf)
         self.deps = TaskDeps.build(conf, self.db, self.client)
-        # NOTE: fail at start, naming the installed strategies, rather than at
-        # the first resize.
+        # NOTE: fail at start, naming the installed strategies (and filters
+        # and weighers), rather than at the first resize.
         self.deps.configured_strategy()
+        self.deps.scheduler.load_plugins()
         self.notifier = rpc.get_notifier(
             conf, notifications.publisher_id(notifications.CONDUCTOR, conf.host)
         )
@@ -117,12 +118,16 @@ class ConductorService:
                 LOG.exception("Sweep for stuck resizes failed; trying again later")
 
     def reload(self) -> None:
-        """Re-read mutable options (SIGHUP); new resizes use the new strategy.
+        """Re-read mutable options (SIGHUP); new resizes use the new strategy,
+        filters and weighers.
 
         A strategy that is not installed is refused (ERROR, naming those that
-        are) and the current one kept: see :func:`resize_sched.checks.reload_config`.
+        are) and the current one kept: see :func:`resize_sched.checks.reload_config`;
+        so is a filter or weigher list naming one that is not installed.
         """
         strategy = checks.reload_config(self.conf, load=self.deps.strategy)
+        if strategy is not None:
+            self.deps.scheduler.reload_plugins()
         if strategy is not None:
             LOG.info("Configuration reloaded; new resizes use claim strategy %s", strategy)
 

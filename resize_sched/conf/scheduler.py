@@ -28,25 +28,6 @@ OPTS = [
         "candidate before applying it, so a lower value shrinks the response but "
         "not Placement's own work; filters and weighers see only these candidates.",
     ),
-    cfg.FloatOpt(
-        "ram_weight_multiplier",
-        default=1.0,
-        help="Weight of free memory when hosts are ranked. Positive spreads servers "
-        "over the emptiest hosts, negative packs them onto the fullest, 0 keeps "
-        "Placement's order.",
-    ),
-    cfg.IntOpt(
-        "host_subset_size",
-        default=1,
-        min=1,
-        help="Pick the chosen host at random among this many of the best-weighed "
-        "hosts (the others stay alternates, in order). 1 always takes the best. "
-        "Several conductors scheduling at once see the same best host and race "
-        "for it; a larger subset spreads them over hosts of nearly equal standing, "
-        "so fewer claims are refused and retried, at the cost of a choice that is "
-        "a little less than the best. A source host that needs nothing more is "
-        "always kept first.",
-    ),
     cfg.BoolOpt(
         "limit_tenants_to_placement_aggregate",
         default=False,

@@ -24,6 +24,7 @@ The queries live in one mixin per area:
 * :mod:`resize_sched.db.aggregate_api` (host aggregates and the zones they make).
 * :mod:`resize_sched.db.quota_api` (quota limits and usage, key pairs,
   flavor access).
+* :mod:`resize_sched.db.group_api` (server groups and their members).
 
 This module adds the engine, schema and lifecycle. Flavor ids (``flavorid``,
 the API-visible id) default to a new UUID.
@@ -38,7 +39,9 @@ from resize_sched.db import engines, migration
 from resize_sched.db.action_api import ActionApi
 from resize_sched.db.aggregate_api import AggregateApi
 from resize_sched.db.flavor_api import FlavorApi
+from resize_sched.db.group_api import GroupApi
 from resize_sched.db.host_api import HostApi
+from resize_sched.db.host_state_api import HostStateApi
 from resize_sched.db.lease_api import LeaseApi
 from resize_sched.db.migration_api import MigrationApi
 from resize_sched.db.migration_journal_api import MigrationJournalApi
@@ -64,11 +67,13 @@ class Database(
     MigrationJournalApi,
     ServerJournalApi,
     HostApi,
+    HostStateApi,
     ActionApi,
     UsageApi,
     LeaseApi,
     AggregateApi,
     QuotaApi,
+    GroupApi,
 ):
     """Flavors, servers, request specs, migrations and the journal, services and
     compute nodes, instance actions and their events, usage over time, the

@@ -70,6 +70,7 @@ class ServerApi(SessionSource):
         rp_uuid: str | None = None,
         image_ref: str | None = None,
         attributes: Mapping[str, Any] | None = None,
+        group_uuid: str | None = None,
     ) -> models.Server:
         """Create a server record.
 
@@ -78,9 +79,12 @@ class ServerApi(SessionSource):
         :param image_ref: the image it is created from, if any.
         :param attributes: what the owner gave it (``access_ip_v4``,
             ``access_ip_v6``, ``metadata_items``, ``description``).
+        :param group_uuid: the server group it joins, in the same transaction.
         :returns: the new server.
         :raises resize_sched.exception.Invalid: a bad value; nothing written.
         :raises resize_sched.exception.Conflict: the uuid is taken.
+        :raises resize_sched.exception.ServerGroupNotFound: ``group_uuid`` is
+            gone; nothing written.
         """
         try:
             values = {
@@ -113,6 +117,17 @@ class ServerApi(SessionSource):
         try:
             with self._writer() as session:
                 session.add(server)
+                if group_uuid is not None:
+                    group_id = session.scalar(
+                        sa.select(models.ServerGroup.id).where(
+                            models.ServerGroup.uuid == group_uuid
+                        )
+                    )
+                    if group_id is None:
+                        raise exception.ServerGroupNotFound(group_uuid=group_uuid)
+                    session.add(
+                        models.ServerGroupMember(group_id=group_id, server_uuid=server.uuid)
+                    )
         except sa.exc.IntegrityError:
             raise exception.Conflict(reason=f"server {server.uuid} already exists") from None
         return server
@@ -385,7 +400,8 @@ class ServerApi(SessionSource):
             return list(session.scalars(query))
 
     def server_delete(self, uuid: str, *, expected: Mapping[str, Any] | None = None) -> None:
-        """Soft-delete a server (status DELETED, vm_state deleted).
+        """Soft-delete a server (status DELETED, vm_state deleted); it leaves
+        its server group.
 
         :raises resize_sched.exception.ServerNotFound: no such live server.
         :raises resize_sched.exception.ServerStateConflict: it is not as expected.
@@ -398,3 +414,11 @@ class ServerApi(SessionSource):
             vm_state=models.VM_DELETED,
             task_state=None,
         )
+        # NOTE: a second transaction: a member row left by a crash in between
+        # names a deleted server, which no group read counts.
+        with self._writer() as session:
+            session.execute(
+                sa.delete(models.ServerGroupMember).where(
+                    models.ServerGroupMember.server_uuid == uuid
+                )
+            )

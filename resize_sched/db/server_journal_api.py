@@ -187,6 +187,7 @@ class ServerJournalApi(SessionSource):
         expected: Mapping[str, Any],
         operation: str,
         applied: Iterable[int] = (),
+        group_check: bool = False,
         **values: Any,
     ) -> models.Server:
         """Move a build on after its write landed, and mark the write's entries.
@@ -197,10 +198,15 @@ class ServerJournalApi(SessionSource):
         written and the entries stay ``intended`` for the caller (or
         recovery) to settle.
 
+        :param group_check: run the late check of the server's group
+            (:meth:`~resize_sched.db.group_api.GroupApi.group_check_host_in`)
+            on the ``host`` being recorded, in this transaction.
         :returns: the server as updated.
         :raises resize_sched.exception.ServerNotFound: no such live server.
         :raises resize_sched.exception.ServerStateConflict: not as expected,
             or a delete was asked for.
+        :raises resize_sched.exception.GroupPolicyViolation: the late check
+            refused the host; nothing written.
         """
         expected = dict(expected)
         check_values(models.Server, values, what="server")
@@ -215,6 +221,8 @@ class ServerJournalApi(SessionSource):
         ]
         ids = list(applied)
         with self._writer() as session:
+            if group_check and values.get("host"):
+                self.group_check_host_in(session, uuid, values["host"])  # type: ignore[attr-defined]
             changed, server = update_where(session, models.Server, uuid, conditions, values)
             if changed:
                 journals.mark_applied_in(session, models.ServerJournalEntry, ids)

@@ -208,6 +208,7 @@ class StepApi(SessionSource):
         migration_expected: Mapping[str, Any] | None = None,
         ends: steps.StepRun | None = None,
         reload: bool = True,
+        group_host: str | None = None,
         **values: Any,
     ) -> models.Migration | None:
         """End a step: move the migration and its server on, in one transaction.
@@ -228,10 +229,15 @@ class StepApi(SessionSource):
             and the migration is given back (the run's token must own it).
         :param reload: read the migration back and return it; False (a
             caller with no use for it): one statement less, returns None.
+        :param group_host: run the late check of the server's group
+            (:meth:`~resize_sched.db.group_api.GroupApi.group_check_host_in`)
+            for this destination, in this transaction.
         :param values: migration columns to set.
         :returns: the migration as updated, or None when not ``reload``.
         :raises resize_sched.exception.StepNotDue: either row moved on;
             nothing was written.
+        :raises resize_sched.exception.GroupPolicyViolation: the late check
+            refused ``group_host``; nothing was written.
         """
         check_values(models.Migration, values, what="migration")
         check_migration_values(values)
@@ -252,6 +258,20 @@ class StepApi(SessionSource):
             server_uuid = ends.server_uuid
             values["task_owner"] = None
         with self._writer() as session:
+            if group_host is not None:
+                # NOTE: first in the transaction, so that MariaDB's snapshot
+                # is taken after the group's lock and sees the member that
+                # won a race; raising rolls everything back.
+                self.group_check_host_in(  # type: ignore[attr-defined]
+                    session,
+                    server_uuid
+                    or session.scalar(
+                        sa.select(models.Migration.server_uuid).where(
+                            models.Migration.uuid == uuid
+                        )
+                    ),
+                    group_host,
+                )
             changed, migration = cas_update(
                 session,
                 models.Migration,

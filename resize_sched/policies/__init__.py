@@ -23,6 +23,7 @@ from resize_sched.policies import (
     migrate_server,
     migrations,
     quotas,
+    server_groups,
     server_metadata,
     server_migrations,
     servers,
@@ -54,5 +55,6 @@ def list_rules() -> list[policy.RuleDefault]:
             simple_tenant_usage.list_rules(),
             aggregates.list_rules(),
             quotas.list_rules(),
+            server_groups.list_rules(),
         )
     )

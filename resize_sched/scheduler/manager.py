@@ -52,9 +52,20 @@ resize succeed or fail. Placement is listed for the verdict only when the
 request asks for traits or aggregates, or when no compute node was ever
 reported.
 
+Placement's candidates then go through the filters and weighers (see
+``doc/scheduler.rst``): one in-memory host state per candidate
+(:mod:`resize_sched.scheduler.host_state`, a fixed number of database
+queries for all of them, never a Placement request), the
+``[filter_scheduler] enabled_filters`` in order, then the ``weight_classes``,
+whose values are scaled to 0..1 across the hosts left and summed with their
+multipliers. A resize's source is filtered as every other host is (a strict
+affinity member's source passes: its group lives there). Ties keep
+Placement's order; a source that needs nothing more is always first. When
+the filters leave no host, the NoValidHost says which filter removed how many.
+
 Among hosts of equal standing, racing conductors would all pick the same
-first one; ``[scheduler] host_subset_size`` makes each pick at random among
-the best N instead (N = 1 by default: always the best).
+first one; ``[filter_scheduler] host_subset_size`` makes each pick at random
+among the best N instead (N = 1 by default: always the best).
 """
 
 import random
@@ -78,11 +89,14 @@ from resize_sched.placement.client import (
 )
 from resize_sched.resources import Allocations, Resources
 from resize_sched.scheduler import hosts
+from resize_sched.scheduler.filters import FilterChain
+from resize_sched.scheduler.host_state import HostState, build_host_states, free_in
 from resize_sched.scheduler.request import Destination, SchedulingRequest, Selection
 from resize_sched.scheduler.source import _FREE_SOURCE_WEIGHT, SourceMixin
 from resize_sched.scheduler.verdict import (
     VerdictMixin,
 )
+from resize_sched.scheduler.weights import WeigherChain
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +105,11 @@ T = TypeVar("T")
 #: Threads of a scheduler's pool: each resize with a separate source query
 #: uses one for as long as that query takes.
 _POOL_SIZE = 4
+
+#: A destination that passed the filters, with its preliminary weight (free
+#: RAM times the RAM multiplier; infinite for a source that needs nothing
+#: more) and its host state.
+_Passed = tuple[float, Destination, HostState]
 
 
 class Scheduler(VerdictMixin, SourceMixin):
@@ -127,6 +146,8 @@ class Scheduler(VerdictMixin, SourceMixin):
         self._random = rng or random.Random()
         self._pool: futures.ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._chains: tuple[FilterChain, WeigherChain] | None = None
+        self._chains_lock = threading.Lock()
 
     def close(self) -> None:
         """Stop the thread pool (it is started again if needed)."""
@@ -134,6 +155,48 @@ class Scheduler(VerdictMixin, SourceMixin):
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
+
+    # -- filters and weighers ----------------------------------------------------
+
+    def load_plugins(self) -> tuple[FilterChain, WeigherChain]:
+        """Load ``[filter_scheduler] enabled_filters`` and ``weight_classes``.
+
+        :raises SchedulerPluginNotFound: a name is not installed (the
+            conductor calls this at start, so it stops with the name).
+        """
+        fs = self.conf.filter_scheduler
+        chains = (
+            FilterChain(self.conf, fs.enabled_filters),
+            WeigherChain(self.conf, fs.weight_classes),
+        )
+        with self._chains_lock:
+            self._chains = chains
+        return chains
+
+    def reload_plugins(self) -> bool:
+        """Load the filters and weighers the options name now (SIGHUP).
+
+        A name that is not installed is refused with an ERROR and the running
+        filters and weighers are kept.
+
+        :returns: whether the new lists are in force.
+        """
+        try:
+            self.load_plugins()
+        except exception.ConfigurationError as exc:
+            running = self._plugins()
+            LOG.error(
+                "Reload: [filter_scheduler] refused, keeping filters %s and weighers %s: %s",
+                ", ".join(running[0].names) or "none",
+                ", ".join(running[1].names) or "none",
+                exc,
+            )
+            return False
+        return True
+
+    def _plugins(self) -> tuple[FilterChain, WeigherChain]:
+        chains = self._chains
+        return chains if chains is not None else self.load_plugins()
 
     # -- public ---------------------------------------------------------------
 
@@ -151,12 +214,14 @@ class Scheduler(VerdictMixin, SourceMixin):
             and request.allow_same_host
             and source not in request.ignore_providers
         )
+        removed: list[tuple[str, int]] = []
         if source_allowed and request.prefer_same_host:
             found = self._ask_source(request)
             # NOTE: the shortcut must not skip the filters: an ignored or not
             # forced source is no more a candidate than any other host (a
-            # disabled one the query itself left out).
-            if found is not None and self._filter([found], request):
+            # disabled one the query itself left out), nor one the policies
+            # refuse.
+            if found is not None and self._policies([found], request):
                 LOG.debug("Source %s takes the resize; other hosts not asked", source)
                 return Selection([found[1]], complete=False)
             source_allowed = False
@@ -164,6 +229,7 @@ class Scheduler(VerdictMixin, SourceMixin):
         wanted = rs.normalize(request.destination_request)
         source_amounts = rs.normalize(request.source_request)
         one_query = source_allowed and source_amounts == wanted
+        before = 0
         if source_allowed and not one_query and source_amounts:
             # NOTE: two independent questions: every other host's here; on
             # the pool the source's compute node (a database read) or, for a
@@ -173,13 +239,16 @@ class Scheduler(VerdictMixin, SourceMixin):
                 lambda: self._about_source(request, source_amounts),
             )
             scored = self._score(candidates, request, keep_source=False)
+            before = len(scored)
+            passed = self._policies(scored, request, removed)
             found = answer.judged
             if answer.node is not None:
                 found = self._judge_beside(
-                    request, source_amounts, answer.node, candidates, scored
+                    request, source_amounts, answer.node, candidates, passed
                 )
             if found is not None:
-                scored.append(found)
+                before += 1
+                passed += self._policies([found], request, removed)
         else:
             candidates = self._query(wanted, request)
             scored = self._score(candidates, request, keep_source=one_query)
@@ -195,12 +264,12 @@ class Scheduler(VerdictMixin, SourceMixin):
                 found = self._ask_source(request, seen=seen)
                 if found is not None:
                     scored.append(found)
+            before = len(scored)
+            passed = self._policies(scored, request, removed)
 
-        allowed = self._filter(scored, request)
-        if not allowed:
-            raise self._no_valid_host(request, len(scored))
-        allowed.sort(key=lambda item: item[0], reverse=True)
-        allowed = self._pick_in_subset(allowed)
+        if not passed:
+            raise self._no_valid_host(request, before, removed)
+        allowed = self._pick_in_subset(self._weigh(passed, request))
         chosen = [dest for _, dest in allowed[: self.conf.scheduler.max_attempts]]
         LOG.info(
             "Selected %s with %d alternate(s) out of %d candidate host(s)",
@@ -218,7 +287,7 @@ class Scheduler(VerdictMixin, SourceMixin):
         The others keep their order, as alternates. A source that needs
         nothing more (weighed infinite) is never displaced: staying is free.
         """
-        size = min(self.conf.scheduler.host_subset_size, len(ranked))
+        size = min(self.conf.filter_scheduler.host_subset_size, len(ranked))
         if size <= 1 or ranked[0][0] == _FREE_SOURCE_WEIGHT:
             return ranked
         index = self._random.randrange(size)
@@ -311,8 +380,10 @@ class Scheduler(VerdictMixin, SourceMixin):
     def _score(
         self, candidates: Candidates, request: SchedulingRequest, *, keep_source: bool
     ) -> list[tuple[float, Destination]]:
-        """One destination per host (its first allocation request), weighed."""
-        multiplier = self.conf.scheduler.ram_weight_multiplier
+        """One destination per host (its first allocation request), with its
+        preliminary weight (free RAM times the RAM multiplier: what the
+        source's judgement compares) and its free amounts."""
+        multiplier = self.conf.filter_scheduler.ram_weight_multiplier
         summaries = candidates.provider_summaries
         firsts: dict[str, tuple[int, Allocations]] = {}
         for index, allocation_request in enumerate(candidates.allocation_requests):
@@ -324,17 +395,17 @@ class Scheduler(VerdictMixin, SourceMixin):
         names = self._host_names(firsts)
         out: list[tuple[float, Destination]] = []
         for root, (index, allocation_request) in firsts.items():
-            memory = summaries.get(root, {}).get("resources", {}).get(rs.MEMORY_MB, {})
-            free_ram = memory.get("capacity", 0) - memory.get("used", 0)
-            # NOTE: ties keep Placement's order (earlier candidates first).
-            weight = multiplier * free_ram - index * 1e-9
+            free = free_in(summaries.get(root))
+            weight = multiplier * free.get(rs.MEMORY_MB, 0)
             same_host = root == request.source
             mappings = None
             if request.groups or request.source_groups:
                 # NOTE: which provider took which group; recorded with the claim.
                 found = candidates.mappings[index] if index < len(candidates.mappings) else {}
                 mappings = {suffix: list(rps) for suffix, rps in found.items()}
-            dest = Destination(root, names[root], allocation_request, same_host, mappings)
+            dest = Destination(
+                root, names[root], allocation_request, same_host, mappings, free=free
+            )
             out.append((weight, dest))
         return out
 
@@ -374,6 +445,53 @@ class Scheduler(VerdictMixin, SourceMixin):
                 continue
             LOG.debug("Host %s filtered out: %s", dest.host, reason)
         return kept
+
+    def _policies(
+        self,
+        scored: list[tuple[float, Destination]],
+        request: SchedulingRequest,
+        removed: list[tuple[str, int]] | None = None,
+    ) -> list[_Passed]:
+        """The destinations the request's host lists (:meth:`_filter`) and
+        the enabled filters keep, each with its host state.
+
+        :param removed: gets (filter name, hosts removed) for each filter
+            that removed any.
+        """
+        kept = self._filter(scored, request)
+        if not kept:
+            return []
+        filters, weighers = self._plugins()
+        needs = filters.needs_for(request) | weighers.needs_for(request)
+        states = build_host_states(self.db, [dest for _, dest in kept], needs)
+        passed, counts = filters.run(states, request)
+        if removed is not None:
+            removed.extend(counts)
+        by_state = {id(state): item for state, item in zip(states, kept, strict=True)}
+        return [(*by_state[id(state)], state) for state in passed]
+
+    def _weigh(
+        self, passed: list[_Passed], request: SchedulingRequest
+    ) -> list[tuple[float, Destination]]:
+        """The destinations best first, weighed by the enabled weighers.
+
+        A source that needs nothing more stays first (infinite weight) and
+        takes no part in the scaling; equal weights keep Placement's order
+        (the source, asked apart, after its equals).
+        """
+        _, weighers = self._plugins()
+        free = [item for item in passed if item[0] == _FREE_SOURCE_WEIGHT]
+        rest = [item for item in passed if item[0] != _FREE_SOURCE_WEIGHT]
+        weights = weighers.weigh([state for _, _, state in rest], request)
+        ranked = [(_FREE_SOURCE_WEIGHT, dest) for _, dest, _ in free]
+        order = sorted(range(len(rest)), key=lambda i: -weights[i])  # NOTE: stable
+        ranked += [(weights[i], rest[i][1]) for i in order]
+        return ranked
+
+    def ranks_by_ram_alone(self, request: SchedulingRequest) -> bool:
+        """Whether the RAM weigher alone can tell hosts apart for ``request``
+        (then a host's free RAM bounds its rank: see the source's judgement)."""
+        return self._plugins()[1].only("RAMWeigher", request)
 
     def _host_name(self, provider: str) -> str:
         return self._host_names((provider,))[provider]

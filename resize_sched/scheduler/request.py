@@ -19,13 +19,19 @@ from resize_sched.resources import Allocations, Resources
 class Destination:
     """A host that can take the request, with what to claim on it, and the
     candidate's ``mappings`` (group suffix -> providers) when the request has
-    numbered groups (None: a flat request, or no candidate to map)."""
+    numbered groups (None: a flat request, or no candidate to map).
+
+    ``free`` is what the scheduler learned the host's root has free, class by
+    class (Placement's capacity less usage), for the filters and weighers
+    (None: not known, e.g. a source that needs nothing more).
+    """
 
     provider: str
     host: str
     allocation_request: Allocations
     same_host: bool = False
     mappings: dict[str, list[str]] | None = None
+    free: Mapping[str, float] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from oslo_log import log as logging
 
@@ -38,19 +38,24 @@ from resize_sched.db import host_api
 from resize_sched.placement.client import Candidates
 from resize_sched.resources import Resources
 from resize_sched.scheduler import hosts
+from resize_sched.scheduler.host_state import free_in
 from resize_sched.scheduler.pools import SharedSourceMixin, lacks_a_class
 from resize_sched.scheduler.request import Destination, SchedulingRequest
 from resize_sched.scheduler.verdict import _asks_placement_only, _fits
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+    from collections.abc import Callable, Sequence
 
 LOG = logging.getLogger(__name__)
 
 #: The weight of a source that needs nothing more (a shrink under max_flavor):
 #: staying put costs nothing and moves no disk, so it always comes first.
 _FREE_SOURCE_WEIGHT = math.inf
+
+
+def _free(inventory: dict[str, Any], used: dict[str, Any]) -> dict[str, float]:
+    """What a provider has free, class by class, from its inventory and usage."""
+    return {rc: rs.capacity(record) - used.get(rc, 0) for rc, record in inventory.items()}
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class SourceMixin(SharedSourceMixin):
     _score: Callable[..., list[tuple[float, Destination]]]
     _filter: Callable[..., list[tuple[float, Destination]]]
     _host_name: Callable[[str], str]
+    ranks_by_ram_alone: Callable[[SchedulingRequest], bool]
 
     def _ask_source(
         self, request: SchedulingRequest, *, seen: bool = False
@@ -123,9 +129,15 @@ class SourceMixin(SharedSourceMixin):
         if pooled is not None:
             judged = None
             if pooled.placement is not None:
-                weight = self.conf.scheduler.ram_weight_multiplier * pooled.free_ram
+                weight = self.conf.filter_scheduler.ram_weight_multiplier * pooled.free_ram
                 host = self._host_name(pooled.source)
-                dest = Destination(pooled.source, host, pooled.placement, same_host=True)
+                dest = Destination(
+                    pooled.source,
+                    host,
+                    pooled.placement,
+                    same_host=True,
+                    free={rs.MEMORY_MB: pooled.free_ram},
+                )
                 judged = (weight, dest)
             return _SourceAnswer(judged=judged)
         candidates = self._query(amounts, request, in_tree=request.source)
@@ -191,7 +203,7 @@ class SourceMixin(SharedSourceMixin):
         wanted = dict(request.source_placement)
         if source not in wanted:
             wanted[source] = {}  # read for its free RAM, which weighs it
-        free_ram = 0.0
+        free: dict[str, float] = {}
         for provider, amounts in wanted.items():
             try:
                 if node is not None and provider == source:
@@ -209,12 +221,12 @@ class SourceMixin(SharedSourceMixin):
                     rs.format_resources(amounts),
                 )
                 return None
-            if provider == source and rs.MEMORY_MB in inventory:
-                free_ram = rs.capacity(inventory[rs.MEMORY_MB]) - used.get(rs.MEMORY_MB, 0)
+            if provider == source:
+                free = _free(inventory, used)
         host = node.host if node is not None else self._host_name(source)
-        weight = self.conf.scheduler.ram_weight_multiplier * free_ram
+        weight = self.conf.filter_scheduler.ram_weight_multiplier * free.get(rs.MEMORY_MB, 0)
         placement = rs.normalize_allocations(request.source_placement)
-        return (weight, Destination(source, host, placement, same_host=True))
+        return (weight, Destination(source, host, placement, same_host=True, free=free))
 
     def _reported_source(self, request: SchedulingRequest) -> host_api.ReportedNode | None:
         """The source's compute node, when the source can be judged from it
@@ -246,16 +258,19 @@ class SourceMixin(SharedSourceMixin):
         amounts: Resources,
         node: host_api.ReportedNode,
         candidates: Candidates,
-        scored: list[tuple[float, Destination]],
+        passed: Sequence[tuple[Any, ...]],
     ) -> tuple[float, Destination] | None:
-        """Judge the reported source beside every other host's candidates.
+        """Judge the reported source beside every other host's candidates
+        (``passed``: those the filters kept, with their preliminary weights).
 
         * A source among the candidates has room for the whole request, so
           for ``amounts`` too: its summary weighs it, no request more.
         * A source that, however little it holds, would weigh less than every
           host that can be chosen or stand as an alternate (the best
-          ``max(max_attempts, host_subset_size)`` of the others) could never
-          be in the answer: it is not asked about.
+          ``max(max_attempts, host_subset_size)`` of the others the filters
+          kept) could never be in the answer: it is not asked about. Only
+          when the RAM weigher alone ranks the hosts for this request: with
+          others (CPU, disk, failed builds) free RAM bounds nothing.
         * Any other is judged from its usage (one cheap request).
         """
         source = request.source
@@ -264,13 +279,15 @@ class SourceMixin(SharedSourceMixin):
         if summary is not None and any(
             self._root_of(ar, candidates) == source for ar in candidates.allocation_requests
         ):
-            memory = summary.get("resources", {}).get(rs.MEMORY_MB, {})
-            free_ram = memory.get("capacity", 0) - memory.get("used", 0)
-            return self._source_destination(node, amounts, free_ram)
+            return self._source_destination(node, amounts, free_in(summary))
         best = self._weight_bound(node, request, amounts)
-        needed = max(self.conf.scheduler.max_attempts, self.conf.scheduler.host_subset_size)
-        rivals = sorted((w for w, _ in self._filter(scored, request)), reverse=True)
-        if len(rivals) >= needed and best < rivals[needed - 1]:
+        needed = max(self.conf.scheduler.max_attempts, self.conf.filter_scheduler.host_subset_size)
+        rivals = sorted((item[0] for item in passed), reverse=True)
+        if (
+            len(rivals) >= needed
+            and best < rivals[needed - 1]
+            and self.ranks_by_ram_alone(request)
+        ):
             LOG.debug(
                 "Source %s not asked: at best it weighs %s, below the %d best other hosts",
                 node.host,
@@ -290,7 +307,7 @@ class SourceMixin(SharedSourceMixin):
         held = request.source_holds.get(rs.MEMORY_MB, 0) + node.settled.get(rs.MEMORY_MB, 0)
         most = rs.capacity(memory) - held if memory else 0
         least = amounts.get(rs.MEMORY_MB, 0)
-        multiplier = self.conf.scheduler.ram_weight_multiplier
+        multiplier = self.conf.filter_scheduler.ram_weight_multiplier
         return max(multiplier * least, multiplier * most)
 
     def _judge_from_usage(
@@ -310,16 +327,15 @@ class SourceMixin(SharedSourceMixin):
         if not _fits(node.inventory, amounts, used):
             LOG.debug("Source %s lacks %s", node.host, rs.format_resources(amounts))
             return None
-        memory = node.inventory.get(rs.MEMORY_MB)
-        free_ram = rs.capacity(memory) - used.get(rs.MEMORY_MB, 0) if memory else 0
-        return self._source_destination(node, amounts, free_ram)
+        return self._source_destination(node, amounts, _free(node.inventory, used))
 
     def _source_destination(
-        self, node: host_api.ReportedNode, amounts: Resources, free_ram: float
+        self, node: host_api.ReportedNode, amounts: Resources, free: dict[str, float]
     ) -> tuple[float, Destination]:
         source = node.uuid
-        weight = self.conf.scheduler.ram_weight_multiplier * free_ram
-        return (weight, Destination(source, node.host, rs.on(source, amounts), same_host=True))
+        weight = self.conf.filter_scheduler.ram_weight_multiplier * free.get(rs.MEMORY_MB, 0)
+        dest = Destination(source, node.host, rs.on(source, amounts), same_host=True, free=free)
+        return (weight, dest)
 
     def _source_usable(self, request: SchedulingRequest) -> bool:
         found = hosts.list_owned(

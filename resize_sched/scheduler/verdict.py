@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from oslo_log import log as logging
 
-from resize_sched import exception
+from resize_sched import exception, words
 from resize_sched import resources as rs
 from resize_sched.db import host_api
 from resize_sched.placement.client import SHARING_TRAIT
@@ -50,14 +50,21 @@ class VerdictMixin:
         such as ``max_unit`` included), else ``deferred``."""
         return self._no_valid_host(request, found)
 
-    def _no_valid_host(self, request: SchedulingRequest, found: int) -> exception.NoValidHost:
-        """Tell "no room now" from "could never fit"."""
+    def _no_valid_host(
+        self,
+        request: SchedulingRequest,
+        found: int,
+        removed: Sequence[tuple[str, int]] = (),
+    ) -> exception.NoValidHost:
+        """Tell "no room now" from "could never fit"; with the hosts each
+        filter removed (``removed``: filter name, count), as Nova logs them."""
         wanted = rs.format_resources(request.destination_request)
+        filtered = words.filtered_out(removed)
         if self._could_ever_fit(request):
             return exception.NoValidHost(
                 kind=exception.NoValidHost.DEFERRED,
                 reason=f"no host has {wanted} free now ({found} candidate(s) before "
-                "filtering); retry when room is freed",
+                f"filtering{filtered}); retry when room is freed",
             )
         return exception.NoValidHost(
             kind=exception.NoValidHost.INFEASIBLE,
@@ -67,7 +74,8 @@ class VerdictMixin:
                 if request.required_traits
                 else ""
             )
-            + " even when empty",
+            + " even when empty"
+            + (f" ({found} candidate(s) before filtering{filtered})" if removed else ""),
         )
 
     def _could_ever_fit(self, request: SchedulingRequest) -> bool:

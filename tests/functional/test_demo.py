@@ -13,7 +13,7 @@ def _sections(out: str) -> dict[str, str]:
     parts: dict[str, str] = {}
     key = ""
     for line in out.splitlines():
-        if line[:2] in ("1.", "2.", "3.") and not line.startswith(" "):
+        if line[:2] in ("1.", "2.", "3.", "4.") and not line.startswith(" "):
             key = line[0]
         elif line.startswith("How to read it"):
             key = ""
@@ -78,6 +78,12 @@ def test_the_demo_shows_how_the_strategies_differ(tmp_path) -> None:
     assert "Placement requests: 2 (GET allocation_candidates, POST allocations)" in (
         _row(other, "max_flavor")
     )
+    pinned = steps["4"]
+    assert "NoValidHost: the group allows only its full host" in _row(pinned, "legacy")
+    for strategy in ("drop_and_reclaim", "max_flavor"):
+        row = _row(pinned, strategy)
+        assert "VERIFY_RESIZE in place" in row, row
+        assert "holds VCPU 2, MEMORY_MB 2048, DISK_GB 100" in row, row
     assert "nothing retries" in " ".join(out.split())
     # Nothing of the demo's left behind (the embedded Placement's schema
     # template is the process's, removed when it exits).

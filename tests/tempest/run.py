@@ -45,6 +45,7 @@ TESTS = (
     "servers.test_create_server",
     "servers.test_list_server_filters",
     "servers.test_instance_actions",
+    "servers.test_server_group",
     "admin.test_migrations",
     "admin.test_hypervisor",
     "admin.test_services",

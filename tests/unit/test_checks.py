@@ -7,7 +7,7 @@ import types
 import pytest
 from oslo_config import cfg
 
-from resize_sched import checks, strategies
+from resize_sched import checks, exception, strategies
 from resize_sched import conf as rs_conf
 from resize_sched.cmd import compute
 from resize_sched.conductor.service import ConductorService
@@ -74,7 +74,10 @@ def test_conductor_reload_uses_its_cached_loader(tmp_path, caplog):
         loaded.append(name)
         return strategies.load(name)
 
-    service = types.SimpleNamespace(conf=conf, deps=types.SimpleNamespace(strategy=strategy))
+    scheduler = types.SimpleNamespace(reload_plugins=lambda: True)
+    service = types.SimpleNamespace(
+        conf=conf, deps=types.SimpleNamespace(strategy=strategy, scheduler=scheduler)
+    )
     config.write_text("[resize]\nclaim_strategy = nope\n")
     with caplog.at_level(logging.INFO):
         ConductorService.reload(service)
@@ -84,6 +87,66 @@ def test_conductor_reload_uses_its_cached_loader(tmp_path, caplog):
     config.write_text("[resize]\nclaim_strategy = drop_and_reclaim\n")
     ConductorService.reload(service)
     assert conf.resize.claim_strategy == "drop_and_reclaim"
+
+
+def _scheduler(conf):
+    from resize_sched.scheduler.manager import Scheduler
+
+    return Scheduler(types.SimpleNamespace(), conf)  # type: ignore[arg-type]
+
+
+def test_reload_refuses_an_unknown_filter_and_keeps_the_running_ones(tmp_path, caplog):
+    config = tmp_path / "c.conf"
+    config.write_text("[filter_scheduler]\nenabled_filters = ComputeFilter\n")
+    conf = _parsed(config)
+    scheduler = _scheduler(conf)
+    scheduler.load_plugins()
+    service = types.SimpleNamespace(
+        conf=conf,
+        deps=types.SimpleNamespace(strategy=strategies.load, scheduler=scheduler),
+    )
+    config.write_text(
+        "[filter_scheduler]\nenabled_filters = ComputeFilter, SameHostFiltre\n"
+        "weight_classes = CPUWeigher\n"
+    )
+    with caplog.at_level(logging.INFO):
+        ConductorService.reload(service)
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1
+    assert "SameHostFiltre" in errors[0] and "keeping filters ComputeFilter" in errors[0]
+    assert "DifferentHostFilter" in errors[0]  # the installed ones are listed
+    filters, weighers = scheduler._plugins()
+    assert filters.names == ("ComputeFilter",)
+    assert len(weighers.names) == 6  # the running default, not CPUWeigher alone
+
+    config.write_text(
+        "[filter_scheduler]\nenabled_filters = SameHostFilter\nweight_classes = CPUWeigher\n"
+    )
+    ConductorService.reload(service)
+    filters, weighers = scheduler._plugins()
+    assert (filters.names, weighers.names) == (("SameHostFilter",), ("CPUWeigher",))
+
+
+@pytest.mark.parametrize(
+    "option, name, listed",
+    [
+        ("enabled_filters", "NopeFilter", "ComputeFilter"),
+        ("weight_classes", "NopeWeigher", "RAMWeigher"),
+    ],
+)
+def test_conductor_refuses_to_start_with_an_unknown_filter_or_weigher(
+    tmp_path, option, name, listed
+):
+    config = tmp_path / "c.conf"
+    config.write_text(
+        f"[DEFAULT]\ntransport_url = fake:/\n[database]\nconnection = sqlite:///{tmp_path}/db\n"
+        f"[filter_scheduler]\n{option} = {name}\n"
+    )
+    conf = _parsed(config)
+    with pytest.raises(exception.SchedulerPluginNotFound) as caught:
+        ConductorService(conf, recover=False)
+    assert name in str(caught.value) and listed in str(caught.value)
+    assert f"[filter_scheduler] {option}" in str(caught.value)
 
 
 # -- Placement ------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from oslo_log import log as logging
 
 from resize_sched import actions, exception, quota
 from resize_sched.api import faults, glance, policy, schemas
-from resize_sched.api.handlers import availability_zones
+from resize_sched.api.handlers import availability_zones, server_groups
 from resize_sched.api.handlers.availability_zones import HostZones
 from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.handlers.services import COMPUTE_ZONE
@@ -368,13 +368,11 @@ def show(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
     :raises faults.Forbidden: ``os_compute_api:servers:show`` refuses.
     """
     server = policy.authorized_server(req, state.db, rules.SHOW, server_id)
-    return json_response(
-        {
-            "server": view(
-                req, server, statuses=host_statuses(state, req), zones=HostZones.read(state)
-            )
-        }
-    )
+    body = view(req, server, statuses=host_statuses(state, req), zones=HostZones.read(state))
+    if "server_groups" in body:
+        group = state.db.group_of_server(server.uuid)
+        body["server_groups"] = [group.uuid] if group is not None else []
+    return json_response({"server": body})
 
 
 def create(state: "ApiState", req: ApiRequest) -> webob.Response:
@@ -387,7 +385,9 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     """
     ctxt = req.context
     policy.authorize(req, rules.CREATE)
-    body = req.validated_body(schemas.SERVER_CREATE)["server"]
+    whole = req.validated_body(schemas.SERVER_CREATE)
+    body = whole["server"]
+    hints = dict(whole.get("os:scheduler_hints") or whole.get("OS-SCH-HNT:scheduler_hints") or {})
     metadata = body.get("metadata") or {}
     check_metadata_quota(state, ctxt, metadata)
     image_ref = glance.image_ref_of(body)
@@ -401,6 +401,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
             raise faults.BadRequest("Invalid key_name provided.") from None
     try:
         flavor = visible_flavor(req, state.db, flavorid)
+        group_uuid = server_groups.requested_group(state, req, hints)
         if image_ref is not None:
             image_ref = glance.validated_image(
                 state.conf, image_ref, flavor.memory_mb, flavor.root_gb
@@ -421,9 +422,13 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
             },
             availability_zone=zone,
             quota_conf=state.conf,
+            scheduler_hints=hints or None,
+            group_uuid=group_uuid,
         )
     except exception.FlavorNotFound:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
+    except exception.ServerGroupNotFound as exc:
+        raise faults.BadRequest(exc.message) from None
     state.conductor.build_server(ctxt, server.uuid)
     LOG.info("Server %s created by %s/%s", server.uuid, ctxt.user_id, ctxt.project_id)
     created: dict[str, Any] = {

@@ -110,6 +110,7 @@ class BuildTask:
                 conf=self.deps.conf,
             ),
         )
+        refused: list[exception.GroupPolicyViolation] = []
         try:
             selection = self.deps.scheduler.select_destinations(request)
             for dest in selection.destinations:
@@ -126,13 +127,13 @@ class BuildTask:
                     # so nothing was claimed.
                     LOG.info("Build of %s: not claiming on %s: %s", server_uuid, dest.host, exc)
                     return None
-                LOG.info("Server %s placed on %s", server_uuid, dest.host)
                 try:
-                    return self.db.server_advance(
+                    placed = self.db.server_advance(
                         server_uuid,
                         expected=_SCHEDULING,
                         operation="place",
                         applied=[entry_id],
+                        group_check=request.group is not None,
                         task_state="spawning",
                         host=dest.host,
                         node=dest.host,
@@ -150,6 +151,21 @@ class BuildTask:
                         ),
                         **_group_providers(request.groups, dest.mappings),
                     )
+                except exception.GroupPolicyViolation as exc:
+                    # NOTE: the late check (Nova's): a member racing onto the
+                    # same host recorded it first. Give the claim back and try
+                    # the next alternate.
+                    LOG.info("Build of %s: %s; next alternate", server_uuid, exc)
+                    refused.append(exc)
+                    self.db.server_journal_mark(entry_id, "applied", "landed; policy refused")
+                    try:
+                        self.deps.executor.release_server(
+                            server, "policy refused", expected=_SCHEDULING, whole=False
+                        )
+                    except (exception.ServerStateConflict, exception.ServerNotFound):
+                        # NOTE: a delete recorded meanwhile releases it all.
+                        return None
+                    continue
                 except (exception.ServerStateConflict, exception.ServerNotFound):
                     # NOTE: deleted while we were claiming: give the room back
                     # rather than leak it; unless recovery adopted this very
@@ -158,12 +174,20 @@ class BuildTask:
                     if not self._adopted(server_uuid, dest.provider):
                         self._give_back(server)
                     raise
+                LOG.info("Server %s placed on %s", server_uuid, dest.host)
+                return placed
+            if refused:
+                raise exception.NoValidHost(
+                    kind=exception.NoValidHost.DEFERRED,
+                    reason=f"the server group's policy refused every candidate host "
+                    f"({refused[-1].kwargs['reason']})",
+                )
             raise exception.NoValidHost(
                 kind=exception.NoValidHost.DEFERRED,
                 reason="every candidate host refused the claim",
             )
         except exception.NoValidHost as exc:
-            said.append(words.no_host_for_build(exc, server.flavor))
+            said.append(words.no_host_for_build(exc, server.flavor, request.group))
             # NOTE: compare-and-swap on the state the build left it in: a
             # delete recorded meanwhile (``deleting``) must stay recorded, or
             # the delete's own compare-and-swap fails and the server stays

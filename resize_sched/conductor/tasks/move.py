@@ -40,7 +40,7 @@ from resize_sched import exception, words
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.facts import facts_of, group_devices, grouped
-from resize_sched.conductor.tasks.policy import Placed, policy_fields
+from resize_sched.conductor.tasks.policy import Placed, hinted_group, policy_fields
 from resize_sched.db import models
 from resize_sched.db.steps import StepEvent, StepRun
 from resize_sched.scheduler.manager import (
@@ -391,6 +391,11 @@ class MoveTask:
             ),
         )
 
+    def _grouped(self, migration: Any, run: StepRun) -> bool:
+        """Whether the moved server's request spec names a server group."""
+        spec = self._request_spec(migration.server_uuid, run)
+        return spec is not None and hinted_group(spec.scheduler_hints or {}) is not None
+
     def _request_spec(self, server_uuid: str, run: StepRun | None = None) -> Any:
         """The server's request spec, or None: the one the step read when it
         took the migration (``run``), else read now."""
@@ -441,21 +446,30 @@ class MoveTask:
                             facts, dest.provider, dest.allocation_request, dest.mappings
                         )
                     }
-                self.db.migration_advance(
-                    migration.uuid,
-                    ends=run,
-                    reload=False,
-                    expected_status=self.SCHEDULING_STATUS,
-                    step="claim",
-                    dest_host=dest.host,
-                    dest_node=dest.host,
-                    dest_rp_uuid=dest.provider,
-                    alternates=[_dest_to_dict(d) for d in queue],
-                    alternates_complete=complete,
-                    tried=sorted(tried),
-                    status=self.CLAIMED_STATUS,
-                    server_values=server_values,
-                )
+                try:
+                    self.db.migration_advance(
+                        migration.uuid,
+                        ends=run,
+                        reload=False,
+                        expected_status=self.SCHEDULING_STATUS,
+                        step="claim",
+                        dest_host=dest.host,
+                        dest_node=dest.host,
+                        dest_rp_uuid=dest.provider,
+                        alternates=[_dest_to_dict(d) for d in queue],
+                        alternates_complete=complete,
+                        tried=sorted(tried),
+                        status=self.CLAIMED_STATUS,
+                        server_values=server_values,
+                        group_host=dest.host if self._grouped(migration, run) else None,
+                    )
+                except exception.GroupPolicyViolation as exc:
+                    # NOTE: the late check (Nova's): a member racing onto
+                    # this host recorded it first. The next claim replaces
+                    # this one; with none left the failure restores the old.
+                    LOG.info("Migration %s: %s; next alternate", migration.uuid, exc)
+                    tried = tried | {dest.provider}
+                    continue
                 LOG.info("Migration %s claimed %s", migration.uuid, dest.host)
                 return dest
             if complete:

@@ -15,6 +15,7 @@ from typing import Any
 from oslo_config import cfg
 
 from resize_sched.db.api import Database
+from resize_sched.scheduler.request import GroupPolicy
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,38 @@ def policy_fields(
 def group_fields(
     db: Database, server: Placed, hints: Mapping[str, Any], *, moving: bool
 ) -> dict[str, Any]:
-    """``group``: the server's group, its members and their hosts."""
-    return {}
+    """``group``: the server's group, its members and their hosts.
+
+    Read only when the hints name a group (the ``group`` hint the API
+    recorded when it made the server a member), in one query; a server in
+    no group costs nothing. On a move the server's own host counts among
+    the group's hosts, as in Nova, so that strict affinity keeps it there.
+    """
+    group_uuid = hinted_group(hints)
+    if group_uuid is None:
+        return {}
+    found = db.group_policy_of(group_uuid, server.uuid, own_host=server.host if moving else None)
+    if found is None:
+        # NOTE: the group was deleted after the server joined it: no policy.
+        return {}
+    group, members, hosts = found
+    return {
+        "group": GroupPolicy(
+            uuid=group.uuid,
+            policy=group.policy,
+            rules=dict(group.rules or {}),
+            members=frozenset(members),
+            hosts=frozenset(hosts),
+        )
+    }
+
+
+def hinted_group(hints: Mapping[str, Any]) -> str | None:
+    """The group a ``group`` hint names (Nova stores hints as lists)."""
+    value = hints.get("group")
+    if isinstance(value, list | tuple):
+        value = value[0] if value else None
+    return value if isinstance(value, str) and value else None
 
 
 # -- availability zones ---------------------------------------------------------

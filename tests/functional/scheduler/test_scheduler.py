@@ -16,6 +16,7 @@ import pytest
 from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched import resources as rs
+from resize_sched.conf import filter_scheduler
 from resize_sched.db.api import Database
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
@@ -31,6 +32,11 @@ SHRUNK = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 10}
 LIMIT = "1000"
 #: What every candidates query asks of the root: ours, and not disabled.
 ROOTS = f"{DEFAULT_OWNER_TRAIT},!COMPUTE_STATUS_DISABLED"
+
+
+def _group_of(name: str) -> str:
+    """The option group of a scheduler option a test overrides."""
+    return "filter_scheduler" if name in {o.name for o in filter_scheduler.OPTS} else "scheduler"
 
 
 class World:
@@ -96,7 +102,7 @@ class World:
         rs_conf.parse_args(conf, [], default_config_files=[])
         self.placement.configure(conf)
         for name, value in options.items():
-            conf.set_override(name, value, group="scheduler")
+            conf.set_override(name, value, group=_group_of(name))
         client = PlacementClient.from_conf(conf)
         client.max_version  # noqa: B018 - negotiate now, so counts are exact
         client.reset_request_count()
@@ -187,7 +193,8 @@ def _second_resize(world: World, source_vcpus: int) -> tuple[Selection, Placemen
     world.add_host("host1", vcpus=source_vcpus, memory_mb=16384)
     world.add_host("host2")
     world.hold("host1", OLD)
-    scheduler, client, spy = world.scheduler()
+    # NOTE: ranked by free RAM alone, which these tests are about.
+    scheduler, client, spy = world.scheduler(weight_classes=["RAMWeigher"])
     scheduler.select_destinations(resize_request(world))
     spy.calls.clear()
     client.reset_request_count()
@@ -249,7 +256,7 @@ def test_a_source_that_could_not_make_the_answer_is_not_asked(world: World, othe
     neither chosen nor an alternate, so its usage is not read. With only two
     others it could be the third: it is asked, and comes last."""
     extra = _full_source_world(world, others)
-    scheduler, client, spy = world.scheduler(max_attempts=3)
+    scheduler, client, spy = world.scheduler(max_attempts=3, weight_classes=["RAMWeigher"])
     selection = scheduler.select_destinations(resize_request(world, **extra))
     usages = [p for _, p, _ in spy.calls if p.endswith("/usages")]
     if others == 3:
@@ -290,7 +297,7 @@ def test_our_settled_servers_on_the_source_tighten_the_bound(world: World, statu
         world.add_host(f"other{n}", memory_mb=4096)
     # 3072 MB of host1's 4096 held by a neighbour of ours: at most 1024 free.
     _settled_server(world, "host1", 2048, status=status)
-    scheduler, _, spy = world.scheduler(max_attempts=3)
+    scheduler, _, spy = world.scheduler(max_attempts=3, weight_classes=["RAMWeigher"])
     selection = scheduler.select_destinations(resize_request(world))
     asked = any(p.endswith("/usages") for _, p, _ in spy.calls)
     assert asked == (status != "ACTIVE")
@@ -300,11 +307,14 @@ def test_our_settled_servers_on_the_source_tighten_the_bound(world: World, statu
 def test_the_bound_counts_the_subset_and_the_weigher_sign(world: World) -> None:
     extra = _full_source_world(world, 3)
     # host_subset_size 4 may put the fourth best first: the source must be asked.
-    scheduler, _, spy = world.scheduler(max_attempts=3, host_subset_size=4)
+    ram = ["RAMWeigher"]
+    scheduler, _, spy = world.scheduler(max_attempts=3, host_subset_size=4, weight_classes=ram)
     scheduler.select_destinations(resize_request(world, **extra))
     assert any(p.endswith("/usages") for _, p, _ in spy.calls)
     # Stacking (a negative multiplier) favours the fullest host: the source first.
-    scheduler, _, spy = world.scheduler(max_attempts=3, ram_weight_multiplier=-1.0)
+    scheduler, _, spy = world.scheduler(
+        max_attempts=3, ram_weight_multiplier=-1.0, weight_classes=ram
+    )
     selection = scheduler.select_destinations(resize_request(world, **extra))
     assert any(p.endswith("/usages") for _, p, _ in spy.calls)
     assert world.names(selection)[0] == "host1"
@@ -914,3 +924,14 @@ def test_host_subset_size_spreads_the_choice_among_equal_hosts(world: World) -> 
     # Only the three best are ever chosen, and each of them some of the time.
     assert set(chosen) == set(best[:3])
     assert client.request_count == 30  # nothing more asked
+
+
+def test_the_source_is_asked_when_other_weighers_rank_too(world: World) -> None:
+    """With the CPU and disk weighers as well, free RAM bounds no rank: the
+    source that RAM alone would leave out is asked and weighed."""
+    extra = _full_source_world(world, 3)
+    scheduler, _, spy = world.scheduler(max_attempts=3)
+    scheduler.select_destinations(resize_request(world, **extra))
+    assert [p for _, p, _ in spy.calls if p.endswith("/usages")] == [
+        f"/resource_providers/{world.hosts['host1']}/usages"
+    ]

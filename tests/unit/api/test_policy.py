@@ -130,6 +130,15 @@ TABLE = {
     "os_compute_api:os-flavor-access": (ADMIN, "GET /flavors/{id}/os-flavor-access"),
     "os_compute_api:os-flavor-access:add_tenant_access": (ADMIN, "... addTenantAccess"),
     "os_compute_api:os-flavor-access:remove_tenant_access": (ADMIN, "... removeTenantAccess"),
+    # Nova's: a member of the project the group is made in (always the caller's own).
+    "os_compute_api:os-server-groups:create": (MEMBER - ADMIN, "POST /os-server-groups"),
+    "os_compute_api:os-server-groups:delete": (MEMBER, "DELETE /os-server-groups/{id}"),
+    "os_compute_api:os-server-groups:index": (READER, "GET /os-server-groups"),
+    "os_compute_api:os-server-groups:index:all_projects": (
+        ADMIN,
+        "GET /os-server-groups?all_projects",
+    ),
+    "os_compute_api:os-server-groups:show": (READER, "GET /os-server-groups/{id}"),
 }
 
 BASE_RULES = {

@@ -13,6 +13,7 @@ import pytest
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
+from resize_sched.conf import filter_scheduler
 from resize_sched.placement.client import DISABLED_TRAIT, Candidates
 from resize_sched.scheduler import verdict
 from resize_sched.scheduler.manager import Destination, Scheduler, SchedulingRequest
@@ -20,6 +21,11 @@ from resize_sched.scheduler.manager import Destination, Scheduler, SchedulingReq
 SMALL = {"VCPU": 1, "MEMORY_MB": 512}
 OWNER = "CUSTOM_RESIZE_SCHED_DEFAULT"
 USABLE = [OWNER, "!" + DISABLED_TRAIT]
+
+
+def _group_of(name: str) -> str:
+    """The option group of a scheduler option a test overrides."""
+    return "filter_scheduler" if name in {o.name for o in filter_scheduler.OPTS} else "scheduler"
 
 
 def inv(total: int, **kw: Any) -> dict[str, Any]:
@@ -113,7 +119,7 @@ def make_scheduler(client: FakeClient, rng: random.Random | None = None, **opts:
     conf = rs_conf.new_conf()
     rs_conf.parse_args(conf, [], default_config_files=[])
     for name, value in opts.items():
-        conf.set_override(name, value, group="scheduler")
+        conf.set_override(name, value, group=_group_of(name))
     return Scheduler(client, conf, rng=rng)  # type: ignore[arg-type]
 
 

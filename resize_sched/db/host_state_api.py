@@ -1,0 +1,157 @@
+"""Data API for the scheduler's host states (a mixin of ``Database``).
+
+What the filters and weighers know of a candidate host comes from here, read
+once per scheduling request for every candidate together: one query for the
+compute nodes with their service rows, and, only when an enabled filter or
+weigher needs them, one for the hosts' aggregates with their metadata and
+one for the servers on them. Never a query per host.
+
+The build flow keeps ``compute_nodes.failed_builds`` (the
+BuildFailureWeigher's count) with :meth:`HostStateApi.record_build_result`.
+"""
+
+import datetime
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from resize_sched.db import models
+from resize_sched.db.host_api import COMPUTE_BINARY
+from resize_sched.db.session import SessionSource, retry_on_deadlock
+
+#: Values per ``IN (...)``.
+_CHUNK = 500
+
+
+class NodeRow(NamedTuple):
+    """A compute node and its compute service, as one host state needs them."""
+
+    uuid: str
+    host: str
+    hypervisor_hostname: str
+    hypervisor_type: str
+    inventory: dict[str, Any]
+    failed_builds: int
+    #: None: no service row (its service never reported)
+    disabled: bool | None
+    forced_down: bool
+    last_seen_up: datetime.datetime | None
+
+
+class AggregateRow(NamedTuple):
+    """An aggregate a host is in, with its metadata."""
+
+    uuid: str
+    name: str
+    metadata: dict[str, str]
+
+
+def _chunks(values: Iterable[str]) -> list[list[str]]:
+    wanted = sorted(set(values))
+    return [wanted[i : i + _CHUNK] for i in range(0, len(wanted), _CHUNK)]
+
+
+class HostStateApi(SessionSource):
+    """Compute nodes, aggregates and servers by host, for the scheduler."""
+
+    def host_state_nodes(self, uuids: Iterable[str]) -> dict[str, NodeRow]:
+        """The compute node of each provider with its service's flags.
+
+        :returns: provider uuid -> row; providers no service reported are absent.
+        """
+        node, service = models.ComputeNode, models.Service
+        select = sa.select(
+            node.uuid,
+            node.host,
+            node.hypervisor_hostname,
+            node.hypervisor_type,
+            node.inventory,
+            node.failed_builds,
+            service.disabled,
+            service.forced_down,
+            service.last_seen_up,
+        ).join(
+            service,
+            sa.and_(service.host == node.host, service.binary == COMPUTE_BINARY),
+            isouter=True,
+        )
+        out: dict[str, NodeRow] = {}
+        with self._reader() as session:
+            for chunk in _chunks(uuids):
+                for row in session.execute(select.where(node.uuid.in_(chunk))):
+                    uuid, host, hh, ht, inventory, failed, disabled, forced, seen = row
+                    out[uuid] = NodeRow(
+                        uuid,
+                        host,
+                        hh,
+                        ht or "fake",
+                        inventory or {},
+                        failed or 0,
+                        None if disabled is None else bool(disabled),
+                        bool(forced),
+                        seen,
+                    )
+        return out
+
+    def host_aggregates(self, hosts: Iterable[str]) -> dict[str, list[AggregateRow]]:
+        """The aggregates each host is in, with their metadata.
+
+        :returns: host -> aggregates (hosts in none are absent).
+        """
+        agg, member, meta = models.Aggregate, models.AggregateHost, models.AggregateMetadata
+        select = (
+            sa.select(member.host, agg.id, agg.uuid, agg.name, meta.key, meta.value)
+            .join(agg, agg.id == member.aggregate_id)
+            .join(meta, meta.aggregate_id == agg.id, isouter=True)
+        )
+        found: dict[str, dict[int, AggregateRow]] = {}
+        with self._reader() as session:
+            for chunk in _chunks(hosts):
+                for host, agg_id, uuid, name, key, value in session.execute(
+                    select.where(member.host.in_(chunk))
+                ):
+                    row = found.setdefault(host, {}).setdefault(
+                        agg_id, AggregateRow(uuid, name, {})
+                    )
+                    if key is not None:
+                        row.metadata[key] = value
+        return {host: list(rows.values()) for host, rows in found.items()}
+
+    def servers_on_hosts(self, hosts: Iterable[str]) -> dict[str, set[str]]:
+        """The uuids of the servers (not deleted) on each host.
+
+        :returns: host -> server uuids (hosts with none are absent).
+        """
+        server = models.Server
+        out: dict[str, set[str]] = {}
+        with self._reader() as session:
+            for chunk in _chunks(hosts):
+                for host, uuid in session.execute(
+                    sa.select(server.host, server.uuid).where(
+                        server.host.in_(chunk), server.deleted_at.is_(None)
+                    )
+                ):
+                    out.setdefault(host, set()).add(uuid)
+        return out
+
+    @retry_on_deadlock
+    def record_build_result(self, rp_uuid: str, *, failed: bool) -> None:
+        """Count a failed build on a compute node, or reset the count on a success.
+
+        The BuildFailureWeigher reads the count; an unknown provider is a no-op.
+        """
+        with self._writer() as session:
+            record_build_result(session, rp_uuid, failed=failed)
+
+
+def record_build_result(session: Session, rp_uuid: str, *, failed: bool) -> None:
+    """:meth:`HostStateApi.record_build_result` inside the caller's transaction."""
+    node = models.ComputeNode
+    value = node.failed_builds + 1 if failed else 0
+    update = sa.update(node).where(node.uuid == rp_uuid)
+    if not failed:
+        # NOTE: a success on a host with no failures writes nothing.
+        update = update.where(node.failed_builds != 0)
+    session.execute(update.values(failed_builds=value))

@@ -1,0 +1,131 @@
+"""Host weighers: each ranks the candidate hosts the filters kept.
+
+A weigher is a :class:`BaseHostWeigher` subclass installed as an entry point
+of the ``resize_sched.scheduler.weights`` namespace under its class name
+(Nova's: ``RAMWeigher``...), enabled by ``[filter_scheduler] weight_classes``.
+As in Nova, each weigher's raw values (:meth:`BaseHostWeigher._weigh_object`)
+are scaled to 0..1 across the candidates (its lowest to 0, its highest to 1,
+all 0 when they are equal), times the weigher's multiplier, and the products
+summed into each host's weight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from resize_sched.scheduler import plugins
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
+
+    from resize_sched.scheduler.host_state import HostState
+    from resize_sched.scheduler.request import SchedulingRequest
+
+
+def normalize(
+    values: Sequence[float], minval: float | None = None, maxval: float | None = None
+) -> list[float]:
+    """Scale ``values`` to 0..1 between ``minval`` and ``maxval`` (their own
+    lowest and highest when None); all 0 when the range is empty."""
+    if not values:
+        return []
+    low = min(values) if minval is None else minval
+    high = max(values) if maxval is None else maxval
+    span = high - low
+    if span == 0:
+        return [0.0] * len(values)
+    return [(v - low) / span for v in values]
+
+
+class BaseHostWeigher:
+    """One weigher. Subclasses implement :meth:`_weigh_object` and name the
+    option of their multiplier in :attr:`multiplier_option`.
+
+    :cvar needs: extra facts its host states must carry (as a filter's).
+    :cvar minval: a fixed lowest raw value for the scaling (None: the
+        candidates' own); ``maxval`` likewise.
+    """
+
+    needs: ClassVar[frozenset[str]] = frozenset()
+    multiplier_option: ClassVar[str | None] = None
+    minval: ClassVar[float | None] = None
+    maxval: ClassVar[float | None] = None
+
+    def __init__(self) -> None:
+        self.conf: cfg.ConfigOpts | None = None
+
+    def needs_for(self, request: SchedulingRequest) -> frozenset[str]:
+        """What :attr:`needs` holds that ``request`` makes it read (all of it
+        by default; a group or hint plug-in needs nothing without its group
+        or hint)."""
+        return self.needs
+
+    def configure(self, conf: cfg.ConfigOpts) -> None:
+        self.conf = conf
+
+    def weight_multiplier(self, host_state: HostState | None = None) -> float:
+        """The multiplier, ``[filter_scheduler] <multiplier_option>`` (1.0 if none)."""
+        if self.multiplier_option is None or self.conf is None:
+            return 1.0
+        return float(self.conf.filter_scheduler[self.multiplier_option])
+
+    def _weigh_object(self, host_state: HostState, request: SchedulingRequest) -> float:
+        """The raw weight of one host (higher is better before the multiplier)."""
+        raise NotImplementedError
+
+    def weigh_objects(
+        self, host_states: Sequence[HostState], request: SchedulingRequest
+    ) -> list[float]:
+        """Raw weights of every host, in order."""
+        return [self._weigh_object(h, request) for h in host_states]
+
+    def neutral(self, request: SchedulingRequest) -> bool:
+        """True when it weighs every host alike for ``request`` (a multiplier
+        of 0, a group weigher without such a group): then it cannot change
+        the order, and the scheduler may rank by the other weighers alone."""
+        return self.weight_multiplier() == 0
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+
+class WeigherChain:
+    """The enabled weighers.
+
+    :raises SchedulerPluginNotFound: a name is not installed.
+    """
+
+    def __init__(self, conf: cfg.ConfigOpts, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self.weighers: list[BaseHostWeigher] = plugins.load(
+            plugins.WEIGHERS, self.names, BaseHostWeigher
+        )
+        for w in self.weighers:
+            w.configure(conf)
+
+    def needs_for(self, request: SchedulingRequest) -> frozenset[str]:
+        """What the host states must carry for ``request``."""
+        return frozenset().union(
+            *(w.needs_for(request) for w in self.weighers if not w.neutral(request))
+        )
+
+    def weigh(self, host_states: Sequence[HostState], request: SchedulingRequest) -> list[float]:
+        """Each host's weight: the sum over weighers of multiplier x scaled value."""
+        totals = [0.0] * len(host_states)
+        if len(host_states) < 2:
+            return totals  # NOTE: one host: nothing to rank
+        for w in self.weighers:
+            if w.neutral(request):
+                continue
+            scaled = normalize(w.weigh_objects(host_states, request), w.minval, w.maxval)
+            multiplier = w.weight_multiplier()
+            for i, value in enumerate(scaled):
+                totals[i] += multiplier * value
+        return totals
+
+    def only(self, name: str, request: SchedulingRequest) -> bool:
+        """Whether ``name`` is the only weigher that can tell hosts apart here."""
+        active = [w.name for w in self.weighers if not w.neutral(request)]
+        return active == [name] or not active
