@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from resize_sched import conf as rs_conf
-from resize_sched.conf import filter_scheduler
 from resize_sched import exception
 from resize_sched import resources as rs
+from resize_sched.conf import filter_scheduler
 from resize_sched.db.api import Database
 from resize_sched.placement.client import ConsumerWrite, PlacementClient
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT

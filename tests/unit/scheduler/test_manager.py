@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from resize_sched import conf as rs_conf
-from resize_sched.conf import filter_scheduler
 from resize_sched import exception
+from resize_sched.conf import filter_scheduler
 from resize_sched.placement.client import DISABLED_TRAIT, Candidates
 from resize_sched.scheduler import verdict
 from resize_sched.scheduler.manager import Destination, Scheduler, SchedulingRequest
