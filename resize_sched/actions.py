@@ -6,7 +6,7 @@ step is a compare-and-swap on the server (and migration), so two concurrent
 requests can never both start: the second gets a typed conflict error.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from oslo_log import log as logging
@@ -45,6 +45,7 @@ def create_server(
     image_ref: str | None = None,
     context: RequestContext | None = None,
     attributes: dict[str, Any] | None = None,
+    scheduler_hints: Mapping[str, Any] | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
@@ -61,6 +62,8 @@ def create_server(
     :param context: the request; when given, its ``create`` action is recorded.
     :param attributes: what the owner gave the server besides (access
         addresses, metadata), by column.
+    :param scheduler_hints: ``os:scheduler_hints`` as given (validated),
+        kept in the request spec for every later scheduling of the server.
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
@@ -82,6 +85,7 @@ def create_server(
         resources=request.resources,
         required_traits=sorted(request.required_traits),
         force_hosts=list(force_hosts),
+        scheduler_hints=dict(scheduler_hints or {}),
     )
     _record(db, context, server.uuid, action_api.CREATE)
     LOG.info("Server %s (%s) recorded with flavor %s", server.uuid, name, flavorid)

@@ -364,7 +364,11 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
     """
     ctxt = req.context
     policy.authorize(req, rules.CREATE)
-    body = req.validated_body(schemas.SERVER_CREATE)["server"]
+    whole = req.validated_body(schemas.SERVER_CREATE)
+    body = whole["server"]
+    # NOTE: as Nova: the first of the two names given; stored whole in the
+    # request spec (the scheduler's filters read same_host/different_host).
+    hints = whole.get("os:scheduler_hints") or whole.get("OS-SCH-HNT:scheduler_hints") or {}
     metadata = body.get("metadata") or {}
     _check_metadata_quota(metadata)
     image_ref = glance.image_ref_of(body)
@@ -383,6 +387,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
             user_id=ctxt.user_id,
             image_ref=image_ref,
             context=ctxt,
+            scheduler_hints=hints,
             attributes={
                 "access_ip_v4": body.get("accessIPv4"),
                 "access_ip_v6": canonical_ipv6(body.get("accessIPv6")),
