@@ -12,7 +12,6 @@ from resize_sched.scheduler.filters import BaseHostFilter, FilterChain, extra_sp
 from resize_sched.scheduler.host_state import HostState
 from resize_sched.scheduler.request import GroupPolicy, SchedulingRequest
 
-NOW = datetime.datetime.now(datetime.UTC)
 ME = "11111111-1111-1111-1111-111111111111"
 OTHER = "22222222-2222-2222-2222-222222222222"
 THIRD = "33333333-3333-3333-3333-333333333333"
@@ -34,7 +33,7 @@ def _filter(name: str, **default: Any) -> BaseHostFilter:
 
 def _host(name: str = "h1", **kw: Any) -> HostState:
     kw.setdefault("service_known", True)
-    kw.setdefault("last_seen_up", NOW)
+    kw.setdefault("last_seen_up", datetime.datetime.now(datetime.UTC))
     return HostState(f"rp-{name}", name, **kw)
 
 
@@ -55,18 +54,22 @@ def _aggregate(**metadata: str) -> AggregateRow:
         ({}, True),
         ({"disabled": True}, False),
         ({"forced_down": True}, False),
-        ({"last_seen_up": NOW - datetime.timedelta(seconds=61)}, False),
-        ({"last_seen_up": NOW - datetime.timedelta(seconds=59)}, True),
+        ({"age": 61}, False),
+        ({"age": 50}, True),
         ({"last_seen_up": None}, False),
         ({"service_known": False, "last_seen_up": None}, True),
     ],
 )
 def test_compute_filter(state: dict, passes: bool) -> None:
+    if "age" in state:
+        ago = datetime.timedelta(seconds=state.pop("age"))
+        state["last_seen_up"] = datetime.datetime.now(datetime.UTC) - ago
     assert _filter("ComputeFilter").host_passes(_host(**state), _request()) is passes
 
 
 def test_compute_filter_reads_service_down_time() -> None:
-    stale = _host(last_seen_up=NOW - datetime.timedelta(seconds=100))
+    now = datetime.datetime.now(datetime.UTC)
+    stale = _host(last_seen_up=now - datetime.timedelta(seconds=100))
     assert not _filter("ComputeFilter").host_passes(stale, _request())
     assert _filter("ComputeFilter", service_down_time=120).host_passes(stale, _request())
 
