@@ -54,7 +54,7 @@ class Figures:
     prefer_same_host: bool = False
     workers: int = 1
     hosts: int = 0
-    #: [scheduler] host_subset_size of the run (None: the option's default)
+    #: [filter_scheduler] host_subset_size of the run (None: the option's default)
     subset: int | None = None
     schedule_rt: list[int] = field(default_factory=list)
     confirm_rt: list[int] = field(default_factory=list)

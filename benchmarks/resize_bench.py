@@ -445,9 +445,9 @@ class Bench:
         conf.set_override("claim_strategy", strategy, group="resize")
         conf.set_override("prefer_same_host", prefer_same_host, group="resize")
         if subset is not None:
-            conf.set_override("host_subset_size", subset, group="scheduler")
+            conf.set_override("host_subset_size", subset, group="filter_scheduler")
         else:
-            conf.clear_override("host_subset_size", group="scheduler")
+            conf.clear_override("host_subset_size", group="filter_scheduler")
         deps = TaskDeps.build(conf, self.db, PlacementClient.from_conf(conf))
         # NOTE: what a conductor does once at start (version discovery,
         # strategy loading) is not a resize's cost.
@@ -460,7 +460,7 @@ class Bench:
     ) -> Figures:
         """Floor, cycles (and, with one worker, failures) of one configuration.
 
-        :param subset: ``[scheduler] host_subset_size`` (None: ``--host-subset-size``,
+        :param subset: ``[filter_scheduler] host_subset_size`` (None: ``--host-subset-size``,
             else the option's default).
         """
         args, cloud = self.args, self.cloud
@@ -694,14 +694,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--host-subset-size",
         type=int,
         metavar="N",
-        help="[scheduler] host_subset_size for every run (default: the option's default)",
+        help="[filter_scheduler] host_subset_size for every run (default: the option's default)",
     )
     parser.add_argument(
         "--concurrency-subsets",
         type=_ints,
         default=[1, 4, 8],
         metavar="N,N,...",
-        help="[scheduler] host_subset_size values the concurrency runs compare "
+        help="[filter_scheduler] host_subset_size values the concurrency runs compare "
         "(default 1,4,8: always the best host, or one of the best four or eight "
         "at random)",
     )
@@ -848,7 +848,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Placement: {describe_placement(args)}; resize_sched database: {describe_db(args)}; "
         f"+psh = [resize] prefer_same_host; requests counted by the client; {elapsed:.0f} s"
         + (
-            f"; [scheduler] host_subset_size={args.host_subset_size}"
+            f"; [filter_scheduler] host_subset_size={args.host_subset_size}"
             if args.host_subset_size is not None
             else ""
         )

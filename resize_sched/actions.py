@@ -112,7 +112,7 @@ def create_server(
         required_traits=sorted(request.required_traits),
         force_hosts=list(force_hosts),
         availability_zone=availability_zone,
-        scheduler_hints=scheduler_hints,
+        scheduler_hints=dict(scheduler_hints or {}),
     )
     _record(db, context, server.uuid, action_api.CREATE)
     LOG.info("Server %s (%s) recorded with flavor %s", server.uuid, name, flavorid)

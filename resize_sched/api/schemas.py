@@ -12,6 +12,7 @@ refuse them clearly (no volumes here); any other key is refused.
 from typing import Any
 
 import jsonschema
+from oslo_utils import uuidutils
 
 from resize_sched.api import faults
 
@@ -176,6 +177,30 @@ UUID_PATTERN = (
     "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\\Z"
 )
 
+_UUID = {"type": "string", "format": "uuid"}
+
+#: ``os:scheduler_hints`` at create, as Nova checks them: ``same_host`` and
+#: ``different_host`` name servers (one uuid or a list), ``group`` a server
+#: group; the others Nova knows are checked for their shape, and any other
+#: hint is accepted and ignored (Nova relaxed the schema so).
+SCHEDULER_HINTS = {
+    "type": "object",
+    "properties": {
+        "group": {"oneOf": [{"type": "array", "items": _UUID}, _UUID]},
+        "different_host": {"oneOf": [_UUID, {"type": "array", "items": _UUID}]},
+        "same_host": {"type": ["string", "array"], "items": _UUID},
+        "query": {"type": ["string", "object"]},
+        "target_cell": {"type": "string", "minLength": 1, "maxLength": 255},
+        "different_cell": {"type": ["string", "array"], "items": {"type": "string"}},
+        "build_near_host_ip": {
+            "type": "string",
+            "oneOf": [{"format": "ipv4"}, {"format": "ipv6"}],
+        },
+        "cidr": {"type": "string", "pattern": "^/[0-9a-f.:]+$"},
+    },
+    "additionalProperties": True,
+}
+
 SERVER_CREATE = {
     "type": "object",
     "properties": {
@@ -208,17 +233,8 @@ SERVER_CREATE = {
             "required": ["name", "flavorRef"],
             "additionalProperties": False,
         },
-        "os:scheduler_hints": {"$ref": "#/$defs/scheduler_hints"},
-        "OS-SCH-HNT:scheduler_hints": {"$ref": "#/$defs/scheduler_hints"},
-    },
-    "$defs": {
-        # NOTE: the server group hint only (its member joins at create);
-        # the scheduler's other hints are not taken here.
-        "scheduler_hints": {
-            "type": "object",
-            "properties": {"group": {"type": "string", "pattern": UUID_PATTERN}},
-            "additionalProperties": False,
-        }
+        "os:scheduler_hints": SCHEDULER_HINTS,
+        "OS-SCH-HNT:scheduler_hints": SCHEDULER_HINTS,
     },
     "required": ["server"],
     "additionalProperties": False,
@@ -465,9 +481,16 @@ def server_update(with_description: bool) -> dict[str, Any]:
     }
 
 
-#: The formats checked (as Nova's validator does): only the address ones
-#: are used in our schemas.
+#: The formats checked (as Nova's validator does): the address ones and
+#: ``uuid`` (a server or group id in a scheduler hint).
 _FORMATS = jsonschema.FormatChecker(["ipv4", "ipv6"])
+
+
+@_FORMATS.checks("uuid")
+def _is_uuid(value: object) -> bool:
+    # NOTE: as Nova's: anything uuid.UUID reads (with or without dashes);
+    # a non-string is the type check's to refuse.
+    return not isinstance(value, str) or uuidutils.is_uuid_like(value)
 
 
 def _describe(error: jsonschema.ValidationError) -> str:

@@ -12,10 +12,11 @@ The conductor steps' compare-and-swaps over a migration and its server live in
 """
 
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from resize_sched import exception, resources
 from resize_sched.db import models
@@ -203,6 +204,7 @@ class ServerApi(SessionSource):
         *,
         expected: Mapping[str, Any] | None = None,
         operation: str = "update",
+        then: Callable[[Session], None] | None = None,
         **values: Any,
     ) -> models.Server:
         """Update a live server, if it is still as ``expected`` (compare-and-swap).
@@ -215,6 +217,8 @@ class ServerApi(SessionSource):
         :param expected: column -> value the row must have; ``None`` means
             NULL, a list/tuple/set any of its members.
         :param operation: what the caller is doing, for the conflict message.
+        :param then: more work in the same transaction, run only when the
+            swap changed the row (a compute node's failed builds).
         :param values: columns to set; a Flavor for ``flavor`` is snapshotted.
         :returns: the server as updated.
         :raises resize_sched.exception.ServerNotFound: no such live server.
@@ -236,7 +240,7 @@ class ServerApi(SessionSource):
             values["launched_at"] = sa.func.coalesce(
                 models.Server.launched_at, sa.literal(models.utcnow(), models.UTCDateTime())
             )
-        return self._server_swap(uuid, expected, operation, values)
+        return self._server_swap(uuid, expected, operation, values, then)
 
     def server_touch(
         self, uuid: str, /, *, expected: Mapping[str, Any], operation: str
@@ -253,12 +257,19 @@ class ServerApi(SessionSource):
 
     @retry_on_deadlock
     def _server_swap(
-        self, uuid: str, expected: Mapping[str, Any], operation: str, values: dict[str, Any]
+        self,
+        uuid: str,
+        expected: Mapping[str, Any],
+        operation: str,
+        values: dict[str, Any],
+        then: Callable[[Session], None] | None = None,
     ) -> models.Server:
         conditions = [models.Server.deleted_at.is_(None)]
         conditions += [match(getattr(models.Server, k), v) for k, v in expected.items()]
         with self._writer() as session:
             changed, server = update_where(session, models.Server, uuid, conditions, values)
+            if changed and then is not None:
+                then(session)
         if server is None or (changed == 0 and server.deleted_at is not None):
             raise exception.ServerNotFound(server_id=uuid)
         if changed == 0:

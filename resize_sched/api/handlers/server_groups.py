@@ -22,6 +22,7 @@ from oslo_log import log as logging
 from resize_sched import exception, quota
 from resize_sched.api import faults, policy, schemas
 from resize_sched.api.request import ApiRequest, empty_response, int_param, json_response
+from resize_sched.conductor.tasks.policy import hinted_group
 from resize_sched.db import models
 from resize_sched.db.project_scope import ALL_PROJECTS
 from resize_sched.policies import server_groups as rules
@@ -165,7 +166,7 @@ def requested_group(state: "ApiState", req: ApiRequest, hints: dict[str, Any]) -
     :raises faults.BadRequest: no such group (Nova's 400).
     :raises faults.Forbidden: the group is full under its quota.
     """
-    group_uuid = hints.get("group")
+    group_uuid = hinted_group(hints)
     if group_uuid is None:
         return None
     try:

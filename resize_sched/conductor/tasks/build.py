@@ -25,7 +25,7 @@ from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.policy import Placed, placed_zone, policy_fields
-from resize_sched.db import action_api
+from resize_sched.db import action_api, host_state_api
 from resize_sched.placement.client import owner_trait
 from resize_sched.placement.foreign import split
 from resize_sched.placement.server_executor import server_classes
@@ -270,11 +270,15 @@ class BuildTask:
         return server.rp_uuid == rp_uuid and server.placement_generation is not None
 
     def spawned(self, server_uuid: str) -> Any:
-        """The host spawned the server: it becomes ACTIVE."""
+        """The host spawned the server: it becomes ACTIVE, and its node's
+        count of failed builds (the BuildFailureWeigher's) starts again from 0
+        in the same transaction."""
+        server = self.db.server_get(server_uuid)
         return self.db.server_update(
             server_uuid,
-            expected=_SPAWNING,
+            expected={**_SPAWNING, "rp_uuid": server.rp_uuid},
             operation="finish the build",
+            then=_build_result(server.rp_uuid, failed=False),
             status="ACTIVE",
             vm_state="active",
             task_state=None,
@@ -304,11 +308,14 @@ class BuildTask:
             return None
         LOG.warning("Build of server %s failed: %s", server_uuid, reason)
         # NOTE: the server is on no host now; heal must not give it room back.
+        # The node it failed on counts one failed build more, in the same
+        # transaction (a duplicate report changes nothing: it finds ERROR).
         try:
             return self.db.server_update(
                 server_uuid,
                 expected=_SPAWNING,
                 operation="fail the build",
+                then=_build_result(server.rp_uuid, failed=True),
                 status="ERROR",
                 vm_state="error",
                 task_state=None,
@@ -322,6 +329,13 @@ class BuildTask:
         except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
             LOG.info("Build of server %s: %s", server_uuid, exc)
             return None
+
+
+def _build_result(rp_uuid: str | None, *, failed: bool) -> Any:
+    """The failed-builds change of a build step, run in its transaction."""
+    if rp_uuid is None:
+        return None
+    return lambda session: host_state_api.record_build_result(session, rp_uuid, failed=failed)
 
 
 def _group_providers(

@@ -42,12 +42,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from resize_sched import actions, rpc
 from resize_sched.compute.rpcapi import ComputeAPI
 from resize_sched.conductor import recovery
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.context import admin_context
+from resize_sched.db import models
 from resize_sched.db.api import Database
 from resize_sched.placement.embedded import PlacementEndpoint
 from tests.functional.fixtures.cloud import Cloud
@@ -162,6 +164,10 @@ def proxied_run(
     with tempfile.TemporaryDirectory(prefix="faults-", dir=SCRATCH) as tmp:
         shutil.copytree(made.directory, tmp, dirs_exist_ok=True)
         db = Database(sqlite_url(tmp))
+        # NOTE: the template's compute services reported when it was made:
+        # they report again, or the ComputeFilter finds them down.
+        with db._writer() as session:
+            session.execute(sa.update(models.Service).values(last_seen_up=models.utcnow()))
         try:
             with (
                 PlacementHTTP(os.path.join(tmp, "placement")) as real,
