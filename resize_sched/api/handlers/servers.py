@@ -414,7 +414,6 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
             user_id=ctxt.user_id,
             image_ref=image_ref,
             context=ctxt,
-            scheduler_hints=hints,
             attributes={
                 "access_ip_v4": body.get("accessIPv4"),
                 "access_ip_v6": canonical_ipv6(body.get("accessIPv6")),
