@@ -182,7 +182,6 @@ ROUTES = (
     Route("GET", "/os-hosts/{host_name}/startup", hosts.startup),
     Route("GET", "/os-hosts/{host_name}/shutdown", hosts.shutdown),
     Route("GET", "/os-hosts/{host_name}/reboot", hosts.reboot),
-    Route("GET", "/os-aggregates", hypervisors.aggregates),
     Route("GET", "/os-server-groups", server_groups.index),
     Route("POST", "/os-server-groups", server_groups.create),
     Route("GET", "/os-server-groups/{server_group_id}", server_groups.show),
