@@ -123,6 +123,8 @@ def test_a_schedule_that_claims_at_once_runs_few_statements(make_cloud: Any) -> 
         ["SELECT", "migrations.id,"],
         ["INSERT", "INTO"],
         ["UPDATE", "instance_actions"],
+        # the policies: the source host's zone, which a move stays in
+        ["SELECT", "aggregate_metadata.value,"],
         # intent: the migration locked (with its journal's last seq), the
         # entry, the holdings (not read back)
         ["SELECT", "migrations.id,"],
@@ -136,8 +138,8 @@ def test_a_schedule_that_claims_at_once_runs_few_statements(make_cloud: Any) -> 
         ["UPDATE", "instance_action_events"],
         ["UPDATE", "instance_actions"],
     ], "\n".join(statements)
-    assert len(statements) == 12
+    assert len(statements) == 13
     assert "request_specs" in statements[1] and "instance_action_events" in statements[1]
-    assert "migration_journal" in statements[4]
+    assert "migration_journal" in statements[5]
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
     cloud.check()
