@@ -336,6 +336,12 @@ class Stack:
             [resize]
             claim_strategy = {self.strategy}
             allow_same_host = true
+            # NOTE: the clients share one project; Nova's default quotas
+            # (10 servers) would refuse builds the soak means to race.
+            [quota]
+            instances = -1
+            cores = -1
+            ram = -1
             """
         ) + textwrap.dedent(self.options)
         for i in range(1, self.computes + 1):

@@ -63,6 +63,12 @@ stuck_after = 300
 [resize]
 claim_strategy = {FIRST}
 allow_same_host = true
+# One project boots all 50 servers: Nova's default quotas (10 servers,
+# 20 cores) would refuse most of them.
+[quota]
+instances = -1
+cores = -1
+ram = -1
 """
 
 

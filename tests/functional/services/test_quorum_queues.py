@@ -28,8 +28,10 @@ from tests.functional.fixtures.deployment import (
 
 pytestmark = [pytest.mark.rabbit, pytest.mark.slow]
 
-# host1 is the roomiest (servers boot there); with allow_same_host off every
-# resize goes to host2.
+# host1 is the roomiest (servers boot there: free memory alone ranks the
+# hosts, as Nova's other default weighers would favour the emptier host2
+# once host1 holds a server); with allow_same_host off every resize goes to
+# host2.
 HOSTS = {"host1": 32768, "host2": 16384}
 NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
 PREP_QUEUE = "compute.host2"
@@ -43,6 +45,8 @@ stuck_after = 600
 [resize]
 claim_strategy = max_flavor
 allow_same_host = false
+[filter_scheduler]
+weight_classes = RAMWeigher
 """
 
 QUORUM = """\

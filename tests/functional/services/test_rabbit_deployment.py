@@ -25,7 +25,9 @@ from tests.functional.fixtures.deployment import (
 pytestmark = pytest.mark.rabbit
 
 # host1 is the roomiest (servers boot there), host2 the next (a resize tries
-# it first, and its prep_resize is made to fail), host3 the last.
+# it first, and its prep_resize is made to fail), host3 the last. Free memory
+# alone ranks them: with Nova's default weighers free vCPUs and disk count
+# too, and host1, holding the servers, would fall behind host2.
 HOSTS = {"host1": 32768, "host2": 24576, "host3": 16384}
 OLD = {"VCPU": 1, "MEMORY_MB": 1024, "DISK_GB": 10}
 NEW = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
@@ -39,6 +41,8 @@ stuck_after = 5
 [resize]
 claim_strategy = max_flavor
 allow_same_host = false
+[filter_scheduler]
+weight_classes = RAMWeigher
 [fake_driver]
 fail_on = host2:prep_resize
 """
