@@ -287,6 +287,13 @@ class OverQuota(ResizeSchedException):
     code = "resize_sched.over_quota"
 
 
+class LimitsUnavailable(ResizeSchedException):
+    """Keystone's unified limits could not be read (HTTP 503)."""
+
+    msg_fmt = "Keystone's limits could not be read: %(reason)s"
+    code = "resize_sched.limits_unavailable"
+
+
 # -- scheduling and resize --------------------------------------------------------
 
 

@@ -1,10 +1,13 @@
-"""Quota limits and their check.
+"""Quota limits and their check, whichever ``[quota] driver`` is set.
 
-A limit on a resource comes, first found wins, from the project's user row
-(``quotas`` with ``user_id``), the project's row, the ``default`` quota
-class, then the ``[quota]`` option of the same name; -1 is unlimited. What
-counts as used is the caller's to say (it counts from the database in the
-same place it is about to add to it): :func:`enforce` only compares.
+Every caller goes through these functions and never asks which driver is
+set. With ``db`` (and ``noop``, which enforces nothing) a limit on a
+resource comes, first found wins, from the project's user row (``quotas``
+with ``user_id``), the project's row, the ``default`` quota class, then the
+``[quota]`` option of the same name. With ``unified_limits`` it comes from
+Keystone (:mod:`resize_sched.unified_limits`). -1 is unlimited. What counts
+as used is the caller's to say (it counts from the database in the same
+place it is about to add to it): :func:`enforce` only compares.
 """
 
 from typing import Any
@@ -12,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from oslo_config import cfg
 
-from resize_sched import exception
+from resize_sched import exception, unified_limits
 from resize_sched.db import models
 
 #: The quota class every project takes its defaults from.
@@ -55,17 +58,50 @@ def _configured(conf: cfg.ConfigOpts) -> dict[str, int]:
     return found
 
 
+def _unified(conf: cfg.ConfigOpts) -> bool:
+    return conf.quota.driver == "unified_limits"
+
+
+def _from_keystone(found: dict[str, int]) -> dict[str, int]:
+    # NOTE: as Nova's: what Keystone has no name for (nova-network's) is unlimited.
+    return {**dict.fromkeys(ALL_RESOURCES, UNLIMITED), **found}
+
+
+def settable(conf: cfg.ConfigOpts) -> bool:
+    """Whether os-quota-sets and os-quota-class-sets updates are stored: not
+    with ``unified_limits``, whose limits are Keystone's (an update is then
+    accepted and changes nothing, as in Nova)."""
+    return not _unified(conf)
+
+
 def defaults(db: Any, conf: cfg.ConfigOpts) -> dict[str, int]:
-    """Every resource's default: the ``default`` quota class over ``[quota]``."""
+    """Every resource's default: the ``default`` quota class over ``[quota]``
+    (``unified_limits``: Keystone's registered limits)."""
+    if _unified(conf):
+        return _from_keystone(unified_limits.defaults(conf))
     found = _configured(conf)
     found.update(db.quota_class_get(DEFAULT_CLASS))
     return found
 
 
+def class_limits(db: Any, conf: cfg.ConfigOpts, class_name: str) -> dict[str, int]:
+    """A quota class's limits: the defaults, then what the class sets (as Nova;
+    ``unified_limits``: every class shows Keystone's registered limits)."""
+    if _unified(conf):
+        return defaults(db, conf)
+    return {**defaults(db, conf), **db.quota_class_get(class_name)}
+
+
 def limits(
     db: Any, conf: cfg.ConfigOpts, project_id: str, user_id: str | None = None
 ) -> dict[str, int]:
-    """Every resource's limit for ``project_id`` (and ``user_id`` within it)."""
+    """Every resource's limit for ``project_id`` (and ``user_id`` within it;
+    ``unified_limits`` has no per-user limits).
+
+    :raises LimitsUnavailable: ``unified_limits``, and Keystone did not answer.
+    """
+    if _unified(conf):
+        return _from_keystone(unified_limits.limits(conf, project_id))
     found = _configured(conf)
     with db._reader() as session:
         for row in session.scalars(
@@ -99,11 +135,16 @@ def enforce(
     :param used: resource -> how much is used now.
     :raises OverQuota: the first resource (in :data:`RESOURCES` order) the
         request would take past its limit.
+    :raises LimitsUnavailable: ``unified_limits``, and Keystone did not answer.
     """
     if conf.quota.driver == "noop":
         return
     wanted = {rc: d for rc, d in deltas.items() if d > 0}
     if not wanted:
+        return
+    if _unified(conf):
+        # NOTE: oslo.limit compares, against the project's limits in Keystone.
+        unified_limits.enforce(conf, project_id, wanted, used, RESOURCES)
         return
     found = limits(db, conf, project_id, user_id)
     order = {name: index for index, name in enumerate(RESOURCES)}
@@ -150,7 +191,8 @@ def check_server(
         recheck after a create, as Nova's): only usage past the limit is refused.
     :raises OverQuota: a project or user limit would be passed.
     """
-    for scope_user in (None, user_id) if user_id is not None else (None,):
+    per_user = user_id is not None and not _unified(conf)
+    for scope_user in (None, user_id) if per_user else (None,):
         used = usage(db, project_id, scope_user)
         if already_added:
             used = {rc: used.get(rc, 0) - deltas.get(rc, 0) for rc in used}

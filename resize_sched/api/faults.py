@@ -83,6 +83,10 @@ class Conflict(Fault, status=409):
     """The resource is not in a state that allows it."""
 
 
+class ServiceUnavailable(Fault, status=503):
+    """A service we depend on (Keystone's limits) did not answer."""
+
+
 class RequestTooLarge(Fault, status=413):
     """The body is too large to read."""
 
@@ -110,6 +114,8 @@ def from_domain(exc: exception.ResizeSchedException) -> Fault | None:
             f"Quota exceeded for {found['resource']}: Requested {found['requested']}, "
             f"but already used {found['used']} of {found['limit']} {found['resource']}"
         )
+    if isinstance(exc, exception.LimitsUnavailable):
+        return ServiceUnavailable(exc.message)
     if isinstance(exc, exception.ProjectRequired):
         return Forbidden("This API takes project-scoped tokens only.")
     return None

@@ -150,6 +150,15 @@ def update(state: "ApiState", req: ApiRequest, tenant_id: str) -> webob.Response
     force = body.pop("force", False)
     force = schemas.as_bool(force)
     wanted = {name: _as_limit(value, name) for name, value in body.items()}
+    if not quota.settable(state.conf):
+        # NOTE: as Nova with unified limits: accepted, nothing changes.
+        LOG.info(
+            "Quota update of project %s ignored: the limits are Keystone's "
+            "([quota] driver = unified_limits)",
+            tenant_id,
+        )
+        found = quota.limits(state.db, state.conf, tenant_id, user_id)
+        return json_response({"quota_set": _body(found, names, None)})
     if not force:
         used = quota.usage(state.db, tenant_id, user_id)
         project = quota.limits(state.db, state.conf, tenant_id) if user_id else {}
@@ -183,6 +192,14 @@ def delete(state: "ApiState", req: ApiRequest, tenant_id: str) -> webob.Response
     """
     policy.authorize(req, rules.QUOTA_DELETE, {"project_id": tenant_id})
     user_id = _user_id(req)
+    if not quota.settable(state.conf):
+        # NOTE: as Nova with unified limits: 202, and nothing changes.
+        LOG.info(
+            "Quota delete of project %s ignored: the limits are Keystone's "
+            "([quota] driver = unified_limits)",
+            tenant_id,
+        )
+        return empty_response(202)
     gone = state.db.quota_destroy(tenant_id, user_id)
     LOG.info("Quota of project %s%s removed (%d limits)", tenant_id, user_id or "", gone)
     return empty_response(202)
@@ -202,8 +219,7 @@ def class_show(state: "ApiState", req: ApiRequest, id: str) -> webob.Response:
 
 
 def _class(state: "ApiState", class_name: str) -> dict[str, int]:
-    # NOTE: as Nova: the defaults, then what the class itself sets.
-    return {**quota.defaults(state.db, state.conf), **state.db.quota_class_get(class_name)}
+    return quota.class_limits(state.db, state.conf, class_name)
 
 
 def class_update(state: "ApiState", req: ApiRequest, id: str) -> webob.Response:
@@ -220,10 +236,14 @@ def class_update(state: "ApiState", req: ApiRequest, id: str) -> webob.Response:
         settable = names + _SERVER_GROUPS
     body = req.validated_body(_limit_schema(settable, with_force=False))["quota_class_set"]
     wanted = {name: _as_limit(value, name) for name, value in body.items()}
-    state.db.quota_class_set_limits(id, wanted)
-    LOG.info(
-        "Quota class %s set: %s", id, ", ".join(f"{k}={v}" for k, v in sorted(wanted.items()))
-    )
+    if quota.settable(state.conf):
+        state.db.quota_class_set_limits(id, wanted)
+        LOG.info(
+            "Quota class %s set: %s", id, ", ".join(f"{k}={v}" for k, v in sorted(wanted.items()))
+        )
+    else:
+        # NOTE: as Nova with unified limits: accepted, nothing changes.
+        LOG.info("Quota class %s update ignored: the limits are Keystone's", id)
     return json_response({"quota_class_set": _body(_class(state, id), names, None)})
 
 
