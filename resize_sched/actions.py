@@ -106,6 +106,11 @@ def create_server(
             db.server_discard(server.uuid)
             LOG.info("Server %s refused by the quota recheck: a racing create won", server.uuid)
             raise
+        except exception.LimitsUnavailable:
+            # NOTE: the recheck could not be made (Keystone did not answer):
+            # the row must not stay behind without a build.
+            db.server_discard(server.uuid)
+            raise
     db.request_spec_create(
         server.uuid,
         resources=request.resources,

@@ -114,8 +114,12 @@ def make_enforcer(conf: cfg.ConfigOpts, usage: UsageCallback) -> Any:
         return limit.Enforcer(usage)
     except (*_unavailable(), ValueError) as exc:
         # NOTE: oslo.limit raises ValueError for an endpoint it cannot find.
-        LOG.error("oslo.limit could not start: %s", exc)
-        raise exception.LimitsUnavailable(reason=str(exc)) from exc
+        raise _failed(exc) from exc
+
+
+def _failed(exc: BaseException) -> exception.LimitsUnavailable:
+    LOG.error("Keystone's unified limits could not be read through oslo.limit: %s", exc)
+    return exception.LimitsUnavailable(reason=str(exc))
 
 
 def _no_usage(project_id: str | None, names: list[str]) -> dict[str, int]:
@@ -133,7 +137,7 @@ def _read(conf: cfg.ConfigOpts, project_id: str | None) -> dict[str, int]:
         else:
             found += enforcer.get_project_limits(project_id, placement)
     except _unavailable() as exc:
-        raise exception.LimitsUnavailable(reason=str(exc)) from exc
+        raise _failed(exc) from exc
     return {OUR_NAMES[name]: int(value) for name, value in found}
 
 
@@ -184,7 +188,7 @@ def enforce(
         except limit_exceptions.ProjectOverLimit as exc:
             over.extend(exc.over_limit_info_list)
         except _unavailable() as exc:
-            raise exception.LimitsUnavailable(reason=str(exc)) from exc
+            raise _failed(exc) from exc
     if not over:
         return
     rank = {name: index for index, name in enumerate(order)}

@@ -115,7 +115,11 @@ def from_domain(exc: exception.ResizeSchedException) -> Fault | None:
             f"but already used {found['used']} of {found['limit']} {found['resource']}"
         )
     if isinstance(exc, exception.LimitsUnavailable):
-        return ServiceUnavailable(exc.message)
+        # NOTE: why is in the log; the caller is not told where Keystone is.
+        return ServiceUnavailable(
+            "The quota limits could not be read from the identity service (Keystone). "
+            "Try again later."
+        )
     if isinstance(exc, exception.ProjectRequired):
         return Forbidden("This API takes project-scoped tokens only.")
     return None

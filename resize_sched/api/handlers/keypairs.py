@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from oslo_log import log as logging
 
-from resize_sched import quota
+from resize_sched import exception, quota
 from resize_sched.api import faults, policy
 from resize_sched.api.request import ApiRequest, empty_response, isotime, json_response, paginate
 from resize_sched.db import models
@@ -222,13 +222,19 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
 
 
 def _check_quota(state: "ApiState", req: ApiRequest, user_id: str, *, before: bool) -> None:
-    project_id = req.context.project_id
-    limit = quota.limits(state.db, state.conf, project_id, user_id)["key_pairs"]
-    if state.conf.quota.driver == "noop" or limit == quota.UNLIMITED:
-        return
+    # NOTE: after the write the new key pair is in the count: take it out.
     count = state.db.keypair_count(user_id)
-    if (count + 1 if before else count) > limit:
-        raise faults.Forbidden("Quota exceeded, too many key pairs.")
+    try:
+        quota.enforce(
+            state.db,
+            state.conf,
+            req.context.project_id,
+            user_id,
+            {"key_pairs": 1},
+            {"key_pairs": count if before else count - 1},
+        )
+    except exception.OverQuota:
+        raise faults.Forbidden("Quota exceeded, too many key pairs.") from None
 
 
 def delete(state: "ApiState", req: ApiRequest, keypair_name: str) -> webob.Response:

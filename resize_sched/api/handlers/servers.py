@@ -470,11 +470,18 @@ def check_metadata_quota(state: "ApiState", owner: Any, metadata: Mapping[str, s
     :param owner: what names the project and user whose ``metadata_items``
         quota applies (the request's context, or the server).
     """
-    if state.conf.quota.driver == "noop" or not metadata:
-        return
-    allowed = quota.limits(state.db, state.conf, owner.project_id, owner.user_id)["metadata_items"]
-    if allowed != quota.UNLIMITED and len(metadata) > allowed:
-        raise faults.Forbidden(f"Maximum number of metadata items exceeds {allowed}")
+    try:
+        quota.enforce(
+            state.db,
+            state.conf,
+            owner.project_id,
+            owner.user_id,
+            {"metadata_items": len(metadata)},
+            {"metadata_items": 0},
+        )
+    except exception.OverQuota as exc:
+        allowed = exc.kwargs["limit"]
+        raise faults.Forbidden(f"Maximum number of metadata items exceeds {allowed}") from None
 
 
 def _generate_password() -> str:

@@ -14,6 +14,7 @@ from oslo_limit import exception as limit_exceptions
 from oslo_limit import fixture as limit_fixture
 from oslo_limit import limit
 
+from resize_sched import exception, unified_limits
 from resize_sched.conf import quota as quota_conf
 from tests.functional.api.harness import ADMIN, ALICE, ApiHarness
 from tests.functional.api.test_quotas import CORE, INJECTED, NETWORK
@@ -222,7 +223,31 @@ def test_keystone_unreachable_is_a_503_and_nothing_is_created(
     before = unified.snapshot()
     shown = unified.request("GET", QUOTA, token=ADMIN)
     assert shown.status_int == 503
-    assert "Keystone refused the connection" in shown.json["serviceUnavailable"]["message"]
+    assert shown.json["serviceUnavailable"]["message"] == (
+        "The quota limits could not be read from the identity service (Keystone). Try again later."
+    )
     assert _create(unified, "small").status_int == 503
+    assert unified.snapshot() == before
+    unified.assert_no_cast()
+
+
+def test_a_recheck_keystone_does_not_answer_leaves_no_server_behind(
+    unified: ApiHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unified.flavor("small", vcpus=1, memory_mb=512)
+    real = unified_limits.make_enforcer
+    made = []
+
+    def first_only(*args: Any) -> Any:
+        # The check before the write reaches Keystone; the recheck after it does not.
+        made.append(args)
+        if len(made) > 1:
+            raise exception.LimitsUnavailable(reason="Keystone stopped answering")
+        return real(*args)
+
+    monkeypatch.setattr(unified_limits, "make_enforcer", first_only)
+    before = unified.snapshot()
+    assert _create(unified, "small").status_int == 503
+    assert len(made) == 2
     assert unified.snapshot() == before
     unified.assert_no_cast()
