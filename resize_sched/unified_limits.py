@@ -21,6 +21,7 @@ is in use.
 """
 
 import threading
+import weakref
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -60,13 +61,28 @@ _LOCK = threading.Lock()
 _APPLIED: tuple[tuple[str, str], ...] | None = None
 
 
+#: id(ConfigOpts) -> (that ConfigOpts, the auth_type whose options it has).
+_REGISTERED: dict[int, tuple["weakref.ref[cfg.ConfigOpts]", str | None]] = {}
+
+
+def _register(conf: cfg.ConfigOpts) -> None:
+    # NOTE: loading the auth plugin's options takes milliseconds: once per
+    # ConfigOpts and auth_type, not at every check.
+    group = quota_conf.OSLO_LIMIT_GROUP
+    done = _REGISTERED.get(id(conf))
+    if done is not None and done[0]() is conf and done[1] == conf[group].auth_type:
+        return
+    quota_conf.register_oslo_limit_opts(conf)
+    _REGISTERED[id(conf)] = (weakref.ref(conf), conf[group].auth_type)
+
+
 def _configure(conf: cfg.ConfigOpts) -> None:
     """Give oslo.limit (which reads the global ``cfg.CONF``) our ``[oslo_limit]``."""
     global _APPLIED
     from oslo_limit import limit
 
     group = quota_conf.OSLO_LIMIT_GROUP
-    quota_conf.register_oslo_limit_opts(conf)
+    _register(conf)
     values = {name: conf[group][name] for name in conf[group]}
     fingerprint = tuple(sorted((name, repr(value)) for name, value in values.items()))
     with _LOCK:
@@ -74,7 +90,7 @@ def _configure(conf: cfg.ConfigOpts) -> None:
             return
         target = limit.CONF
         target.set_override("auth_type", values.get("auth_type"), group=group)
-        quota_conf.register_oslo_limit_opts(target)
+        _register(target)
         for name in target[group]:
             if name in values:
                 target.set_override(name, values[name], group=group)
