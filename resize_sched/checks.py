@@ -37,6 +37,7 @@ LOG = logging.getLogger(__name__)
 #: so they are not yet on the ``ConfigOpts`` at start.
 NAMESPACES = (
     "resize_sched",
+    "oslo.limit",
     "oslo.log",
     "oslo.messaging",
     "oslo.policy",
@@ -302,7 +303,10 @@ def unknown_options(conf: cfg.ConfigOpts, files: Iterable[str] | None = None) ->
                 continue
             names = known[section]
             if "auth_type" in values:
-                names = names | _auth_plugin_opts(values["auth_type"][-1])
+                # NOTE: a library listing its group may leave keystoneauth's
+                # auth_type and auth_section out (oslo.limit does).
+                common = {opt.dest for opt in ks_loading.get_auth_common_conf_options()}
+                names = names | common | _auth_plugin_opts(values["auth_type"][-1])
             for key in values:
                 if key.replace("-", "_") not in names:
                     found.append(f"{path}: unknown option [{section}] {key}")

@@ -191,11 +191,14 @@ def test_unknown_options_and_groups_are_listed(tmp_path):
         "auth_url = http://k\nvalid_interfaces = internal\n"
         "[oslo_messaging_rabbit]\nheartbeat_timeout_threshold = 60\n"
         "[keystone_authtoken]\nwww_authenticate_uri = http://k\n"
+        "[oslo_limit]\nendpoint_id = e\nauth_type = password\nsystem_scope = all\n"
+        "user_domain_id = default\nendpoint_idd = e\n"
         "[resise]\nallow_same_host = false\n"
     )
     conf = _parsed(config)
     assert checks.unknown_options(conf) == [
         f"{config}: unknown option [resize] claim_stratgy",
+        f"{config}: unknown option [oslo_limit] endpoint_idd",
         f"{config}: unknown group [resise]",
     ]
 
