@@ -157,6 +157,20 @@ def _read(conf: cfg.ConfigOpts, project_id: str | None) -> dict[str, int]:
     return {OUR_NAMES[name]: int(value) for name, value in found}
 
 
+def missing_registered(conf: cfg.ConfigOpts) -> list[str]:
+    """The Keystone names of :data:`KEYSTONE_NAMES` without a registered limit
+    on our endpoint (each limited to 0: nothing of it is allowed).
+
+    :raises LimitsUnavailable: Keystone did not answer.
+    """
+    enforcer = make_enforcer(conf, _no_usage)
+    try:
+        registered = {name for name, _limit in enforcer.get_registered_limits(None)}
+    except _unavailable() as exc:
+        raise _failed(exc) from exc
+    return [name for name in KEYSTONE_NAMES.values() if name not in registered]
+
+
 def defaults(conf: cfg.ConfigOpts) -> dict[str, int]:
     """Keystone's registered limits, by our names (0 where none is registered)."""
     return _read(conf, None)

@@ -47,6 +47,12 @@ Policy file
     with a 500. A rule it names that the API does not enforce, or a
     ``rule:NAME`` it refers to that exists nowhere, is a warning: it changes
     nothing, which is seldom what was meant.
+Quota limits
+    With ``[quota] driver = unified_limits``: Keystone's limits can be read
+    through ``[oslo_limit]`` (a failure otherwise: every create and resize
+    is then a 503), and every resource name has a registered limit on our
+    endpoint (a warning otherwise: a resource without one is limited to 0).
+    Other drivers read no Keystone limit and pass.
 
 The checks that read the database run only when the schema is at head, and
 the provider check only when Placement answered; otherwise they report a
@@ -70,7 +76,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
 
-from resize_sched import checks, exception, strategies
+from resize_sched import checks, exception, strategies, unified_limits
 from resize_sched import conf as rs_conf
 from resize_sched.conf import placement as placement_conf
 from resize_sched.db import migration, models
@@ -92,8 +98,9 @@ DESCRIPTION = (
     "provider of every compute host with servers exists and carries this deployment's "
     "owner trait, that no migration is stuck in flight for longer than [conductor] "
     "stuck_after, that [resize] claim_strategy is installed, that every flavor's extra "
-    "specs are accepted, and that the policy file "
-    "parses and names only rules that exist. Nothing is changed. "
+    "specs are accepted, that the policy file "
+    "parses and names only rules that exist, and, with [quota] driver = unified_limits, "
+    "that Keystone's limits can be read and every resource has one. Nothing is changed. "
     "Exit codes: 0 all passed; 1 a warning; 2 a failure; 255 a check could not run."
 )
 
@@ -462,6 +469,36 @@ class Checks(upgradecheck.UpgradeCommands):
             return Result(Code.SUCCESS, "No policy file: every rule is at its default.")
         return Result(Code.SUCCESS, f"The policy file parses: {', '.join(report.files)}.")
 
+    def _check_quota_limits(self) -> Result:
+        """With ``unified_limits``: Keystone's limits are readable and all registered."""
+        driver = self.conf.quota.driver
+        if driver != "unified_limits":
+            return Result(
+                Code.SUCCESS, f"[quota] driver is '{driver}': no Keystone limit is read."
+            )
+        try:
+            missing = unified_limits.missing_registered(self.conf)
+        except exception.LimitsUnavailable as exc:
+            return Result(
+                Code.FAILURE,
+                f"{exc.message}. Every server create and resize is refused with a 503 "
+                "until they can be: check [oslo_limit] (the endpoint, the credentials, "
+                "the user's reader role on the system) and that Keystone answers.",
+            )
+        if missing:
+            return Result(
+                Code.WARNING,
+                f"Keystone has no registered limit for {_listed(missing)} on our endpoint, "
+                "so nothing of these is allowed (a missing limit is 0). Register one for "
+                "each: openstack registered limit create --service SERVICE --region REGION "
+                "--default-limit N NAME.",
+            )
+        return Result(
+            Code.SUCCESS,
+            f"Keystone has a registered limit for each of the "
+            f"{len(unified_limits.KEYSTONE_NAMES)} resources.",
+        )
+
     _upgrade_checks = (
         ("Database schema", _check_schema),
         ("Placement API", _check_placement),
@@ -470,6 +507,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ("Claim strategy", _check_claim_strategy),
         ("Flavor extra specs", _check_extra_specs),
         ("Policy file", _check_policy_file),
+        ("Quota limits", _check_quota_limits),
     )
 
 

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from oslo_limit import fixture as limit_fixture
 
+from resize_sched import unified_limits
 from resize_sched.cmd import status
 from resize_sched.db import migration, models
 from resize_sched.db.api import Database
@@ -35,6 +37,7 @@ CHECKS = (
     "Claim strategy",
     "Flavor extra specs",
     "Policy file",
+    "Quota limits",
 )
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 1}
 
@@ -405,3 +408,53 @@ def test_accepted_extra_specs_pass(deployment: Deployment) -> None:
     deployment.server()
     _, results = deployment.check()
     assert results["Flavor extra specs"][0] == SUCCESS
+
+
+# -- quota limits (unified limits) -----------------------------------------------------------
+
+_UNIFIED = "[quota]\ndriver = unified_limits\n[oslo_limit]\nendpoint_id = ours\n"
+
+
+def test_unified_limits_all_registered_pass(deployment: Deployment) -> None:
+    deployment.write_config(extra=_UNIFIED)
+    registered = dict.fromkeys(unified_limits.KEYSTONE_NAMES.values(), 10)
+    with limit_fixture.LimitFixture(registered, {}):
+        _code, results = deployment.check()
+    assert results["Quota limits"] == (
+        SUCCESS,
+        "Keystone has a registered limit for each of the 10 resources.",
+    )
+
+
+def test_unified_limits_missing_a_registered_limit_warns_naming_it(
+    deployment: Deployment,
+) -> None:
+    deployment.write_config(extra=_UNIFIED)
+    registered = dict.fromkeys(unified_limits.KEYSTONE_NAMES.values(), 10)
+    del registered["class:MEMORY_MB"], registered["server_groups"]
+    with limit_fixture.LimitFixture(registered, {}):
+        code, results = deployment.check()
+    assert code == WARNING
+    result, details = results["Quota limits"]
+    assert result == WARNING
+    assert details.startswith(
+        "Keystone has no registered limit for class:MEMORY_MB; server_groups on our endpoint"
+    )
+
+
+def test_unified_limits_keystone_unreachable_fails(
+    deployment: Deployment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from oslo_limit import limit
+
+    deployment.write_config(
+        extra=_UNIFIED + f"auth_type = password\nauth_url = http://127.0.0.1:{_closed_port()}/v3\n"
+        "username = u\npassword = p\nuser_domain_id = default\nsystem_scope = all\n"
+    )
+    monkeypatch.setattr(limit, "_SDK_CONNECTION", None)
+    code, results = deployment.check()
+    assert code == FAILURE
+    result, details = results["Quota limits"]
+    assert result == FAILURE
+    assert details.startswith("Keystone's limits could not be read: ")
+    assert "check [oslo_limit]" in details
