@@ -82,12 +82,15 @@ def _configure(conf: cfg.ConfigOpts) -> None:
     from oslo_limit import limit
 
     group = quota_conf.OSLO_LIMIT_GROUP
-    _register(conf)
-    values = {name: conf[group][name] for name in conf[group]}
-    fingerprint = tuple(sorted((name, repr(value)) for name, value in values.items()))
     with _LOCK:
+        _register(conf)
+        values = {name: conf[group][name] for name in conf[group]}
+        fingerprint = tuple(sorted((name, repr(value)) for name, value in values.items()))
         if fingerprint == _APPLIED:
             return
+        # NOTE: oslo.limit keeps the Keystone connection it makes first for
+        # the life of the process; [oslo_limit] is not mutable, so a change
+        # of credentials or Keystone takes a restart, as in Nova.
         target = limit.CONF
         target.set_override("auth_type", values.get("auth_type"), group=group)
         _register(target)
