@@ -251,3 +251,21 @@ def test_a_recheck_keystone_does_not_answer_leaves_no_server_behind(
     assert len(made) == 2
     assert unified.snapshot() == before
     unified.assert_no_cast()
+
+
+def test_a_revert_that_needs_room_taken_since_is_403(unified: ApiHarness) -> None:
+    big = unified.flavor("big", vcpus=2, memory_mb=512)
+    small = unified.flavor("small", vcpus=1, memory_mb=512)
+    server = unified.server(big)
+    unified.verify_resize(server, small)
+    # Someone takes the core the revert would need back (project-a: 3 cores).
+    unified.server(unified.flavor("double", vcpus=2, memory_mb=512))
+    before = unified.snapshot()
+    path = f"/v2.1/servers/{server.uuid}/action"
+    refused = unified.request("POST", path, {"revertResize": None}, token=ALICE)
+    assert refused.status_int == 403
+    assert refused.json["forbidden"]["message"] == (
+        "Quota exceeded for cores: Requested 1, but already used 3 of 3 cores"
+    )
+    assert unified.snapshot() == before
+    unified.assert_no_cast()
