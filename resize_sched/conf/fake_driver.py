@@ -25,6 +25,9 @@ OPERATIONS = (
     "live_migration",
     "post_live_migration",
     "rebuild",
+    "shelve",
+    "shelve_offload",
+    "unshelve",
 )
 
 

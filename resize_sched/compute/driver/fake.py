@@ -267,6 +267,21 @@ class FakeDriver(base.ComputeDriver):
                 )
             instance.power_state = power_state
 
+    def shelve(self, server: base.Server) -> None:
+        # NOTE: the fake has no images: a shelve makes no snapshot.
+        self._set_power(server, "shelve", SHUTOFF)
+
+    def shelve_offload(self, server: base.Server) -> None:
+        self._begin("shelve_offload")
+        with self._lock:
+            if self._instances.pop(server["uuid"], None) is None:
+                LOG.info("Server %s is not on %s; nothing to offload", server["uuid"], self.host)
+
+    def unshelve(self, server: base.Server) -> None:
+        # NOTE: on this host still (shelved, not offloaded): powered on;
+        # offloaded: spawned here from the message.
+        self._set_power(server, "unshelve", RUNNING)
+
     def destroy(self, server_uuid: str) -> None:
         with self._lock:
             if self._instances.pop(server_uuid, None) is None:
