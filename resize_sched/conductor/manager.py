@@ -7,9 +7,11 @@ logged and stop the flow. See :mod:`resize_sched.conductor.rpcapi` for the
 version history.
 """
 
+import datetime
 import functools
 import inspect
 import re
+import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +29,7 @@ from resize_sched.conductor.tasks.evacuate import EvacuationTask
 from resize_sched.conductor.tasks.live_migrate import LiveMigrationTask
 from resize_sched.conductor.tasks.resize import ResizeTask
 from resize_sched.conductor.tasks.shelve import ShelveTask, UnshelveTask
-from resize_sched.context import RequestContext
+from resize_sched.context import RequestContext, admin_context
 from resize_sched.db import action_api, models
 
 LOG = logging.getLogger(__name__)
@@ -816,6 +818,46 @@ class ConductorManager:
         self._compute_event(operation, server_uuid, host, reason=said)
         actions_of = COMPUTE_EVENTS[operation][1]
         self.db.action_finish(server_uuid, actions_of)
+
+    def offload_shelved(self, now: datetime.datetime | None = None) -> list[str]:
+        """The sweep's part of ``[DEFAULT] shelved_offload_time`` (N > 0):
+        offload every server SHELVED with no task that has not changed for N
+        seconds, as Nova's compute periodic task does, each recorded as a
+        ``shelveOffload`` action. Run by the sweep's lease holder only.
+
+        :returns: the servers whose offload was sent.
+        """
+        after = self.deps.conf.shelved_offload_time
+        if after <= 0:
+            return []
+        now = now or datetime.datetime.now(datetime.UTC)
+        sent = []
+        for server in self.db.server_list(status=models.STATUS_SHELVED):
+            changed = server.updated_at or server.created_at
+            if changed.tzinfo is None:
+                changed = changed.replace(tzinfo=datetime.UTC)
+            if server.task_state is not None or (now - changed).total_seconds() < after:
+                continue
+            try:
+                self.shelves.begin_offload(server.uuid, seen=server.updated_at)
+            except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
+                LOG.info("Server %s not offloaded by the sweep: %s", server.uuid, exc)
+                continue
+            self.db.action_start(
+                server.uuid,
+                f"req-{uuidlib.uuid4()}",
+                action_api.SHELVE_OFFLOAD,
+                user_id=None,
+                project_id=server.project_id,
+            )
+            LOG.info(
+                "Server %s shelved for %ss or more ([DEFAULT] shelved_offload_time): offloading",
+                server.uuid,
+                after,
+            )
+            self._shelve_cast(admin_context(), server.uuid, "shelve_offload")
+            sent.append(server.uuid)
+        return sent
 
     @handler
     def server_shelved(self, ctxt: RequestContext, server_uuid: str, host: str) -> None:

@@ -122,10 +122,12 @@ class ShelveTask:
             LOG.info("Shelve report of server %s not due (%s); nothing to do", server_uuid, exc)
             return None
 
-    def begin_offload(self, server_uuid: str) -> Any:
-        """SHELVED with no task -> ``shelving_offloading`` (the sweep's offload).
+    def begin_offload(self, server_uuid: str, seen: Any) -> Any:
+        """SHELVED with no task, unchanged since ``seen`` (its ``updated_at``)
+        -> ``shelving_offloading``: the sweep's offload. Of two sweeps, one wins.
 
-        :raises ServerStateConflict, ServerNotFound: not idle and SHELVED.
+        :raises ServerStateConflict, ServerNotFound: not idle and SHELVED, or
+            changed since it was read.
         """
         return self.db.server_update(
             server_uuid,
@@ -133,6 +135,7 @@ class ShelveTask:
                 "status": models.STATUS_SHELVED,
                 "vm_state": models.VM_SHELVED,
                 "task_state": None,
+                "updated_at": seen,
             },
             operation="shelve offload",
             task_state=models.TASK_SHELVING_OFFLOADING,

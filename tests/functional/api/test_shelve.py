@@ -8,6 +8,7 @@ report is delivered twice (the second is a logged no-op), refusals change
 nothing, and a delete racing an unshelve leaves nothing held.
 """
 
+import datetime
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -385,3 +386,35 @@ def test_the_conductor_capped_below_1_6_refuses_before_recording(
     assert _state(live, server) == ("ACTIVE", "active", None, 1, "h1")
     assert [a["action"] for a in live.actions(server)] == ["create"]
     assert not live.queue
+
+
+def test_the_sweep_offloads_after_shelved_offload_time(live: LiveCloud, small: Any) -> None:
+    live.cloud.conf.set_override("shelved_offload_time", 60)
+    live.add_host("h1")
+    server, _ = live.boot(small)
+    live.act(server, {"shelve": None})
+    shelved_at = live.db.server_get(server).updated_at
+    assert live.conductor.offload_shelved(now=shelved_at + datetime.timedelta(seconds=59)) == []
+    assert _held(live, server) == {"h1": SMALL}
+
+    later = shelved_at + datetime.timedelta(seconds=61)
+    assert live.conductor.offload_shelved(now=later) == [server]
+    # A second sweep (or another conductor's) finds it offloading: not again.
+    assert live.conductor.offload_shelved(now=later) == []
+    live.run()
+    assert _state(live, server) == ("SHELVED_OFFLOADED", "shelved_offloaded", None, 0, None)
+    assert _held(live, server) == {}
+    (offload,) = [a for a in live.actions(server) if a["action"] == "shelveOffload"]
+    action = live.action(server, offload["request_id"])
+    assert events(action) == [("compute_shelve_offload_instance", "Success")]
+    live.cloud.check()
+
+
+def test_shelved_offload_time_minus_1_never_offloads(live: LiveCloud, small: Any) -> None:
+    live.add_host("h1")
+    server, _ = live.boot(small)
+    live.act(server, {"shelve": None})
+    far = live.db.server_get(server).updated_at + datetime.timedelta(days=365)
+    assert live.conductor.offload_shelved(now=far) == []
+    assert _state(live, server) == ("SHELVED", "shelved", None, 4, "h1")
+    assert _held(live, server) == {"h1": SMALL}
