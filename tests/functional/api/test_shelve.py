@@ -18,6 +18,7 @@ from resize_sched.placement import aggregates as mirror
 from tests.functional.api.harness import ALICE, BOB
 from tests.functional.api.test_instance_actions import LiveCloud, events
 from tests.functional.fixtures.cloud import Cloud
+from tests.unit.test_notifications import RecordingNotifier
 
 SMALL = {"VCPU": 1, "MEMORY_MB": 512, "DISK_GB": 5}
 
@@ -418,3 +419,41 @@ def test_shelved_offload_time_minus_1_never_offloads(live: LiveCloud, small: Any
     assert live.conductor.offload_shelved(now=far) == []
     assert _state(live, server) == ("SHELVED", "shelved", None, 4, "h1")
     assert _held(live, server) == {"h1": SMALL}
+
+
+def test_the_hosts_send_nova_s_shelve_notifications(live: LiveCloud, small: Any) -> None:
+    live.cloud.conf.set_override("shelved_offload_time", 0)
+    live.add_host("h1")
+    notifier = RecordingNotifier()
+    live.computes["h1"].notifier = notifier  # type: ignore[assignment]
+    server, _ = live.boot(small)
+    notifier.sent.clear()
+    live.act(server, {"shelve": None})
+    live.act(server, {"unshelve": None})
+    seen = [
+        (
+            priority,
+            event_type,
+            payload["nova_object.name"],
+            payload["nova_object.data"]["state"],
+            payload["nova_object.data"]["task_state"],
+            payload["nova_object.data"]["uuid"],
+        )
+        for priority, event_type, payload in notifier.sent
+    ]
+    payload = "InstanceActionPayload"
+    assert seen == [
+        ("INFO", "instance.shelve.start", payload, "active", "shelving", server),
+        ("INFO", "instance.shelve.end", payload, "shelved", None, server),
+        (
+            "INFO",
+            "instance.shelve_offload.start",
+            payload,
+            "shelved",
+            "shelving_offloading",
+            server,
+        ),
+        ("INFO", "instance.shelve_offload.end", payload, "shelved_offloaded", None, server),
+        ("INFO", "instance.unshelve.start", payload, "shelved_offloaded", "spawning", server),
+        ("INFO", "instance.unshelve.end", payload, "active", None, server),
+    ]
