@@ -709,10 +709,17 @@ class ConductorManager:
             LOG.warning("Unshelve of server %s: %s", server_uuid, exc)
             self.db.action_finish(server_uuid, (action_api.UNSHELVE,))
             return
+        except exception.ConsumerGenerationConflict as exc:
+            # NOTE: its consumer holds a claim already: another run of this
+            # unshelve (a duplicate message) claimed first and goes on.
+            LOG.info("Unshelve of server %s: another run claimed first: %s", server_uuid, exc)
+            return
         except exception.PlacementError as exc:
             # NOTE: whether a claim landed is unknown: the server goes back
             # to SHELVED_OFFLOADED with no task only once what it holds is
-            # given back (journaled; the reaper or a retry finishes it).
+            # given back (journaled); when even that fails it stays
+            # ``unshelving`` and the sweep takes it on (adopting a claim that
+            # landed, or scheduling again).
             LOG.warning("Unshelve of server %s: Placement failed: %s", server_uuid, exc)
             self._unshelve_placement_failed(server_uuid, exc)
             return

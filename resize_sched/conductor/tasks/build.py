@@ -294,7 +294,7 @@ class BuildTask:
         LOG.info("Server %s: adopting its claim on %s", server_uuid, host)
         return self.db.server_update(
             server_uuid,
-            expected=_SCHEDULING,
+            expected=self.SCHEDULING,
             operation="adopt the claim",
             task_state="spawning",
             host=host,

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from resize_sched.conductor import recovery
+from resize_sched.conductor.tasks.shelve import UnshelveTask
 from resize_sched.placement import aggregates as mirror
 from tests.functional.api.harness import ALICE, BOB
 from tests.functional.api.test_instance_actions import LiveCloud, events
@@ -457,3 +459,63 @@ def test_the_hosts_send_nova_s_shelve_notifications(live: LiveCloud, small: Any)
         ("INFO", "instance.unshelve.start", payload, "shelved_offloaded", "spawning", server),
         ("INFO", "instance.unshelve.end", payload, "active", None, server),
     ]
+
+
+def test_recovery_sends_a_lost_shelve_step_again(live: LiveCloud, small: Any) -> None:
+    live.add_host("h1")
+    server, _ = live.boot(small)
+    live.ok("POST", f"/servers/{server}/action", {"shelve": None})
+    live.deliver(live.queue.popleft())  # the conductor casts to h1 ...
+    lost = live.queue.popleft()  # ... and the message is lost
+    assert (lost.host, lost.method) == ("h1", "shelve_instance")
+    assert _state(live, server)[:3] == ("ACTIVE", "active", "shelving")
+    report = recovery.recover(live.conductor)
+    assert report.resumed == {server: "shelve sent again to h1"}
+    live.run()
+    assert _state(live, server) == ("SHELVED", "shelved", None, 4, "h1")
+    assert _held(live, server) == {"h1": SMALL}
+    # Nothing in flight any more: a second recovery finds nothing.
+    assert recovery.recover(live.conductor).found == 0
+    live.cloud.check()
+
+
+def test_recovery_adopts_the_claim_of_an_unshelve_that_stopped(
+    live: LiveCloud, small: Any
+) -> None:
+    live.add_host("h1")
+    server, _ = live.boot(small)
+    live.act(server, {"shelve": None})
+    live.act(server, {"shelveOffload": None}, token="admin:admin")
+    live.ok("POST", f"/servers/{server}/action", {"unshelve": None})
+    live.queue.clear()  # the conductor stopped before taking the cast ...
+    # ... after its claim had landed (as the scheduling step writes it).
+    row = live.db.server_get(server)
+    live.cloud.deps.executor.claim_server(
+        row, {live.cloud.hosts["h1"]: SMALL}, expected=UnshelveTask.SCHEDULING
+    )
+    assert _held(live, server) == {"h1": SMALL}
+    assert _state(live, server)[:3] == ("SHELVED_OFFLOADED", "shelved_offloaded", "unshelving")
+    report = recovery.recover(live.conductor)
+    assert report.resumed == {server: "unshelve sent to h1"}
+    live.run()
+    assert _state(live, server) == ("ACTIVE", "active", None, 1, "h1")
+    assert _held(live, server) == {"h1": SMALL}
+    assert _usage(live) == {"h1": SMALL}
+    live.cloud.check()
+
+
+def test_recovery_schedules_again_an_unshelve_that_claimed_nothing(
+    live: LiveCloud, small: Any
+) -> None:
+    live.add_host("h1")
+    server, _ = live.boot(small)
+    live.act(server, {"shelve": None})
+    live.act(server, {"shelveOffload": None}, token="admin:admin")
+    live.ok("POST", f"/servers/{server}/action", {"unshelve": None})
+    live.queue.clear()  # the cast to the conductor was lost
+    report = recovery.recover(live.conductor)
+    assert report.resumed[server].startswith("unshelve scheduled again")
+    live.run()
+    assert _state(live, server) == ("ACTIVE", "active", None, 1, "h1")
+    assert _held(live, server) == {"h1": SMALL}
+    live.cloud.check()
