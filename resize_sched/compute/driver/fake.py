@@ -278,9 +278,17 @@ class FakeDriver(base.ComputeDriver):
                 LOG.info("Server %s is not on %s; nothing to offload", server["uuid"], self.host)
 
     def unshelve(self, server: base.Server) -> None:
-        # NOTE: on this host still (shelved, not offloaded): powered on;
-        # offloaded: spawned here from the message.
-        self._set_power(server, "unshelve", RUNNING)
+        self._begin("unshelve")
+        with self._lock:
+            instance = self._instances.get(server["uuid"])
+            if instance is None:
+                # NOTE: offloaded: spawned here from the message.
+                instance = self._instances[server["uuid"]] = FakeInstance(
+                    uuid=server["uuid"],
+                    name=server.get("name", ""),
+                    flavor=dict(server["flavor"]),
+                )
+            instance.power_state = RUNNING
 
     def destroy(self, server_uuid: str) -> None:
         with self._lock:
