@@ -65,7 +65,8 @@ OPTS = [
         "0 (the default): the shelve offloads it at once (SHELVED_OFFLOADED: the host's room "
         "is given back in Placement). -1: never offloaded on its own; it stays SHELVED, "
         "holding its room, until shelveOffload or unshelve. N > 0: the conductor's sweep "
-        "offloads a server that has been SHELVED for N seconds or more.",
+        "offloads a server that has been SHELVED, unchanged, for N seconds or more "
+        "(checked every [conductor] stuck_check_interval).",
     ),
 ]
 
