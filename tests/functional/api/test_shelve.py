@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from resize_sched.conductor import recovery
+from resize_sched.conductor import audit, heal, recovery
 from resize_sched.conductor.tasks.shelve import UnshelveTask
 from resize_sched.placement import aggregates as mirror
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from tests.functional.api.harness import ALICE, BOB
 from tests.functional.api.test_instance_actions import LiveCloud, events
 from tests.functional.fixtures.cloud import Cloud
@@ -519,3 +520,46 @@ def test_recovery_schedules_again_an_unshelve_that_claimed_nothing(
     assert _state(live, server) == ("ACTIVE", "active", None, 1, "h1")
     assert _held(live, server) == {"h1": SMALL}
     live.cloud.check()
+
+
+def test_a_delete_racing_a_shelve_leaves_nothing_held(live: LiveCloud, small: Any) -> None:
+    live.add_host("h1")
+    server, _ = live.boot(small)
+    live.ok("POST", f"/servers/{server}/action", {"shelve": None})
+    live.deliver(live.queue.popleft())  # the conductor casts the shelve to h1
+    live.ok("DELETE", f"/servers/{server}")
+    live.run()  # h1 shelves it and reports, late: the delete has won
+    assert live.db.server_get(server, read_deleted=True).status == "DELETED"
+    assert _held(live, server) == {}
+    assert _usage(live) == {"h1": {}}
+    live.cloud.check()
+
+
+def test_audit_and_heal_know_what_each_shelved_state_holds(live: LiveCloud, small: Any) -> None:
+    live.add_host("h1", vcpus=8, memory_mb=8192)
+    shelved, _ = live.boot(small)
+    offloaded, _ = live.boot(small)
+    placing, _ = live.boot(small)
+    for server in (shelved, offloaded, placing):
+        live.act(server, {"shelve": None})
+    for server in (offloaded, placing):
+        live.act(server, {"shelveOffload": None}, token="admin:admin")
+    # An unshelve whose claim landed before its host was recorded.
+    live.ok("POST", f"/servers/{placing}/action", {"unshelve": None})
+    live.queue.clear()
+    live.cloud.deps.executor.claim_server(
+        live.db.server_get(placing),
+        {live.cloud.hosts["h1"]: SMALL},
+        expected=UnshelveTask.SCHEDULING,
+    )
+    trait = DEFAULT_OWNER_TRAIT
+    assert audit.audit(live.db, live.cloud.observer, owner_trait=trait).orphans == []
+
+    report = heal.heal(live.db, live.cloud.observer, owner_trait=trait)
+    assert (report.ok, report.results) == (1, [])  # the SHELVED one holds its flavor
+    # Its room lost in Placement: heal gives a SHELVED server its room back.
+    live.cloud.observer.delete_allocations(shelved)
+    report = heal.heal(live.db, live.cloud.observer, owner_trait=trait)
+    assert [(r.server_uuid, r.outcome) for r in report.results] == [(shelved, heal.HEALED)]
+    assert _held(live, shelved) == {"h1": SMALL}
+    assert _held(live, offloaded) == {}
