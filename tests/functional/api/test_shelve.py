@@ -563,3 +563,20 @@ def test_audit_and_heal_know_what_each_shelved_state_holds(live: LiveCloud, smal
     assert [(r.server_uuid, r.outcome) for r in report.results] == [(shelved, heal.HEALED)]
     assert _held(live, shelved) == {"h1": SMALL}
     assert _held(live, offloaded) == {}
+
+
+def test_a_failed_unshelve_in_place_stays_shelved_holding_its_room(
+    live: LiveCloud, small: Any
+) -> None:
+    live.add_host("h1", fail_on=("unshelve",))
+    server, _ = live.boot(small)
+    live.act(server, {"shelve": None})
+    unshelve_id = live.act(server, {"unshelve": None})
+    assert _state(live, server) == ("SHELVED", "shelved", None, 4, "h1")
+    assert _held(live, server) == {"h1": SMALL}
+    action = live.action(server, unshelve_id)
+    assert events(action) == [("compute_unshelve_instance", "Error")]
+    said = action["events"][0]["traceback"]
+    assert said.startswith("Unshelving the server on host h1 failed: Injected failure")
+    assert "stays SHELVED on host h1, holding its room there" in said
+    live.cloud.check()
