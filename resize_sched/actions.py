@@ -145,6 +145,122 @@ def begin_power(
     return server
 
 
+#: The states a server may be shelved from (Nova's also names PAUSED and
+#: SUSPENDED, which no server here can be in).
+SHELVABLE = (models.STATUS_ACTIVE, models.STATUS_SHUTOFF)
+UNSHELVABLE = (models.STATUS_SHELVED, models.STATUS_SHELVED_OFFLOADED)
+
+#: ``availability_zone`` not given to :func:`begin_unshelve` (None is a value).
+KEEP_ZONE: Any = object()
+
+
+def begin_shelve(
+    db: Any,
+    server_uuid: str,
+    *,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record a shelve: ACTIVE or SHUTOFF with no task -> task ``shelving``.
+
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: not idle in a state that may be shelved.
+    """
+    server = db.server_get(server_uuid, project_id=project_id)
+    if server.host is None:
+        raise exception.ServerStateConflict(
+            server_id=server_uuid, actual="on no host", operation="shelve", expected="on a host"
+        )
+    server = db.server_update(
+        server_uuid,
+        expected={"status": SHELVABLE, "task_state": None},
+        operation="shelve",
+        task_state=models.TASK_SHELVING,
+    )
+    _record(db, context, server_uuid, action_api.SHELVE)
+    LOG.info("Server %s: shelve recorded", server_uuid)
+    return server
+
+
+def begin_shelve_offload(
+    db: Any,
+    server_uuid: str,
+    *,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record an offload: SHELVED with no task -> task ``shelving_offloading``.
+
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: not idle and SHELVED.
+    """
+    db.server_get(server_uuid, project_id=project_id)
+    server = db.server_update(
+        server_uuid,
+        expected={"status": models.STATUS_SHELVED, "task_state": None},
+        operation="shelveOffload",
+        task_state=models.TASK_SHELVING_OFFLOADING,
+    )
+    _record(db, context, server_uuid, action_api.SHELVE_OFFLOAD)
+    LOG.info("Server %s: shelve offload recorded", server_uuid)
+    return server
+
+
+def check_unshelvable(server: Any, availability_zone: Any = KEEP_ZONE) -> None:
+    """Refuse an unshelve of a server that is not idle and shelved, or one
+    to an availability zone of a server that is not offloaded (409, as Nova).
+
+    :raises ServerStateConflict: either.
+    """
+    if server.status not in UNSHELVABLE or server.task_state is not None:
+        raise exception.ServerStateConflict(
+            server_id=server.uuid,
+            actual=f"{server.status}" + (f"/{server.task_state}" if server.task_state else ""),
+            operation="unshelve",
+            expected="SHELVED or SHELVED_OFFLOADED with no task",
+        )
+    if availability_zone is not KEEP_ZONE and server.status != models.STATUS_SHELVED_OFFLOADED:
+        raise exception.ServerStateConflict(
+            server_id=server.uuid,
+            actual=server.status,
+            operation="unshelve to an availability zone",
+            expected=models.STATUS_SHELVED_OFFLOADED,
+        )
+
+
+def begin_unshelve(
+    db: Any,
+    server_uuid: str,
+    *,
+    availability_zone: Any = KEEP_ZONE,
+    project_id: ProjectScope = ALL_PROJECTS,
+    context: RequestContext | None = None,
+) -> Any:
+    """Record an unshelve: SHELVED or SHELVED_OFFLOADED with no task -> task
+    ``unshelving``.
+
+    :param availability_zone: (microversion 2.77) the zone an offloaded
+        server is to be placed in from now on, checked by the caller;
+        recorded on the server and its request spec (:data:`KEEP_ZONE`: as it is).
+    :raises ServerNotFound: unknown server, or another project's.
+    :raises ServerStateConflict: not idle and shelved, or a zone given for a
+        server that is not offloaded (as Nova, 409).
+    """
+    server = db.server_get(server_uuid, project_id=project_id)
+    check_unshelvable(server, availability_zone)
+    values: dict[str, Any] = {"task_state": models.TASK_UNSHELVING}
+    expected: dict[str, Any] = {"status": UNSHELVABLE, "task_state": None}
+    if availability_zone is not KEEP_ZONE:
+        expected["status"] = models.STATUS_SHELVED_OFFLOADED
+        values["availability_zone"] = availability_zone
+    server = db.server_update(server_uuid, expected=expected, operation="unshelve", **values)
+    if availability_zone is not KEEP_ZONE:
+        db.request_spec_update(server_uuid, availability_zone=availability_zone)
+    _record(db, context, server_uuid, action_api.UNSHELVE)
+    LOG.info("Server %s: unshelve recorded (%s)", server_uuid, server.status)
+    return server
+
+
 def begin_resize(
     db: Any,
     strategy: ClaimStrategy,

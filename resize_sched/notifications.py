@@ -69,6 +69,9 @@ LIVE_MIGRATION_ABORT = "live_migration_abort"
 LIVE_MIGRATION_FORCE_COMPLETE = "live_migration_force_complete"
 #: An evacuation's rebuild on its destination.
 REBUILD = "rebuild"
+SHELVE = "shelve"
+SHELVE_OFFLOAD = "shelve_offload"
+UNSHELVE = "unshelve"
 #: A live migration's actions, Nova's names; each sends ``start`` and ``end``.
 LIVE_MIGRATION_ACTIONS = (
     LIVE_MIGRATION_PRE,
@@ -102,6 +105,12 @@ EVENT_TYPES = (
     "instance.power_off.end",
     "instance.power_on.start",
     "instance.power_on.end",
+    "instance.shelve.start",
+    "instance.shelve.end",
+    "instance.shelve_offload.start",
+    "instance.shelve_offload.end",
+    "instance.unshelve.start",
+    "instance.unshelve.end",
     *(
         f"instance.{action}.{phase}"
         for action in LIVE_MIGRATION_ACTIONS
@@ -416,6 +425,12 @@ INSTANCE_STEPS: dict[tuple[str, str], tuple[str | None, str | None]] = {
     (POWER_ON, END): ("active", None),
     (REBUILD, START): (None, "rebuilding"),
     (REBUILD, END): (None, None),
+    (SHELVE, START): (None, "shelving"),
+    (SHELVE, END): ("shelved", None),
+    (SHELVE_OFFLOAD, START): ("shelved", "shelving_offloading"),
+    (SHELVE_OFFLOAD, END): ("shelved_offloaded", None),
+    (UNSHELVE, START): (None, "spawning"),
+    (UNSHELVE, END): ("active", None),
 }
 
 

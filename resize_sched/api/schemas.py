@@ -346,6 +346,25 @@ CONFIRM_RESIZE = _bare_action("confirmResize")
 REVERT_RESIZE = _bare_action("revertResize")
 STOP = _bare_action("os-stop")
 START = _bare_action("os-start")
+SHELVE = _bare_action("shelve")
+SHELVE_OFFLOAD = _bare_action("shelveOffload")
+#: ``unshelve`` up to 2.76: its value is not looked at.
+UNSHELVE = _bare_action("unshelve")
+#: ``unshelve`` from 2.77: ``null``, or an object naming the
+#: ``availability_zone`` to place the offloaded server in (not an empty object).
+UNSHELVE_V277 = {
+    "type": "object",
+    "properties": {
+        "unshelve": {
+            "type": ["object", "null"],
+            "properties": {"availability_zone": _NAME},
+            "required": ["availability_zone"],
+            "additionalProperties": False,
+        }
+    },
+    "required": ["unshelve"],
+    "additionalProperties": False,
+}
 
 #: Nova's boolean parameter type: JSON booleans and their usual spellings.
 _BOOLEAN = {

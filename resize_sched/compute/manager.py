@@ -340,6 +340,47 @@ class ComputeManager:
 
         self._run(ctxt, "start" if on else "stop", step, server["uuid"])
 
+    # -- shelving ----------------------------------------------------------------------
+
+    @messaging.expose
+    def shelve_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Power ``server`` off for a shelve; report ``server_shelved``."""
+        server = kwargs["server"]
+
+        def step() -> None:
+            self._notify_server(ctxt, notifications.SHELVE, notifications.START, server)
+            self.driver.shelve(server)
+            self._notify_server(ctxt, notifications.SHELVE, notifications.END, server)
+            self.conductor_api.server_shelved(ctxt, server_uuid=server["uuid"], host=self.host)
+
+        self._run(ctxt, "shelve", step, server["uuid"])
+
+    @messaging.expose
+    def shelve_offload_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Remove the shelved ``server`` from this host; report ``server_offloaded``."""
+        server = kwargs["server"]
+
+        def step() -> None:
+            self._notify_server(ctxt, notifications.SHELVE_OFFLOAD, notifications.START, server)
+            self.driver.shelve_offload(server)
+            self._notify_server(ctxt, notifications.SHELVE_OFFLOAD, notifications.END, server)
+            self.conductor_api.server_offloaded(ctxt, server_uuid=server["uuid"], host=self.host)
+
+        self._run(ctxt, "shelve_offload", step, server["uuid"])
+
+    @messaging.expose
+    def unshelve_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Start the shelved ``server`` here; report ``server_unshelved``."""
+        server = kwargs["server"]
+
+        def step() -> None:
+            self._notify_server(ctxt, notifications.UNSHELVE, notifications.START, server)
+            self.driver.unshelve(server)
+            self._notify_server(ctxt, notifications.UNSHELVE, notifications.END, server)
+            self.conductor_api.server_unshelved(ctxt, server_uuid=server["uuid"], host=self.host)
+
+        self._run(ctxt, "unshelve", step, server["uuid"])
+
     @messaging.expose
     def destroy(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Remove ``server_uuid`` from this host; nothing is reported.

@@ -16,6 +16,10 @@ API version history:
   post_live_migration_at_destination (sent by the source to the
   destination). Each takes a ``migration``. rebuild_instance: an
   evacuation's rebuild on its destination.
+* 1.3 - shelve_instance, shelve_offload_instance and unshelve_instance
+  (each takes a ``server``); the host reports server_shelved,
+  server_offloaded and server_unshelved (conductor 1.6). The conductor does
+  not shelve servers on a host capped below 1.3 (:attr:`ComputeAPI.can_shelve`).
 
 Every method is a cast addressed to one host. Compute hosts do not read the
 database: each message carries what the host needs (the ``server`` and
@@ -44,7 +48,7 @@ from resize_sched.context import RequestContext
 
 TOPIC = "compute"
 NAMESPACE = "compute"
-VERSION = "1.2"
+VERSION = "1.3"
 
 
 def migration_message(
@@ -192,6 +196,25 @@ class ComputeAPI:
     def rebuild_instance(self, ctxt: RequestContext, host: str, migration: dict[str, Any]) -> None:
         """On an evacuation's destination: rebuild the server; reports ``evacuation_rebuilt``."""
         self._cast(ctxt, host, "rebuild_instance", "1.2", migration=migration)
+
+    @property
+    def can_shelve(self) -> bool:
+        """Whether hosts take the shelving methods (1.3)."""
+        return bool(self.client.can_send_version("1.3"))
+
+    def shelve_instance(self, ctxt: RequestContext, host: str, server: dict[str, Any]) -> None:
+        """Power the server off for a shelve; the host reports ``server_shelved``."""
+        self._cast(ctxt, host, "shelve_instance", "1.3", server=server)
+
+    def shelve_offload_instance(
+        self, ctxt: RequestContext, host: str, server: dict[str, Any]
+    ) -> None:
+        """Remove the shelved server from the host; it reports ``server_offloaded``."""
+        self._cast(ctxt, host, "shelve_offload_instance", "1.3", server=server)
+
+    def unshelve_instance(self, ctxt: RequestContext, host: str, server: dict[str, Any]) -> None:
+        """Start the shelved server (spawn it, when offloaded); reports ``server_unshelved``."""
+        self._cast(ctxt, host, "unshelve_instance", "1.3", server=server)
 
     def destroy(
         self,

@@ -131,6 +131,11 @@ def _why_orphan(
         return None
     if server.status == models.STATUS_BUILD and server.rp_uuid is None:
         return None  # being placed: claimed before the database records where
+    if (server.status, server.task_state) == (
+        models.STATUS_SHELVED_OFFLOADED,
+        models.TASK_UNSHELVING,
+    ):
+        return None  # an unshelve being placed, as a build
     return f"server runs on {server.host or 'no host'}"
 
 

@@ -149,7 +149,10 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
 
 def _needs_look(server: Any) -> bool:
     statuses = (models.STATUS_ACTIVE, models.STATUS_SHUTOFF, models.STATUS_ERROR)
-    return bool(server.needs_heal or (server.status in statuses and server.rp_uuid))
+    # NOTE: a SHELVED server holds its room on its host, as an ACTIVE one;
+    # not while it is being offloaded (its room is being given back).
+    shelved = server.status == models.STATUS_SHELVED and server.task_state is None
+    return bool(server.needs_heal or ((server.status in statuses or shelved) and server.rp_uuid))
 
 
 def _heal_server(

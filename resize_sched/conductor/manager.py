@@ -7,9 +7,11 @@ logged and stop the flow. See :mod:`resize_sched.conductor.rpcapi` for the
 version history.
 """
 
+import datetime
 import functools
 import inspect
 import re
+import uuid as uuidlib
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +28,8 @@ from resize_sched.conductor.tasks.build import BuildTask
 from resize_sched.conductor.tasks.evacuate import EvacuationTask
 from resize_sched.conductor.tasks.live_migrate import LiveMigrationTask
 from resize_sched.conductor.tasks.resize import ResizeTask
-from resize_sched.context import RequestContext
+from resize_sched.conductor.tasks.shelve import ShelveTask, UnshelveTask
+from resize_sched.context import RequestContext, admin_context
 from resize_sched.db import action_api, models
 
 LOG = logging.getLogger(__name__)
@@ -52,6 +55,22 @@ COMPUTE_EVENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "live_migration_abort": ("compute_live_migration", (action_api.LIVE_MIGRATION,)),
     "post_live_migration": ("compute_post_live_migration", (action_api.LIVE_MIGRATION,)),
     "rebuild": ("compute_rebuild_instance", (action_api.EVACUATE,)),
+    "shelve": ("compute_shelve_instance", (action_api.SHELVE,)),
+    # NOTE: with shelved_offload_time 0 the offload is part of the shelve's
+    # action (Nova's compute does both in one call); else its own.
+    "shelve_offload": (
+        "compute_shelve_offload_instance",
+        (action_api.SHELVE_OFFLOAD, action_api.SHELVE),
+    ),
+    "unshelve": ("compute_unshelve_instance", (action_api.UNSHELVE,)),
+}
+
+#: The shelving operations a compute host runs: the task state the server is
+#: in meanwhile, and the action(s) they belong to.
+_SHELVE_TASKS: dict[str, str] = {
+    "shelve": models.TASK_SHELVING,
+    "shelve_offload": models.TASK_SHELVING_OFFLOADING,
+    "unshelve": models.TASK_UNSHELVING,
 }
 
 #: The compute operations of a live migration that, failing, roll it back
@@ -165,6 +184,8 @@ class ConductorManager:
         self.resizes = ResizeTask(deps)
         self.lives = LiveMigrationTask(deps)
         self.evacuations = EvacuationTask(deps)
+        self.shelves = ShelveTask(deps)
+        self.unshelves = UnshelveTask(deps)
         #: the sweep's lease: only its holder sweeps and reaps
         #: (:mod:`resize_sched.conductor.lease`)
         self.lease = Lease(deps.db, deps.conf.host, deps.conf.conductor.lease_duration)
@@ -642,6 +663,259 @@ class ConductorManager:
         self._compute_event(operation, server_uuid, host, reason=reason)
         self.db.action_finish(server_uuid, (_POWER_ACTIONS[operation],))
 
+    # -- shelve, offload, unshelve ------------------------------------------------------
+
+    @handler
+    def shelve_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Ask the server's host to power it off for a shelve."""
+        self._shelve_cast(ctxt, server_uuid, "shelve")
+
+    @handler
+    def shelve_offload_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Ask a SHELVED server's host to remove it (its room is given back once it has)."""
+        self._shelve_cast(ctxt, server_uuid, "shelve_offload")
+
+    @handler
+    def unshelve_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Start a SHELVED server on its host, or place an offloaded one and spawn it."""
+        try:
+            server = self.db.server_get(server_uuid)
+        except exception.ServerNotFound:
+            LOG.info("Unshelve of server %s: it is gone; nothing to do", server_uuid)
+            return
+        if (server.status, server.task_state) == (
+            models.STATUS_SHELVED,
+            models.TASK_UNSHELVING,
+        ):
+            self._shelve_cast(ctxt, server_uuid, "unshelve")
+            return
+        if (server.status, server.task_state) != (
+            models.STATUS_SHELVED_OFFLOADED,
+            models.TASK_UNSHELVING,
+        ):
+            LOG.info(
+                "Unshelve of server %s not due (%s/%s); nothing to do",
+                server_uuid,
+                server.status,
+                server.task_state,
+            )
+            return
+        if not self.compute.can_shelve:
+            self._cannot_shelve(server_uuid, "unshelve", None)
+            return
+        try:
+            placed = self.unshelves.schedule(server_uuid)
+        except exception.NoValidHost as exc:
+            LOG.warning("Unshelve of server %s: %s", server_uuid, exc)
+            self.db.action_finish(server_uuid, (action_api.UNSHELVE,))
+            return
+        except exception.ConsumerGenerationConflict as exc:
+            # NOTE: its consumer holds a claim already: another run of this
+            # unshelve (a duplicate message) claimed first and goes on.
+            LOG.info("Unshelve of server %s: another run claimed first: %s", server_uuid, exc)
+            return
+        except exception.PlacementError as exc:
+            # NOTE: whether a claim landed is unknown: the server goes back
+            # to SHELVED_OFFLOADED with no task only once what it holds is
+            # given back (journaled); when even that fails it stays
+            # ``unshelving`` and the sweep takes it on (adopting a claim that
+            # landed, or scheduling again).
+            LOG.warning("Unshelve of server %s: Placement failed: %s", server_uuid, exc)
+            self._unshelve_placement_failed(server_uuid, exc)
+            return
+        if placed is None:
+            return
+        self._compute_event("unshelve", server_uuid, placed.host)
+        self.compute.unshelve_instance(ctxt, placed.host, server_message(placed))
+
+    def _unshelve_placement_failed(self, server_uuid: str, exc: Exception) -> None:
+        """Placement failed while an unshelve was claiming: give back what it
+        may hold and leave it SHELVED_OFFLOADED with no task, the fault in words."""
+        said = (
+            f"Unshelving the server failed: Placement did not answer ({exc}). It is "
+            "SHELVED_OFFLOADED and holds nothing; unshelve it again."
+        )
+        try:
+            server = self.db.server_get(server_uuid)
+            self.deps.executor.release_server(
+                server, "unshelve failed", expected=UnshelveTask.SCHEDULING, whole=False
+            )
+            self.db.server_update(
+                server_uuid,
+                expected=UnshelveTask.SCHEDULING,
+                operation="fail the unshelve",
+                task_state=None,
+                fault_message=said,
+                fault_code=500,
+            )
+        except exception.ResizeSchedException as again:
+            LOG.warning("Unshelve of server %s left as it is: %s", server_uuid, again)
+            return
+        self.db.action_event_failed(
+            server_uuid,
+            UnshelveTask.SCHEDULE_EVENT,
+            (action_api.UNSHELVE,),
+            said,
+            host=self.deps.conf.host,
+        )
+        self.db.action_finish(server_uuid, (action_api.UNSHELVE,))
+
+    def _shelve_cast(self, ctxt: RequestContext, server_uuid: str, operation: str) -> None:
+        """Cast a shelving operation to the server's host, if it is due."""
+        try:
+            server = self.db.server_get(server_uuid)
+        except exception.ServerNotFound:
+            LOG.info("%s of server %s: it is gone; nothing to do", operation, server_uuid)
+            return
+        if server.task_state != _SHELVE_TASKS[operation] or not server.host:
+            # NOTE: a duplicate, or the server moved on (deleted, reset).
+            LOG.info(
+                "%s of server %s not due (task %s); nothing to do",
+                operation,
+                server_uuid,
+                server.task_state,
+            )
+            return
+        if not self.compute.can_shelve:
+            self._cannot_shelve(server_uuid, operation, server.host)
+            return
+        self._compute_event(operation, server_uuid, server.host)
+        cast = {
+            "shelve": self.compute.shelve_instance,
+            "shelve_offload": self.compute.shelve_offload_instance,
+            "unshelve": self.compute.unshelve_instance,
+        }[operation]
+        cast(ctxt, server.host, server_message(server))
+
+    def _cannot_shelve(self, server_uuid: str, operation: str, host: str | None) -> None:
+        self._shelve_failed(
+            server_uuid,
+            operation,
+            host,
+            "compute RPC is capped below 1.3 ([upgrade_levels] compute), which has no "
+            "shelve_instance, shelve_offload_instance or unshelve_instance: finish the "
+            "upgrade, then try again",
+        )
+
+    def _shelve_failed(
+        self, server_uuid: str, operation: str, host: str | None, reason: str
+    ) -> None:
+        """A shelving operation failed on ``host`` (or could not be sent)."""
+        if operation == "unshelve":
+            server = self.db.server_get(server_uuid, read_deleted=True)
+            if server.status == models.STATUS_SHELVED_OFFLOADED:
+                if host is not None and server.host not in (None, host):
+                    LOG.info("Unshelve failure of %s from %s, not its host", server_uuid, host)
+                    return
+                said = words.shelve_step_failed(operation, host, reason, offloaded=True)
+                if server.task_state == models.TASK_UNSHELVING:
+                    # NOTE: nothing claimed yet (the cast could not be sent).
+                    done = self.shelves.step_failed_offloaded(server_uuid, said)
+                else:
+                    done = self.unshelves.fail(server_uuid, said)
+                if done is not None:
+                    self._compute_event("unshelve", server_uuid, host, reason=said)
+                    self.db.action_finish(server_uuid, (action_api.UNSHELVE,))
+                return
+            said = words.shelve_step_failed(operation, host, reason, offloaded=False)
+        else:
+            said = words.shelve_step_failed(operation, host, reason)
+        if self.shelves.step_failed(server_uuid, _SHELVE_TASKS[operation], host) is None:
+            return
+        self._compute_event(operation, server_uuid, host, reason=said)
+        actions_of = COMPUTE_EVENTS[operation][1]
+        self.db.action_finish(server_uuid, actions_of)
+
+    def offload_shelved(self, now: datetime.datetime | None = None) -> list[str]:
+        """The sweep's part of ``[DEFAULT] shelved_offload_time`` (N > 0):
+        offload every server SHELVED with no task that has not changed for N
+        seconds, as Nova's compute periodic task does, each recorded as a
+        ``shelveOffload`` action. Run by the sweep's lease holder only.
+
+        :returns: the servers whose offload was sent.
+        """
+        after = self.deps.conf.shelved_offload_time
+        if after <= 0:
+            return []
+        now = now or datetime.datetime.now(datetime.UTC)
+        sent = []
+        for server in self.db.server_list(status=models.STATUS_SHELVED):
+            changed = server.updated_at or server.created_at
+            if changed.tzinfo is None:
+                changed = changed.replace(tzinfo=datetime.UTC)
+            if server.task_state is not None or (now - changed).total_seconds() < after:
+                continue
+            try:
+                self.shelves.begin_offload(server.uuid, seen=server.updated_at)
+            except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
+                LOG.info("Server %s not offloaded by the sweep: %s", server.uuid, exc)
+                continue
+            self.db.action_start(
+                server.uuid,
+                f"req-{uuidlib.uuid4()}",
+                action_api.SHELVE_OFFLOAD,
+                user_id=None,
+                project_id=server.project_id,
+            )
+            LOG.info(
+                "Server %s shelved for %ss or more ([DEFAULT] shelved_offload_time): offloading",
+                server.uuid,
+                after,
+            )
+            self._shelve_cast(admin_context(), server.uuid, "shelve_offload")
+            sent.append(server.uuid)
+        return sent
+
+    @handler
+    def server_shelved(self, ctxt: RequestContext, server_uuid: str, host: str) -> None:
+        server = self.shelves.shelved(server_uuid, host)
+        if server is None:
+            return
+        self._compute_event("shelve", server_uuid, host, result=action_api.SUCCESS)
+        if server.task_state == models.TASK_SHELVING_OFFLOADING:
+            # NOTE: shelved_offload_time 0: the offload follows at once,
+            # within the shelve's action (finished once offloaded).
+            self._shelve_cast(ctxt, server_uuid, "shelve_offload")
+            return
+        self.db.action_finish(server_uuid, (action_api.SHELVE,))
+
+    @handler
+    def server_offloaded(self, ctxt: RequestContext, server_uuid: str, host: str) -> None:
+        try:
+            server = self.shelves.offloaded(server_uuid, host)
+        except exception.PlacementError as exc:
+            # NOTE: the server stays shelving_offloading on its host, the
+            # release journaled: the report is safe to replay.
+            LOG.warning("Offload of server %s: Placement failed: %s", server_uuid, exc)
+            return
+        if server is None:
+            return
+        self._compute_event("shelve_offload", server_uuid, host, result=action_api.SUCCESS)
+        self.db.action_finish(server_uuid, (action_api.SHELVE_OFFLOAD, action_api.SHELVE))
+
+    @handler
+    def server_unshelved(self, ctxt: RequestContext, server_uuid: str, host: str) -> None:
+        try:
+            server = self.db.server_get(server_uuid)
+        except exception.ServerNotFound:
+            LOG.info("Unshelve report of server %s: it is gone; nothing to do", server_uuid)
+            return
+        if server.status == models.STATUS_SHELVED_OFFLOADED:
+            if server.host != host:
+                LOG.info("Unshelve report of %s from %s, not its host", server_uuid, host)
+                return
+            try:
+                done = self.unshelves.spawned(server_uuid)
+            except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
+                LOG.info("Unshelve report of %s not due (%s); nothing to do", server_uuid, exc)
+                return
+        else:
+            done = self.shelves.unshelved(server_uuid, host)
+            if done is None:
+                return
+        self._compute_event("unshelve", server_uuid, host, result=action_api.SUCCESS)
+        self.db.action_finish(server_uuid, (action_api.UNSHELVE,))
+
     # -- failures reported by compute hosts ----------------------------------------------
 
     @handler
@@ -666,6 +940,8 @@ class ConductorManager:
         # What is recorded says it in words (resize_sched.words).
         if operation in _POWER_TASKS:
             self._power_failed(server_uuid, operation, host, reason)
+        elif operation in _SHELVE_TASKS:
+            self._shelve_failed(server_uuid, operation, host, reason)
         elif operation == "spawn":
             said = words.compute_failed(operation, host, reason, source=None)
             if self.builds.fail(server_uuid, said) is not None:

@@ -29,6 +29,13 @@ server is scheduled again; in ``spawning``, the spawn is sent to its host
 again (spawning is idempotent). A deleted server's entries still
 ``intended`` are settled the same way.
 
+A shelve, an offload or an unshelve left with its task state set
+(``shelving``, ``shelving_offloading``, ``unshelving``) has its host step
+sent again (each report is a compare-and-swap, so a second one changes
+nothing); an offloaded server's unshelve still ``unshelving`` is resumed as
+a build in ``scheduling`` (a claim Placement holds is adopted, else it is
+scheduled again), one ``spawning`` has its spawn sent again.
+
 A delete the API accepted is finished whatever state it finds the server
 in: ``deleting``, or with its ``delete`` action recorded and not carried out.
 
@@ -55,6 +62,7 @@ from resize_sched import exception
 from resize_sched.compute.rpcapi import server_message
 from resize_sched.conductor import heal, reaper
 from resize_sched.context import admin_context
+from resize_sched.db import models
 
 LOG = logging.getLogger(__name__)
 
@@ -207,6 +215,60 @@ def resume_build(manager: Any, server: Any) -> str:
     return f"spawn sent to {server.host}"
 
 
+#: The shelving task states a lost message or a stopped conductor can leave
+#: a server in, and the operation the sweep sends again for each.
+_SHELVING = {
+    models.TASK_SHELVING: "shelve",
+    models.TASK_SHELVING_OFFLOADING: "shelve_offload",
+    models.TASK_UNSHELVING: "unshelve",
+}
+
+
+def shelving_in_flight(manager: Any) -> list[Any]:
+    """The servers a shelve, an offload or an unshelve is under way for."""
+    found = [s for task in _SHELVING for s in manager.db.server_list(task_state=task)]
+    found += [
+        s
+        for s in manager.db.server_list(
+            status=models.STATUS_SHELVED_OFFLOADED, task_state=models.TASK_SPAWNING
+        )
+    ]
+    return found
+
+
+def resume_shelving(manager: Any, server: Any) -> str:
+    """Take a shelve, an offload or an unshelve on from where it stopped.
+
+    Each host step is safe to send again (its report is a compare-and-swap);
+    an offloaded server's unshelve that stopped while scheduling adopts the
+    claim Placement holds for it, else is scheduled again, as a build is.
+    """
+    ctxt = admin_context()
+    # NOTE: of two conductors sweeping at once exactly one takes it on.
+    server = manager.db.server_touch(
+        server.uuid,
+        expected={
+            "status": server.status,
+            "task_state": server.task_state,
+            "updated_at": server.updated_at,
+        },
+        operation="resume the shelving",
+    )
+    if server.status == models.STATUS_SHELVED_OFFLOADED:
+        if server.task_state == models.TASK_UNSHELVING:
+            adopted = manager.unshelves.adopt(server.uuid)
+            if adopted is None:
+                manager.unshelve_server(ctxt, server.uuid)
+                after = manager.db.server_get(server.uuid)
+                return f"unshelve scheduled again, now {after.status}/{after.task_state}"
+            server = adopted
+        manager.compute.unshelve_instance(ctxt, server.host, server_message(server))
+        return f"unshelve sent to {server.host}"
+    operation = _SHELVING[server.task_state]
+    manager._shelve_cast(ctxt, server.uuid, operation)
+    return f"{operation} sent again to {server.host}"
+
+
 def _idle(row: Any, now: datetime.datetime) -> float:
     """Seconds since the migration or server last changed."""
     changed = row.updated_at or row.created_at
@@ -319,6 +381,13 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
                 f"the build of server {server.uuid}",
                 server.uuid,
                 lambda s=server: resume_build(manager, s),
+            )
+    for server in shelving_in_flight(manager):
+        if server.uuid not in deleting and stale(server):
+            take_on(
+                f"the {server.task_state} of server {server.uuid}",
+                server.uuid,
+                lambda s=server: resume_shelving(manager, s),
             )
     if idle_for is not None:
         # NOTE: a sweep: after the flows, what Placement still holds for

@@ -27,6 +27,11 @@ API version history:
   os-migrateLive (409) while the conductor is capped below 1.5.
   evacuate_server (from the API) and evacuation_rebuilt (the destination's
   report); operation_failed also names ``rebuild``.
+* 1.6 - shelve_server, shelve_offload_server and unshelve_server (from the
+  API); server_shelved, server_offloaded and server_unshelved (a compute
+  host's reports, with its ``host``); operation_failed also names
+  ``shelve``, ``shelve_offload`` and ``unshelve``. The API refuses shelve,
+  shelveOffload and unshelve (409) while the conductor is capped below 1.6.
 
 Every method is a cast: the caller has already validated the request and
 recorded its intent in the database; the outcome shows in the server's and
@@ -47,7 +52,7 @@ LOG = logging.getLogger(__name__)
 
 TOPIC = "conductor"
 NAMESPACE = "conductor"
-VERSION = "1.5"
+VERSION = "1.6"
 
 
 class ConductorAPI:
@@ -158,6 +163,35 @@ class ConductorAPI:
         """The destination ``host`` rebuilt the evacuated server."""
         self._cast(ctxt, "evacuation_rebuilt", "1.5", migration_uuid=migration_uuid, host=host)
 
+    @property
+    def can_shelve(self) -> bool:
+        """Whether the conductor takes shelve, offload and unshelve (1.6)."""
+        return bool(self.client.can_send_version("1.6"))
+
+    def shelve_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Shelve a server the API has marked ``shelving``."""
+        self._cast(ctxt, "shelve_server", "1.6", server_uuid=server_uuid)
+
+    def shelve_offload_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Offload a SHELVED server the API has marked ``shelving_offloading``."""
+        self._cast(ctxt, "shelve_offload_server", "1.6", server_uuid=server_uuid)
+
+    def unshelve_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        """Unshelve a server the API has marked ``unshelving``."""
+        self._cast(ctxt, "unshelve_server", "1.6", server_uuid=server_uuid)
+
+    def server_shelved(self, ctxt: RequestContext, server_uuid: str, host: str) -> None:
+        """``host`` powered the shelved server off."""
+        self._cast(ctxt, "server_shelved", "1.6", server_uuid=server_uuid, host=host)
+
+    def server_offloaded(self, ctxt: RequestContext, server_uuid: str, host: str) -> None:
+        """``host`` removed the shelved server."""
+        self._cast(ctxt, "server_offloaded", "1.6", server_uuid=server_uuid, host=host)
+
+    def server_unshelved(self, ctxt: RequestContext, server_uuid: str, host: str) -> None:
+        """``host`` runs the unshelved server."""
+        self._cast(ctxt, "server_unshelved", "1.6", server_uuid=server_uuid, host=host)
+
     def delete_server(self, ctxt: RequestContext, server_uuid: str) -> None:
         """Release a server's allocations and destroy it on its host."""
         self._cast(ctxt, "delete_server", "1.0", server_uuid=server_uuid)
@@ -189,7 +223,8 @@ class ConductorAPI:
     ) -> None:
         """A compute operation failed on ``host`` (``spawn``, ``prep_resize``,
         ``resize``, ``finish_resize``, ``confirm``, ``revert``; from 1.4
-        ``stop`` and ``start``)."""
+        ``stop`` and ``start``; from 1.6 ``shelve``, ``shelve_offload``,
+        ``unshelve``)."""
         self._cast_report(
             ctxt,
             "operation_failed",

@@ -85,13 +85,15 @@ class ConductorService:
 
     def sweep(self) -> recovery.RecoveryReport:
         """Take on the resizes and builds that stopped moving (see ``[conductor]
-        stuck_after``), then run the reaper when due. The loop calls it only
+        stuck_after``), offload the servers shelved for ``[DEFAULT]
+        shelved_offload_time``, then run the reaper when due. The loop calls it only
         while this conductor holds the sweep's lease."""
         report = recovery.recover(self.manager, idle_for=self.conf.conductor.stuck_after)
         if report.found:
             LOG.warning(
                 "Sweep took on %d stuck resize(s) and build(s): %s", report.found, report.resumed
             )
+        self.manager.offload_shelved()
         return report
 
     def _sweep_loop(self, interval: float) -> None:

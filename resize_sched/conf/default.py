@@ -57,6 +57,17 @@ OPTS = [
         "zone out of the zones you keep for those who do; it must be a zone that exists, or "
         "every create without a zone fails with 400.",
     ),
+    cfg.IntOpt(
+        "shelved_offload_time",
+        default=0,
+        min=-1,
+        help="What happens to a shelved server's host, as Nova's option of the same name. "
+        "0 (the default): the shelve offloads it at once (SHELVED_OFFLOADED: the host's room "
+        "is given back in Placement). -1: never offloaded on its own; it stays SHELVED, "
+        "holding its room, until shelveOffload or unshelve. N > 0: the conductor's sweep "
+        "offloads a server that has been SHELVED, unchanged, for N seconds or more "
+        "(checked every [conductor] stuck_check_interval).",
+    ),
 ]
 
 

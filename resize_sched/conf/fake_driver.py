@@ -25,6 +25,9 @@ OPERATIONS = (
     "live_migration",
     "post_live_migration",
     "rebuild",
+    "shelve",
+    "shelve_offload",
+    "unshelve",
 )
 
 
@@ -142,7 +145,9 @@ OPTS = [
         "the service at start. 'pre_live_migration' is the destination's part of "
         "a live migration, 'live_migration' the source's hand-over, "
         "'post_live_migration' the source's clean-up after it, and 'rebuild' an "
-        "evacuation's rebuild on its destination.",
+        "evacuation's rebuild on its destination. 'shelve' is a shelve's power-off, "
+        "'shelve_offload' the removal of a shelved server from its host, and "
+        "'unshelve' its start again (a spawn, when it was offloaded).",
     ),
     cfg.FloatOpt(
         "live_migration_s",

@@ -51,6 +51,9 @@ START = "start"
 RESET_STATE = "resetState"
 LIVE_MIGRATION = "live-migration"
 EVACUATE = "evacuate"
+SHELVE = "shelve"
+SHELVE_OFFLOAD = "shelveOffload"
+UNSHELVE = "unshelve"
 
 #: The actions a resize's steps belong to: a cold migration (``migrate``)
 #: runs the same steps, and a server has one of them in flight at a time.

@@ -32,6 +32,8 @@ STATUS_DELETED = "DELETED"
 STATUS_SHUTOFF = "SHUTOFF"
 STATUS_MIGRATING = "MIGRATING"
 STATUS_REBUILD = "REBUILD"
+STATUS_SHELVED = "SHELVED"
+STATUS_SHELVED_OFFLOADED = "SHELVED_OFFLOADED"
 SERVER_STATUSES = (
     STATUS_BUILD,
     STATUS_ACTIVE,
@@ -43,6 +45,8 @@ SERVER_STATUSES = (
     STATUS_SHUTOFF,
     STATUS_MIGRATING,
     STATUS_REBUILD,
+    STATUS_SHELVED,
+    STATUS_SHELVED_OFFLOADED,
 )
 
 VM_BUILDING = "building"
@@ -51,7 +55,18 @@ VM_RESIZED = "resized"
 VM_ERROR = "error"
 VM_DELETED = "deleted"
 VM_STOPPED = "stopped"
-VM_STATES = (VM_BUILDING, VM_ACTIVE, VM_RESIZED, VM_ERROR, VM_DELETED, VM_STOPPED)
+VM_SHELVED = "shelved"
+VM_SHELVED_OFFLOADED = "shelved_offloaded"
+VM_STATES = (
+    VM_BUILDING,
+    VM_ACTIVE,
+    VM_RESIZED,
+    VM_ERROR,
+    VM_DELETED,
+    VM_STOPPED,
+    VM_SHELVED,
+    VM_SHELVED_OFFLOADED,
+)
 
 TASK_SCHEDULING = "scheduling"
 TASK_RESIZE_PREP = "resize_prep"
@@ -67,6 +82,12 @@ TASK_RESIZE_REVERTING = "resize_reverting"
 TASK_DELETING = "deleting"
 TASK_POWERING_OFF = "powering-off"
 TASK_POWERING_ON = "powering-on"
+#: A shelve's, a shelve offload's and an unshelve's task states (Nova's); an
+#: unshelve from offloaded is ``spawning`` once its host is claimed, as a build.
+TASK_SHELVING = "shelving"
+TASK_SHELVING_OFFLOADING = "shelving_offloading"
+TASK_UNSHELVING = "unshelving"
+TASK_SPAWNING = "spawning"
 
 #: Nova's power states (``OS-EXT-STS:power_state``).
 POWER_NOSTATE = 0

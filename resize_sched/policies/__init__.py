@@ -28,6 +28,7 @@ from resize_sched.policies import (
     server_migrations,
     servers,
     services,
+    shelve,
     simple_tenant_usage,
 )
 
@@ -49,6 +50,7 @@ def list_rules() -> list[policy.RuleDefault]:
             migrate_server.list_rules(),
             live_migrate.list_rules(),
             evacuate.list_rules(),
+            shelve.list_rules(),
             services.list_rules(),
             hypervisors.list_rules(),
             hosts.list_rules(),

@@ -1,8 +1,9 @@
 """Server actions: ``POST /v2.1/servers/{id}/action`` with ``resize``,
 ``confirmResize``, ``revertResize``, ``os-stop``, ``os-start`` or
 (administrators) ``os-resetState``, the cold migration of :mod:`.move_actions`,
-``os-migrateLive`` (:mod:`resize_sched.api.handlers.live_migrate`) and
-``evacuate`` (:mod:`resize_sched.api.handlers.evacuate`).
+``os-migrateLive`` (:mod:`resize_sched.api.handlers.live_migrate`),
+``evacuate`` (:mod:`resize_sched.api.handlers.evacuate`) and ``shelve``,
+``shelveOffload``, ``unshelve`` (:mod:`resize_sched.api.handlers.shelve`).
 
 Each runs the database-only first step from :mod:`resize_sched.actions` (a
 compare-and-swap that records the intent, so of two concurrent requests one
@@ -20,7 +21,7 @@ from oslo_log import log as logging
 
 from resize_sched import actions, exception
 from resize_sched.api import faults, policy, schemas
-from resize_sched.api.handlers import move_actions
+from resize_sched.api.handlers import move_actions, shelve
 from resize_sched.api.handlers.evacuate import evacuate
 from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.handlers.live_migrate import live_migrate
@@ -195,6 +196,7 @@ ACTIONS: dict[str, Action] = {
     **move_actions.ACTIONS,
     "os-migrateLive": live_migrate,
     "evacuate": evacuate,
+    **shelve.ACTIONS,
 }
 
 

@@ -119,6 +119,19 @@ class ComputeDriver(abc.ABC):
         """Start the stopped ``server`` (already running: nothing to do)."""
         raise NotImplementedError(f"{type(self).__name__} cannot power servers on")
 
+    def shelve(self, server: Server) -> None:
+        """Power ``server`` off for a shelve (no snapshot image is made)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot shelve servers")
+
+    def shelve_offload(self, server: Server) -> None:
+        """Remove the shelved ``server`` from this host."""
+        raise NotImplementedError(f"{type(self).__name__} cannot offload shelved servers")
+
+    def unshelve(self, server: Server) -> None:
+        """Start the shelved ``server`` here: power it on, or spawn it when it
+        was offloaded (not on this host)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot unshelve servers")
+
     @abc.abstractmethod
     def destroy(self, server_uuid: str) -> None:
         """Remove the server from this host (nothing to do if it is not here)."""

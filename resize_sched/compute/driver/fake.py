@@ -267,6 +267,29 @@ class FakeDriver(base.ComputeDriver):
                 )
             instance.power_state = power_state
 
+    def shelve(self, server: base.Server) -> None:
+        # NOTE: the fake has no images: a shelve makes no snapshot.
+        self._set_power(server, "shelve", SHUTOFF)
+
+    def shelve_offload(self, server: base.Server) -> None:
+        self._begin("shelve_offload")
+        with self._lock:
+            if self._instances.pop(server["uuid"], None) is None:
+                LOG.info("Server %s is not on %s; nothing to offload", server["uuid"], self.host)
+
+    def unshelve(self, server: base.Server) -> None:
+        self._begin("unshelve")
+        with self._lock:
+            instance = self._instances.get(server["uuid"])
+            if instance is None:
+                # NOTE: offloaded: spawned here from the message.
+                instance = self._instances[server["uuid"]] = FakeInstance(
+                    uuid=server["uuid"],
+                    name=server.get("name", ""),
+                    flavor=dict(server["flavor"]),
+                )
+            instance.power_state = RUNNING
+
     def destroy(self, server_uuid: str) -> None:
         with self._lock:
             if self._instances.pop(server_uuid, None) is None:

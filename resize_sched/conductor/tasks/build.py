@@ -16,7 +16,7 @@ Placement) is given back by the step when its compare-and-swap fails, and
 otherwise by the reaper (:mod:`resize_sched.conductor.reaper`).
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from oslo_log import log as logging
 
@@ -44,8 +44,23 @@ SCHEDULE_EVENT = "conductor_schedule_and_build_instances"
 class BuildTask:
     """Creates servers and places them.
 
+    The placing (schedule, claim, the host's report) is shared with an
+    unshelve of an offloaded server (:mod:`.shelve`), which names its own
+    states, action and outcome of a failure through the class attributes
+    and hooks below.
+
     :param deps: configuration, database, Placement client, scheduler.
     """
+
+    #: The state scheduling expects the server in, and the state while its
+    #: host spawns it (compare-and-swap).
+    SCHEDULING: ClassVar[dict[str, Any]] = _SCHEDULING
+    SPAWNING: ClassVar[dict[str, Any]] = _SPAWNING
+    #: The scheduling step's instance-action event and the action it belongs to.
+    SCHEDULE_EVENT: ClassVar[str] = SCHEDULE_EVENT
+    ACTION: ClassVar[str] = action_api.CREATE
+    #: What the placing is called in the log and in conflicts.
+    WHAT: ClassVar[str] = "Build"
 
     def __init__(self, deps: TaskDeps) -> None:
         self.deps = deps
@@ -86,9 +101,40 @@ class BuildTask:
         """
         said: list[str] = []
         with self.db.action_event(
-            server_uuid, SCHEDULE_EVENT, (action_api.CREATE,), host=self.deps.conf.host, said=said
+            server_uuid,
+            self.SCHEDULE_EVENT,
+            (self.ACTION,),
+            host=self.deps.conf.host,
+            said=said,
         ):
             return self._schedule(server_uuid, said)
+
+    def _forced_hosts(self, spec: Any) -> frozenset[str]:
+        """The hosts the scheduler must choose among (a build: those forced at create)."""
+        return frozenset(spec.force_hosts)
+
+    def _no_host(self, server: Any, exc: exception.NoValidHost, group: Any) -> str:
+        """Record that nothing fitted (compare-and-swap on :attr:`SCHEDULING`);
+        a build goes to ERROR. Returns the words recorded.
+
+        :raises ServerStateConflict, ServerNotFound: the server moved on.
+        """
+        said = words.no_host_for_build(exc, server.flavor, group)
+        # NOTE: compare-and-swap on the state the build left it in: a
+        # delete recorded meanwhile (``deleting``) must stay recorded, or
+        # the delete's own compare-and-swap fails and the server stays
+        # ERROR, never deleted.
+        self.db.server_update(
+            server.uuid,
+            expected=self.SCHEDULING,
+            operation="fail the build",
+            status="ERROR",
+            vm_state="error",
+            task_state=None,
+            fault_message=said,
+            fault_code=500,
+        )
+        return said
 
     def _schedule(self, server_uuid: str, said: list[str]) -> Any:
         server = self.db.server_get(server_uuid)
@@ -100,7 +146,7 @@ class BuildTask:
                 "required_traits": frozenset(spec.required_traits),
             },
             ignore_hosts=frozenset(spec.ignore_hosts),
-            force_hosts=frozenset(spec.force_hosts),
+            force_hosts=self._forced_hosts(spec),
             **policy_fields(
                 self.db,
                 Placed.of_server(server),
@@ -116,21 +162,29 @@ class BuildTask:
             for dest in selection.destinations:
                 try:
                     entry_id, generation = self.deps.executor.claim_server(
-                        server, dest.allocation_request, expected=_SCHEDULING
+                        server, dest.allocation_request, expected=self.SCHEDULING
                     )
                 except exception.ClaimRefused as exc:
-                    LOG.info("Build of %s: claim on %s refused (%s)", server_uuid, dest.host, exc)
+                    LOG.info(
+                        "%s of %s: claim on %s refused (%s)",
+                        self.WHAT,
+                        server_uuid,
+                        dest.host,
+                        exc,
+                    )
                     continue
                 except (exception.ServerStateConflict, exception.ServerNotFound) as exc:
                     # NOTE: a delete (or another run of this build) got there
                     # first; checked under the server's lock before the write,
                     # so nothing was claimed.
-                    LOG.info("Build of %s: not claiming on %s: %s", server_uuid, dest.host, exc)
+                    LOG.info(
+                        "%s of %s: not claiming on %s: %s", self.WHAT, server_uuid, dest.host, exc
+                    )
                     return None
                 try:
                     placed = self.db.server_advance(
                         server_uuid,
-                        expected=_SCHEDULING,
+                        expected=self.SCHEDULING,
                         operation="place",
                         applied=[entry_id],
                         group_check=request.group is not None,
@@ -155,12 +209,12 @@ class BuildTask:
                     # NOTE: the late check (Nova's): a member racing onto the
                     # same host recorded it first. Give the claim back and try
                     # the next alternate.
-                    LOG.info("Build of %s: %s; next alternate", server_uuid, exc)
+                    LOG.info("%s of %s: %s; next alternate", self.WHAT, server_uuid, exc)
                     refused.append(exc)
                     self.db.server_journal_mark(entry_id, "applied", "landed; policy refused")
                     try:
                         self.deps.executor.release_server(
-                            server, "policy refused", expected=_SCHEDULING, whole=False
+                            server, "policy refused", expected=self.SCHEDULING, whole=False
                         )
                     except (exception.ServerStateConflict, exception.ServerNotFound):
                         # NOTE: a delete recorded meanwhile releases it all.
@@ -174,7 +228,7 @@ class BuildTask:
                     if not self._adopted(server_uuid, dest.provider):
                         self._give_back(server)
                     raise
-                LOG.info("Server %s placed on %s", server_uuid, dest.host)
+                LOG.info("Server %s placed on %s (%s)", server_uuid, dest.host, self.WHAT.lower())
                 return placed
             if refused:
                 raise exception.NoValidHost(
@@ -187,25 +241,14 @@ class BuildTask:
                 reason="every candidate host refused the claim",
             )
         except exception.NoValidHost as exc:
-            said.append(words.no_host_for_build(exc, server.flavor, request.group))
-            # NOTE: compare-and-swap on the state the build left it in: a
-            # delete recorded meanwhile (``deleting``) must stay recorded, or
-            # the delete's own compare-and-swap fails and the server stays
-            # ERROR, never deleted.
             try:
-                self.db.server_update(
-                    server_uuid,
-                    expected=_SCHEDULING,
-                    operation="fail the build",
-                    status="ERROR",
-                    vm_state="error",
-                    task_state=None,
-                    fault_message=said[-1],
-                    fault_code=500,
-                )
+                said.append(self._no_host(server, exc, request.group))
             except (exception.ServerStateConflict, exception.ServerNotFound) as lost:
                 LOG.info(
-                    "Build of server %s ended without a host, not recorded: %s", server_uuid, lost
+                    "%s of server %s ended without a host, not recorded: %s",
+                    self.WHAT,
+                    server_uuid,
+                    lost,
                 )
                 return None
             raise
@@ -251,7 +294,7 @@ class BuildTask:
         LOG.info("Server %s: adopting its claim on %s", server_uuid, host)
         return self.db.server_update(
             server_uuid,
-            expected=_SCHEDULING,
+            expected=self.SCHEDULING,
             operation="adopt the claim",
             task_state="spawning",
             host=host,
@@ -270,64 +313,87 @@ class BuildTask:
         return server.rp_uuid == rp_uuid and server.placement_generation is not None
 
     def spawned(self, server_uuid: str) -> Any:
-        """The host spawned the server: it becomes ACTIVE, and its node's
-        count of failed builds (the BuildFailureWeigher's) starts again from 0
-        in the same transaction."""
+        """The host spawned the server: it becomes ACTIVE, and (a build) its
+        node's count of failed builds (the BuildFailureWeigher's) starts again
+        from 0 in the same transaction."""
         server = self.db.server_get(server_uuid)
         return self.db.server_update(
             server_uuid,
-            expected={**_SPAWNING, "rp_uuid": server.rp_uuid},
-            operation="finish the build",
-            then=_build_result(server.rp_uuid, failed=False),
+            expected={**self.SPAWNING, "rp_uuid": server.rp_uuid},
+            operation=f"finish the {self.WHAT.lower()}",
+            then=self._spawn_result(server.rp_uuid, failed=False),
             status="ACTIVE",
             vm_state="active",
             task_state=None,
+            **self._spawned_values(),
         )
 
-    def fail(self, server_uuid: str, reason: str) -> Any:
-        """The host failed to spawn: release the claim, the server goes to ERROR.
+    def _spawned_values(self) -> dict[str, Any]:
+        """More columns to set once the server runs (a build: none)."""
+        return {}
 
-        :returns: the server, or None when the build is no longer spawning
+    def _spawn_result(self, rp_uuid: str | None, *, failed: bool) -> Any:
+        """The work done in the transaction of a spawn's outcome (a build:
+        its node's count of failed builds)."""
+        return _build_result(rp_uuid, failed=failed)
+
+    def _failed_values(self, reason: str) -> dict[str, Any]:
+        """The server's state once its spawn failed and the claim is given
+        back (a build: ERROR with the fault)."""
+        return {
+            "status": "ERROR",
+            "vm_state": "error",
+            "task_state": None,
+            "fault_message": reason,
+            "fault_code": 500,
+        }
+
+    def fail(self, server_uuid: str, reason: str) -> Any:
+        """The host failed to spawn: release the claim; a build goes to ERROR.
+
+        :returns: the server, or None when it is no longer spawning
             (a duplicate report, or a delete asked for: it releases itself).
         """
         try:
             server = self.db.server_get(server_uuid)
         except exception.ServerNotFound:
             server = None
-        if server is None or (server.status, server.task_state) != ("BUILD", "spawning"):
-            LOG.info("Build of server %s: spawn failure not due; nothing to do", server_uuid)
+        spawning = (self.SPAWNING["status"], self.SPAWNING["task_state"])
+        if server is None or (server.status, server.task_state) != spawning:
+            LOG.info(
+                "%s of server %s: spawn failure not due; nothing to do", self.WHAT, server_uuid
+            )
             return None
         try:
             self.deps.executor.release_server(
-                server, "spawn failed", expected=_SPAWNING, whole=False
+                server, "spawn failed", expected=self.SPAWNING, whole=False
             )
         except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
             LOG.info(
-                "Build of server %s: spawn failure not due (%s); nothing to do", server_uuid, exc
+                "%s of server %s: spawn failure not due (%s); nothing to do",
+                self.WHAT,
+                server_uuid,
+                exc,
             )
             return None
-        LOG.warning("Build of server %s failed: %s", server_uuid, reason)
+        LOG.warning("%s of server %s failed: %s", self.WHAT, server_uuid, reason)
         # NOTE: the server is on no host now; heal must not give it room back.
         # The node it failed on counts one failed build more, in the same
         # transaction (a duplicate report changes nothing: it finds ERROR).
         try:
             return self.db.server_update(
                 server_uuid,
-                expected=_SPAWNING,
-                operation="fail the build",
-                then=_build_result(server.rp_uuid, failed=True),
-                status="ERROR",
-                vm_state="error",
-                task_state=None,
+                expected=self.SPAWNING,
+                operation=f"fail the {self.WHAT.lower()}",
+                then=self._spawn_result(server.rp_uuid, failed=True),
                 host=None,
                 node=None,
                 rp_uuid=None,
                 placement_generation=None,
-                fault_message=reason,
-                fault_code=500,
+                **self._failed_values(reason),
             )
         except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
-            LOG.info("Build of server %s: %s", server_uuid, exc)
+            LOG.info("%s of server %s: %s", self.WHAT, server_uuid, exc)
             return None
 
 

@@ -38,6 +38,9 @@ _COMPUTE_ARG = {
     "destroy": "server_uuid",
     "power_off": "server",
     "power_on": "server",
+    "shelve_instance": "server",
+    "shelve_offload_instance": "server",
+    "unshelve_instance": "server",
 }
 
 
@@ -57,6 +60,8 @@ class _ConductorClient:
 
     #: Whether the conductor speaks RPC 1.4 (stop_server, start_server).
     can_power = True
+    #: Whether the conductor speaks RPC 1.6 (shelving).
+    can_shelve = True
 
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue
@@ -77,6 +82,8 @@ class _ComputeClient:
     conf = None
     #: Whether the hosts speak compute RPC 1.1 (power_off, power_on).
     can_power = True
+    #: Whether the hosts speak compute RPC 1.3 (shelving).
+    can_shelve = True
 
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue

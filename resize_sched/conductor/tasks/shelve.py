@@ -1,0 +1,259 @@
+"""Shelving: ``shelve``, ``shelveOffload`` and ``unshelve``, as Nova's.
+
+A shelve powers the server off on its host and keeps it there: SHELVED
+holds its host's allocation unchanged. An offload removes it from the host
+and gives the allocation back (only what its flavor accounts for: what
+another service put on its consumer is not ours): SHELVED_OFFLOADED holds
+nothing and has no host. An unshelve of a SHELVED server starts it where it
+is, keeping its allocation; an unshelve of an offloaded one is placed as a
+build is (:class:`UnshelveTask` extends :class:`~.build.BuildTask`): the
+scheduler chooses a host in the server's zone and within its server group's
+policy, the flavor is claimed there, and the host spawns it.
+
+No snapshot image is made: the fake hypervisor has no images, and the
+server keeps its ``image_ref``.
+
+Every step is a compare-and-swap on the state it expects (the task state
+and, for a host's report, the host), so a duplicate or late report finds
+another state and is a logged no-op, and a delete recorded first (task
+``deleting``) wins over every step after it.
+"""
+
+from typing import Any, ClassVar
+
+from oslo_log import log as logging
+
+from resize_sched import exception, words
+from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.conductor.tasks.build import BuildTask
+from resize_sched.db import action_api, models
+
+LOG = logging.getLogger(__name__)
+
+#: Nova's event of an unshelve's scheduling, in the conductor.
+UNSHELVE_SCHEDULE_EVENT = "schedule_instances"
+
+_NOT_DUE = (exception.ServerNotFound, exception.ServerStateConflict)
+
+
+class UnshelveTask(BuildTask):
+    """Places an offloaded server again: schedule, claim, spawn (a build's steps)."""
+
+    SCHEDULING: ClassVar[dict[str, Any]] = {
+        "status": models.STATUS_SHELVED_OFFLOADED,
+        "task_state": models.TASK_UNSHELVING,
+    }
+    SPAWNING: ClassVar[dict[str, Any]] = {
+        "status": models.STATUS_SHELVED_OFFLOADED,
+        "task_state": models.TASK_SPAWNING,
+    }
+    SCHEDULE_EVENT: ClassVar[str] = UNSHELVE_SCHEDULE_EVENT
+    ACTION: ClassVar[str] = action_api.UNSHELVE
+    WHAT: ClassVar[str] = "Unshelve"
+
+    def _forced_hosts(self, spec: Any) -> frozenset[str]:
+        # NOTE: as Nova, hosts forced at boot do not bind an unshelve.
+        return frozenset()
+
+    def _no_host(self, server: Any, exc: exception.NoValidHost, group: Any) -> str:
+        said = words.no_host_for_unshelve(exc, server.flavor, group)
+        self.db.server_update(
+            server.uuid,
+            expected=self.SCHEDULING,
+            operation="fail the unshelve",
+            task_state=None,
+            fault_message=said,
+            fault_code=500,
+        )
+        return said
+
+    def _spawned_values(self) -> dict[str, Any]:
+        return {"power_state": models.POWER_RUNNING}
+
+    def _spawn_result(self, rp_uuid: str | None, *, failed: bool) -> Any:
+        # NOTE: the BuildFailureWeigher counts builds only, as Nova's.
+        return None
+
+    def _failed_values(self, reason: str) -> dict[str, Any]:
+        return {
+            "status": models.STATUS_SHELVED_OFFLOADED,
+            "vm_state": models.VM_SHELVED_OFFLOADED,
+            "task_state": None,
+            "allocations": None,
+            "group_providers": None,
+            "power_state": models.POWER_NOSTATE,
+            "fault_message": reason,
+            "fault_code": 500,
+        }
+
+
+class ShelveTask:
+    """The steps of a shelve, an offload and an unshelve in place.
+
+    :param deps: configuration, database, Placement client, executor.
+    """
+
+    def __init__(self, deps: TaskDeps) -> None:
+        self.deps = deps
+        self.db = deps.db
+
+    # -- shelve -------------------------------------------------------------------------
+
+    def shelved(self, server_uuid: str, host: str) -> Any:
+        """``host`` powered the server off: it is SHELVED, holding its room.
+
+        With ``[DEFAULT] shelved_offload_time`` 0 the offload begins in the
+        same compare-and-swap (task ``shelving_offloading``), as Nova's.
+
+        :returns: the server, or None when the report is not due.
+        """
+        offload = self.deps.conf.shelved_offload_time == 0
+        try:
+            return self.db.server_update(
+                server_uuid,
+                expected={"task_state": models.TASK_SHELVING, "host": host},
+                operation="shelve report",
+                status=models.STATUS_SHELVED,
+                vm_state=models.VM_SHELVED,
+                task_state=models.TASK_SHELVING_OFFLOADING if offload else None,
+                power_state=models.POWER_SHUTDOWN,
+            )
+        except _NOT_DUE as exc:
+            LOG.info("Shelve report of server %s not due (%s); nothing to do", server_uuid, exc)
+            return None
+
+    def begin_offload(self, server_uuid: str, seen: Any) -> Any:
+        """SHELVED with no task, unchanged since ``seen`` (its ``updated_at``)
+        -> ``shelving_offloading``: the sweep's offload. Of two sweeps, one wins.
+
+        :raises ServerStateConflict, ServerNotFound: not idle and SHELVED, or
+            changed since it was read.
+        """
+        return self.db.server_update(
+            server_uuid,
+            expected={
+                "status": models.STATUS_SHELVED,
+                "vm_state": models.VM_SHELVED,
+                "task_state": None,
+                "updated_at": seen,
+            },
+            operation="shelve offload",
+            task_state=models.TASK_SHELVING_OFFLOADING,
+        )
+
+    # -- offload ------------------------------------------------------------------------
+
+    def offloaded(self, server_uuid: str, host: str) -> Any:
+        """``host`` removed the shelved server: give its room back, clear its host.
+
+        The release is journaled and checked under the server's lock against
+        the state it is for (a delete recorded meanwhile releases everything
+        itself); the state change after it is a compare-and-swap on the same
+        state. A report replayed after a crash between the two finds nothing
+        left to release and finishes the state change.
+
+        :returns: the server, SHELVED_OFFLOADED; None when not due.
+        """
+        expected = {
+            "status": models.STATUS_SHELVED,
+            "task_state": models.TASK_SHELVING_OFFLOADING,
+            "host": host,
+        }
+        try:
+            server = self.db.server_get(server_uuid)
+            if any(getattr(server, k) != v for k, v in expected.items()):
+                raise exception.ServerStateConflict(
+                    server_id=server_uuid,
+                    actual=f"{server.status}/{server.task_state} on {server.host}",
+                    expected=f"SHELVED/shelving_offloading on {host}",
+                    operation="shelve offload report",
+                )
+            self.deps.executor.release_server(
+                server, "shelve offload", expected=expected, whole=False
+            )
+            return self.db.server_update(
+                server_uuid,
+                expected=expected,
+                operation="shelve offload report",
+                status=models.STATUS_SHELVED_OFFLOADED,
+                vm_state=models.VM_SHELVED_OFFLOADED,
+                task_state=None,
+                host=None,
+                node=None,
+                rp_uuid=None,
+                placement_generation=None,
+                allocations=None,
+                group_providers=None,
+                power_state=models.POWER_NOSTATE,
+            )
+        except _NOT_DUE as exc:
+            LOG.info("Offload report of server %s not due (%s); nothing to do", server_uuid, exc)
+            return None
+
+    # -- unshelve in place ----------------------------------------------------------------
+
+    def unshelved(self, server_uuid: str, host: str) -> Any:
+        """``host`` started the SHELVED server again: ACTIVE, its room kept.
+
+        :returns: the server, or None when the report is not due.
+        """
+        try:
+            return self.db.server_update(
+                server_uuid,
+                expected={
+                    "status": models.STATUS_SHELVED,
+                    "task_state": models.TASK_UNSHELVING,
+                    "host": host,
+                },
+                operation="unshelve report",
+                status=models.STATUS_ACTIVE,
+                vm_state=models.VM_ACTIVE,
+                task_state=None,
+                power_state=models.POWER_RUNNING,
+            )
+        except _NOT_DUE as exc:
+            LOG.info("Unshelve report of server %s not due (%s); nothing to do", server_uuid, exc)
+            return None
+
+    # -- failures -----------------------------------------------------------------------
+
+    def step_failed(self, server_uuid: str, task_state: str, host: str | None) -> Any:
+        """A host failed a shelve, an offload or an unshelve in place: the
+        server keeps the state it had, with no task (its room is unchanged).
+
+        :returns: the server, or None when the report is not due.
+        """
+        expected: dict[str, Any] = {"task_state": task_state}
+        if host is not None:
+            expected["host"] = host
+        if task_state == models.TASK_UNSHELVING:
+            expected["status"] = models.STATUS_SHELVED
+        try:
+            return self.db.server_update(
+                server_uuid,
+                expected=expected,
+                operation=f"failed {task_state}",
+                task_state=None,
+            )
+        except _NOT_DUE as exc:
+            LOG.info("Failure report of server %s not due (%s); nothing to do", server_uuid, exc)
+            return None
+
+    def step_failed_offloaded(self, server_uuid: str, said: str) -> Any:
+        """An unshelve of an offloaded server stopped before anything was
+        claimed: it stays SHELVED_OFFLOADED with no task, the fault in words.
+
+        :returns: the server, or None when not due.
+        """
+        try:
+            return self.db.server_update(
+                server_uuid,
+                expected=UnshelveTask.SCHEDULING,
+                operation="fail the unshelve",
+                task_state=None,
+                fault_message=said,
+                fault_code=500,
+            )
+        except _NOT_DUE as exc:
+            LOG.info("Unshelve failure of server %s not due (%s)", server_uuid, exc)
+            return None
