@@ -234,6 +234,51 @@ class Figures:
         }
 
 
+@dataclass
+class MoveFigures:
+    """One strategy's cold migrations, live migrations and evacuations
+    (``moves.py``): the Placement requests of each phase, counted by the
+    client as the resize cycles' are."""
+
+    strategy: str
+    #: (move, phase) -> the requests of each time the phase ran
+    requests: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    moves: int = 0
+    errors: collections.Counter[str] = field(default_factory=collections.Counter)
+    error_examples: dict[str, str] = field(default_factory=dict)
+    consistency: Consistency | None = None
+    elapsed_s: float = 0.0
+
+    def error(self, exc: BaseException, step: str) -> None:
+        name = type(exc).__name__
+        self.errors[name] += 1
+        self.error_examples.setdefault(name, f"{step}: {_one_line(exc)}")
+
+    def mean(self, key: tuple[str, str]) -> float | None:
+        return _mean_or_none(self.requests.get(key, []))
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.consistency
+        return {
+            "strategy": self.strategy,
+            "moves": self.moves,
+            "requests": {
+                f"{move}: {phase}": {
+                    "mean": _mean_or_none(values),
+                    "max": max(values, default=None),
+                    "n": len(values),
+                }
+                for (move, phase), values in self.requests.items()
+            },
+            "elapsed_s": round(self.elapsed_s, 2),
+            "errors": dict(self.errors),
+            "error_examples": self.error_examples,
+            "consistency": (
+                {"hosts_checked": c.hosts_checked, "violations": c.violations} if c else None
+            ),
+        }
+
+
 def _one_line(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -7,7 +7,8 @@ import statistics
 from collections.abc import Callable
 
 from external_placement import backend_of
-from figures import Figures, _per, _percentile
+from figures import Figures, MoveFigures, _per, _percentile
+from moves import NOVA, PHASES
 
 
 def _mean(values: list[int]) -> str:
@@ -211,3 +212,37 @@ def print_concurrency(figures: list[Figures]) -> None:
             f"{_ms(f.latency_ms, 95):>8}{refused:>9}{conflicts:>10}"
             f"{sum(f.errors.values()):>8}  {_consistent(f)}"
         )
+
+
+def print_moves(figures: list[MoveFigures]) -> None:
+    """Placement requests per phase of each move, a column per strategy,
+    beside Nova 34.0.0's for the same move (``moves.NOVA``); a phase where
+    ours makes more than Nova's is marked."""
+    if not figures:
+        return
+    print(
+        "\nPlacement requests per move (mean; ours counted by the client as the resize "
+        "rows are; Nova 34.0.0's counted in its functional harness, contrib/nova; "
+        "! = more than Nova)"
+    )
+    width = max(len(f"{move}: {phase}") for move, phase in PHASES)
+    header = f"{'':<{width}}" + "".join(f"  {f.strategy:>18}" for f in figures) + "  Nova 34.0.0"
+    print(header)
+    print("-" * len(header))
+    for key in PHASES:
+        nova = NOVA.get(key)
+        cells = []
+        for f in figures:
+            mean = f.mean(key)
+            mark = "!" if mean is not None and nova is not None and mean > nova else " "
+            cells.append(f"  {_mean(f.requests.get(key, [])):>17}{mark}")
+        label = f"{key[0]}: {key[1]}"
+        print(f"{label:<{width}}" + "".join(cells) + f"  {nova if nova is not None else '-':>11}")
+    for f in figures:
+        consistent = "yes" if f.consistency is None or f.consistency.ok else "NO"
+        line = f"{f.strategy}: {f.moves} moves in {f.elapsed_s:.1f} s, consistent: {consistent}"
+        if f.errors:
+            line += "; errors: " + ", ".join(
+                f"{name} x{count} ({f.error_examples[name]})" for name, count in f.errors.items()
+            )
+        print(line)

@@ -58,8 +58,9 @@ from typing import Any, NamedTuple
 
 from cloud import Cloud, DatabaseTimer, PlacementTimer, build_cloud
 from external_placement import ExternalPlacement, ScratchDatabase
-from figures import Consistency, Figures
+from figures import Consistency, Figures, MoveFigures
 from floor import measure_floor
+from moves import MoveRunner
 from report import (
     LEGEND,
     ROWS,
@@ -67,6 +68,7 @@ from report import (
     describe_placement,
     print_concurrency,
     print_details,
+    print_moves,
     print_scaling,
     print_table,
 )
@@ -398,6 +400,11 @@ class Bench:
             self.placement = stack.enter_context(_placement_service(args, tmp))
             conf = rs_conf.new_conf()
             rs_conf.parse_args(conf, [], default_config_files=[])
+            # NOTE: the hosts report once, at setup; in a deployment each
+            # reports every report_interval. So that the ComputeFilter finds
+            # them up however long the runs take (a loaded machine, 10,000
+            # hosts), their last report counts as recent for the whole run.
+            conf.set_override("service_down_time", 7 * 86400)
             self.placement.configure(conf)
             self.conf = conf
             if args.db:
@@ -566,6 +573,46 @@ class Bench:
         )
         return figures
 
+    def run_moves(self, strategy: str) -> MoveFigures:
+        """``--moves`` cold migrations (confirmed and reverted in turn), live
+        migrations completed, live migrations rolled back and evacuations of
+        fresh servers under ``strategy``, each counted phase by phase
+        (``moves.py``), then the hosts they touched checked."""
+        assert self.cloud is not None and self.db is not None
+        count = self.args.moves
+        figures = MoveFigures(strategy)
+        deps = self._deps(strategy, False, None)
+        touched: set[str] = set()
+
+        def after(step: str, migration_uuid: str) -> None:
+            migration = self.db.migration_get(migration_uuid)
+            touched.update(p for p in (migration.source_rp_uuid, migration.dest_rp_uuid) if p)
+
+        runner = MoveRunner(deps, after)
+        servers = iter(self._take_servers(4 * count))
+        moves: list[tuple[str, Callable[[str], None]]] = []
+        for n in range(count):
+            moves.append(("cold migration", lambda s, n=n: runner.cold_migration(s, n % 2 == 0)))
+            moves.append(("live migration", lambda s: runner.live_migration(s, True)))
+            moves.append(("live rollback", lambda s: runner.live_migration(s, False)))
+            moves.append(("evacuation", runner.evacuation))
+        started = time.perf_counter()
+        for (name, move), server in zip(moves, servers):
+            figures.moves += 1
+            try:
+                move(server)
+            except Exception as exc:  # counted and reported, never fatal
+                figures.error(exc, name)
+        figures.elapsed_s = time.perf_counter() - started
+        figures.requests = dict(runner.counts)
+        only = None if self.hosts <= CHECK_ALL_HOSTS_UP_TO else touched
+        figures.consistency = self._carried_over(
+            check_consistency(
+                self.db, PlacementClient.from_conf(self.conf), self.cloud.hosts, only
+            )
+        )
+        return figures
+
     def _carried_over(self, found: Consistency) -> Consistency:
         """Leave out what an earlier run on this cloud already left wrong (counted apart).
 
@@ -660,6 +707,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=3,
         help="resizes that fit nowhere, per strategy and size (3)",
+    )
+    parser.add_argument(
+        "--moves",
+        type=int,
+        default=2,
+        help="on the first cloud, per strategy: cold migrations (confirmed and "
+        "reverted in turn), live migrations completed, live migrations rolled back "
+        "and evacuations, each this many times, their Placement requests per phase "
+        "beside Nova's (2; 0 to skip)",
     )
     parser.add_argument(
         "--floor-samples",
@@ -805,6 +861,7 @@ def main(argv: list[str] | None = None) -> int:
     by_size: dict[int, list[Figures]] = {}
     setups: dict[int, dict[str, Any]] = {}
     concurrency: list[Figures] = []
+    moves: list[MoveFigures] = []
     for n, hosts in enumerate(args.sizes):
         _progress(f"{hosts} hosts: setting up...")
         with Bench(args, hosts).up() as bench:
@@ -820,6 +877,10 @@ def main(argv: list[str] | None = None) -> int:
                 for psh in same_host:
                     _progress(f"{hosts} hosts: {strategy}, prefer_same_host={psh}...")
                     by_size[hosts].append(bench.run(strategy, psh))
+            if n == 0 and args.moves > 0:
+                for strategy in strategies:
+                    _progress(f"{hosts} hosts: {strategy}, moves...")
+                    moves.append(bench.run_moves(strategy))
             if n == 0 and args.concurrency:
                 saved = args.resizes
                 args.resizes = args.concurrency_resizes or 2 * saved
@@ -860,6 +921,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"setup: {next(iter(setups.values()))['how']}")
     for hosts, figures in by_size.items():
         print_table(f"{hosts} hosts, 1 worker", figures, ROWS)
+    print_moves(moves)
     if len(by_size) > 1:
         print_scaling(by_size)
     print_concurrency(concurrency)
@@ -881,6 +943,7 @@ def main(argv: list[str] | None = None) -> int:
                 str(hosts): [f.to_json() for f in figures] for hosts, figures in by_size.items()
             },
             "concurrency": [f.to_json() for f in concurrency],
+            "moves": [f.to_json() for f in moves],
             "full_stack": full_stack,
         }
         with open(args.json, "w", encoding="utf-8") as out:

@@ -73,6 +73,44 @@ def print_figures(path: str) -> None:
                 )
             if any(c != "-" for c in cells):
                 print(f"{strategy:<18} {scenario:<11} " + " ".join(f"{c:>12}" for c in cells))
+    print_moves(table)
+
+
+#: The phases of each move, as test_placement_request_counts.py records them.
+MOVES = (
+    ("cold_migration", ("migrate", "confirm", "revert")),
+    ("live_migration", ("to_handover", "completion", "to_failure", "rollback")),
+    ("evacuation", ("evacuate", "source_back")),
+)
+
+
+def _cell(row: dict | None) -> str:
+    if not row:
+        return "-"
+    cell = f"{row['total']} = {row['conductor_scheduler']}/{row['compute']}"
+    for name in ("api", "other"):
+        if row.get(name):
+            cell += f" +{row[name]} {name}"
+    return cell
+
+
+def print_moves(table: dict) -> None:
+    """The moves' phases, one line per strategy and move."""
+    lines = []
+    for strategy in ("legacy", "max_flavor"):
+        for move, phases in MOVES:
+            rows = [table.get((strategy, move, phase)) for phase in phases]
+            if not any(rows):
+                continue
+            cells = [f"{phase} {_cell(row)}" for phase, row in zip(phases, rows)]
+            restart = rows[-1].get("restart_total") if rows[-1] else None
+            if restart is not None:
+                cells.append(f"(the restart's other requests: {restart})")
+            lines.append(f"{strategy:<18} {move:<15} " + ", ".join(cells))
+    if lines:
+        print()
+        print("Placement requests per move (total = conductor+scheduler / compute [+ nova-api])")
+        print("\n".join(lines))
 
 
 def main() -> int:

@@ -11,7 +11,8 @@
 #                functional tests named in contrib/nova/selection.txt
 #   figures      (with --figures) contrib/nova/test_placement_request_counts.py,
 #                which counts the Placement requests per resize, confirm and
-#                revert under each strategy
+#                revert under each strategy, and per cold migration, live
+#                migration and evacuation
 #   wide, unit-modules
 #                (with --full) every resize and migrate functional test of
 #                test_servers (the regular expression in WIDE below, with the
@@ -25,7 +26,8 @@
 #   --unpatched     run the same groups on Nova 34.0.0 as released (the
 #                   regression test then asserts the bug; the new tests do
 #                   not exist; the figures cover the legacy behaviour only)
-#   --figures       also count the Placement requests (about 3 more minutes)
+#   --figures       also count the Placement requests (about 6 more minutes
+#                   on two cores: the resizes, then the moves)
 #   --full          also run the wide groups (about 25 more minutes on two
 #                   cores; not run in CI)
 #   --concurrency N stestr workers (default 2)

@@ -3,8 +3,10 @@
 Only counts and outcomes are asserted, never timings: every strategy is in
 the JSON with the bare floor beside it, every resize, confirm and revert
 made Placement requests, every schedule opened transactions of our own
-database, the resize that fits nowhere got its verdict, the cloud had a
-compute node per host, and Placement's usage matched the servers at the end.
+database, the resize that fits nowhere got its verdict, every phase of a
+cold migration, a live migration (completed and rolled back) and an
+evacuation was counted, the cloud had a compute node per host, and
+Placement's usage matched the servers at the end.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 #: The benchmark's modules, imported by their bare names as the script does.
-MODULES = ("resize_bench", "cloud", "figures", "floor", "fullstack", "report")
+MODULES = ("resize_bench", "cloud", "figures", "floor", "fullstack", "moves", "report")
 
 
 @pytest.fixture
@@ -44,7 +46,7 @@ def test_tiny_run_reports_every_strategy_beside_the_floor(
     resize_bench: ModuleType, tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "bench.json"
-    argv = ["--hosts", "5", "--resizes", "3", "--failures", "1"]
+    argv = ["--hosts", "5", "--resizes", "3", "--failures", "1", "--moves", "1"]
     argv += ["--same-host", "off", "--concurrency", "", "--no-full-stack", "--json", str(out)]
     assert resize_bench.main(argv) == 0
 
@@ -71,7 +73,21 @@ def test_tiny_run_reports_every_strategy_beside_the_floor(
         assert run["consistency"]["violations"] == 0, (name, run["consistency"])
         assert run["consistency"]["carried_over"] == 0, name
         assert run["consistency"]["hosts_checked"] == 5, name
+    # One move of each kind per strategy, every phase counted, none failed.
+    assert [m["strategy"] for m in doc["moves"]] == list(resize_bench.STRATEGIES)
+    for run in doc["moves"]:
+        name = run["strategy"]
+        assert run["moves"] == 4 and run["errors"] == {}, (name, run["error_examples"])
+        assert run["consistency"]["violations"] == 0, name
+        counted = {phase: r["n"] for phase, r in run["requests"].items()}
+        assert counted == {
+            f"{move}: {phase}": 1
+            for move, phase in sys.modules["moves"].PHASES
+            if phase != "revert"
+        }, name
+        assert all(r["mean"] > 0 for r in run["requests"].values()), name
     printed = capsys.readouterr().out
     assert "schedule+claim p50 / floor p50" in printed
     assert "in our database p50 (ms)" in printed
     assert "Full stack" not in printed
+    assert "Placement requests per move" in printed
