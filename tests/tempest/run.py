@@ -47,6 +47,8 @@ TESTS = (
     "servers.test_instance_actions",
     "servers.test_server_group",
     "admin.test_migrations",
+    "admin.test_live_migration_negative",
+    "admin.test_servers_on_multinodes",
     "admin.test_hypervisor",
     "admin.test_services",
     "admin.test_simple_tenant_usage",
