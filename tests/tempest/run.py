@@ -52,6 +52,8 @@ TESTS = (
     "admin.test_hypervisor",
     "admin.test_services",
     "admin.test_simple_tenant_usage",
+    "admin.test_simple_tenant_usage_negative",
+    "admin.test_delete_server",
     # NOTE: Tempest 47 ships no positive admin.test_aggregates module.
     "admin.test_aggregates_negative",
     "admin.test_availability_zone",
@@ -63,6 +65,7 @@ TESTS = (
     "admin.test_quotas_negative",
     "limits",
     "keypairs",
+    "admin.test_keypairs_v210",
     "admin.test_flavors_access",
     "admin.test_flavors_access_negative",
     "admin.test_servers_negative",
