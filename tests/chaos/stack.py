@@ -233,6 +233,8 @@ class Stack:
     :param fault_kinds: the Placement faults to draw from.
     :param options: config text appended to every daemon's file.
     :param prefix: the prefix of the scratch database's and virtual host's names.
+    :param lift_quotas: no limit on a project's servers, cores and RAM (the
+        soak's clients share one project); False keeps Nova's default quotas.
     """
 
     #: Every compute host's inventory.
@@ -252,6 +254,7 @@ class Stack:
         fault_kinds: tuple[str, ...] = KINDS,
         options: str = "",
         prefix: str = PREFIX,
+        lift_quotas: bool = True,
     ) -> None:
         self.workdir = workdir
         self.transport_url = transport_url
@@ -264,6 +267,7 @@ class Stack:
         self.fault_kinds = fault_kinds
         self.options = options
         self.prefix = prefix
+        self.lift_quotas = lift_quotas
         self.vhost = Vhost(transport_url, prefix)
         self.scratch: ScratchDatabase | None = None
         self.placement: Any = None
@@ -336,14 +340,13 @@ class Stack:
             [resize]
             claim_strategy = {self.strategy}
             allow_same_host = true
+            """
+        )
+        if self.lift_quotas:
             # NOTE: the clients share one project; Nova's default quotas
             # (10 servers) would refuse builds the soak means to race.
-            [quota]
-            instances = -1
-            cores = -1
-            ram = -1
-            """
-        ) + textwrap.dedent(self.options)
+            common += "[quota]\ninstances = -1\ncores = -1\nram = -1\n"
+        common += textwrap.dedent(self.options)
         for i in range(1, self.computes + 1):
             name = f"compute{i}"
             config = self.workdir / f"{name}.conf"

@@ -44,9 +44,28 @@ PREFIX = "rs_tempest_"
 #: The flavors Tempest boots (``flavor_ref``) and resizes to (``flavor_ref_alt``):
 #: id, name, vCPUs, MiB, GiB.
 FLAVORS = (("42", "m1.nano", 1, 128, 1), ("84", "m1.micro", 1, 192, 1))
-#: keystone.conf for the harness: one waitress thread (see KeystoneServer) and
-#: bcrypt's fewest rounds (Tempest makes users for every test class).
-KEYSTONE_OPTIONS = "[identity]\npassword_hash_rounds = 4\n"
+#: keystone.conf for the harness: one waitress thread (see KeystoneServer),
+#: bcrypt's fewest rounds (Tempest makes users for every test class) and
+#: Keystone's cache in the process's memory (one process, so it is coherent):
+#: without it every request re-reads its token's user, project, roles and
+#: revocation events from SQLite, and Keystone was most of the run's time.
+KEYSTONE_OPTIONS = (
+    "[identity]\npassword_hash_rounds = 4\n"
+    "[cache]\nenabled = true\nbackend = dogpile.cache.memory\n"
+)
+#: The conductor's ``[filter_scheduler] enabled_filters``: the default list and
+#: the filters of the ``same_host`` and ``different_host`` hints, as a Nova
+#: cloud that Tempest runs against enables them. The template's
+#: ``scheduler_enabled_filters`` names the same.
+ENABLED_FILTERS = (
+    "ComputeFilter",
+    "ComputeCapabilitiesFilter",
+    "ImagePropertiesFilter",
+    "ServerGroupAntiAffinityFilter",
+    "ServerGroupAffinityFilter",
+    "SameHostFilter",
+    "DifferentHostFilter",
+)
 
 _SERVE_IMAGES = """
 import os
@@ -153,6 +172,7 @@ class LocalCloud:
             + credentials
             + "[glance]\nvalid_interfaces = public\n"
             + credentials
+            + f"[filter_scheduler]\nenabled_filters = {','.join(ENABLED_FILTERS)}\n"
         )
         (self.workdir / "stack").mkdir(exist_ok=True)
         self.images = Images(self.workdir)
@@ -176,6 +196,9 @@ class LocalCloud:
             placement_timeout=30.0,
             options=options,
             prefix=PREFIX,
+            # NOTE: Nova's default quotas, as Tempest expects of a cloud (its
+            # over-quota resize tests skip on an unlimited project).
+            lift_quotas=False,
         )
         self.stack.start(progress)
         self._wait_for_hypervisors(progress)

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.tempest import config, results, run
-from tests.tempest.cloud import FLAVORS
+from tests.tempest.cloud import ENABLED_FILTERS, FLAVORS
 
 _CLS = "tempest.api.compute.servers.test_server_actions.ServerActionsTestJSON"
 #: The placeholders the local cloud gives (LocalCloud.start) and run.main adds.
@@ -109,6 +109,13 @@ def test_template_is_filled_in_completely_for_the_local_cloud() -> None:
     assert "uri_v3 = http://127.0.0.1:5000/v3" in text
     assert "resize = True" in text
     assert f"flavor_ref_alt = {FLAVORS[1][0]}" in text
+
+
+def test_template_declares_the_filters_the_local_cloud_enables() -> None:
+    text = config.render(_LOCAL)
+    declared = re.search(r"^scheduler_enabled_filters = (.*)$", text, re.M)
+    assert declared is not None
+    assert tuple(declared.group(1).split(",")) == ENABLED_FILTERS
 
 
 def test_render_names_every_missing_placeholder() -> None:
