@@ -15,8 +15,12 @@ must be once everything has settled:
     has no room to heal it).
 ``holdings``
     a consumer holding other than exactly what its server's or migration's
-    state says (the strategy tables of ``doc/design.rst``; a closed migration
-    and a deleted server hold nothing).
+    state says (the strategy tables of ``doc/design.rst``; a cold migration
+    awaiting confirmation as a resize to the same flavor; a closed migration
+    of any type, a live migration's ``completed``, ``error`` or
+    ``cancelled`` included, and a deleted server hold nothing; an ACTIVE or
+    SHELVED server exactly its flavor on its host; a SHELVED_OFFLOADED
+    server has no host and holds nothing).
 ``orphan``
     a consumer on our providers that is neither a server nor a migration of
     ours.
@@ -36,7 +40,13 @@ from resize_sched import resources as rs
 from resize_sched.db import models
 
 #: Server statuses that are resting states once nothing is in flight.
-RESTING = (models.STATUS_ACTIVE, models.STATUS_VERIFY_RESIZE, models.STATUS_ERROR)
+RESTING = (
+    models.STATUS_ACTIVE,
+    models.STATUS_VERIFY_RESIZE,
+    models.STATUS_ERROR,
+    models.STATUS_SHELVED,
+    models.STATUS_SHELVED_OFFLOADED,
+)
 
 Allocations = dict[str, dict[str, int]]
 
@@ -261,8 +271,24 @@ def _check_server(
                 "transitional", f"{where} with migration {migration.uuid} {migration.status}"
             )
         ]
+    if server.status == models.STATUS_SHELVED_OFFLOADED:
+        if mine or server.rp_uuid or server.host:
+            found.append(
+                Violation(
+                    "holdings",
+                    f"{where} on host {server.host} ({server.rp_uuid}) holds {mine}, "
+                    "expected no host and nothing",
+                )
+            )
+        return found
     exact = _clean(rs.on(server.rp_uuid, flavor)) if server.rp_uuid else {}
-    if server.status == models.STATUS_ACTIVE and not server.needs_heal and mine != exact:
+    if server.status in (models.STATUS_ACTIVE, models.STATUS_SHELVED) and not exact:
+        found.append(Violation("holdings", f"{where} holds {mine} and has no host"))
+    elif (
+        server.status in (models.STATUS_ACTIVE, models.STATUS_SHELVED)
+        and not server.needs_heal
+        and mine != exact
+    ):
         found.append(Violation("holdings", f"{where} holds {mine}, expected {exact}"))
     elif server.status == models.STATUS_ERROR and mine not in ({}, exact):
         found.append(Violation("holdings", f"{where} holds {mine}, expected nothing or {exact}"))
