@@ -254,6 +254,15 @@ def _check_server(
         want_server, want_migration = expected_in_verify(migration)
         got_migration = holds(migration.uuid)
         moved = migration.source_rp_uuid != migration.dest_rp_uuid
+        if migration.migration_type == models.MIGRATION_TYPE_MIGRATION and not moved:
+            # NOTE: a cold migration never stays on its source.
+            found.append(
+                Violation(
+                    "holdings",
+                    f"{where}: cold migration {migration.uuid} stayed on its source "
+                    f"{migration.source_rp_uuid}",
+                )
+            )
         if (mine, got_migration) != (_clean(want_server), _clean(want_migration)):
             found.append(
                 Violation(

@@ -4,8 +4,9 @@ Each :class:`Client` owns a few servers and, with a random generator of its
 own (from the soak's seed and its index), creates them, resizes them to
 another flavor, moves them (a cold migration, a live migration, a shelve,
 an offload, an unshelve: the *moves*, each of which may be left out),
-confirms or reverts a resize or cold migration, and deletes them. The moves
-an administrator asks for (``migrate``, ``os-migrateLive``) are sent with
+confirms or reverts a resize or cold migration, and deletes them. What only
+an administrator may ask (``migrate``, ``os-migrateLive``, ``shelveOffload``,
+as in Nova) is sent with
 the noauth2 administrator's token of the same project; the rest as the
 project's member. After an accepted operation it often deletes the server
 at a random moment instead of waiting, so deletes land during every kind
@@ -237,7 +238,7 @@ class Client(threading.Thread):
             else:
                 self.act(server_id, "revert", {"revertResize": None})
         elif status == "SHELVED" and rng.random() < 0.5:
-            self.act(server_id, "offload", {"shelveOffload": None})
+            self.act(server_id, "offload", {"shelveOffload": None}, api=self.admin)
         else:  # SHELVED or SHELVED_OFFLOADED
             self.act(server_id, "unshelve", {"unshelve": None})
 

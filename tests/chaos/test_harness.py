@@ -112,6 +112,7 @@ def _migration(strategy: str, dest: str = "src", **fields: Any) -> SimpleNamespa
         dest_rp_uuid=dest,
         status="finished",
         missing=None,
+        migration_type="resize",
     )
     values.update(fields)
     return SimpleNamespace(**values)
@@ -282,8 +283,17 @@ def test_moves_holding_other_than_their_state_says_are_violations() -> None:
             _server("shelved", "SHELVED"),
             _server("lived", "ACTIVE", rp="dst"),
             _server("still-live", "ACTIVE", rp="src"),
+            _server("cold", "VERIFY_RESIZE", rp="src", flavor={"vcpus": 2, "memory_mb": 2048}),
         ],
         [
+            _migration(
+                "drop_and_reclaim",
+                uuid="cold-mig",
+                server_uuid="cold",
+                old_resources=SAME,
+                new_resources=SAME,
+                migration_type="migration",
+            ),
             _migration("legacy", "dst", uuid="live-done", server_uuid="lived", status="completed"),
             _migration(
                 "legacy", "dst", uuid="live-run", server_uuid="still-live", status="running"
@@ -292,12 +302,13 @@ def test_moves_holding_other_than_their_state_says_are_violations() -> None:
     )
     placement = _Placement(
         {
-            "src": {"offloaded": FLAVOR, "live-done": FLAVOR, "still-live": FLAVOR},
+            "src": {"offloaded": FLAVOR, "live-done": FLAVOR, "still-live": FLAVOR, "cold": SAME},
             "dst": {"lived": FLAVOR, "live-run": FLAVOR},
         }
     )
     found = checks.check(db, placement, PROVIDERS, accepted_deletes=[])
     assert sorted((v.kind, v.detail.split()[1]) for v in found) == [
+        ("holdings", "cold"),  # a cold migration that stayed on its source
         ("holdings", "live-done"),  # a completed live migration still holds the source
         ("holdings", "offloaded"),  # offloaded but holding its flavor
         ("holdings", "offloaded-with-host"),  # offloaded but still on a host
