@@ -5,10 +5,10 @@ own (from the soak's seed and its index), creates them, resizes them to
 another flavor, moves them (a cold migration, a live migration, a shelve,
 an offload, an unshelve: the *moves*, each of which may be left out),
 confirms or reverts a resize or cold migration, and deletes them. What only
-an administrator may ask (``migrate``, ``os-migrateLive``, ``shelveOffload``,
-as in Nova) is sent with
-the noauth2 administrator's token of the same project; the rest as the
-project's member. After an accepted operation it often deletes the server
+an administrator may ask by Nova's default policies (``migrate``,
+``os-migrateLive``, ``shelveOffload``) is sent with the noauth2
+administrator's token of the same project; the rest as the project's
+member. After an accepted operation it often deletes the server
 at a random moment instead of waiting, so deletes land during every kind
 of operation (``delete during create`` and so on in the report). Every
 answer is counted in the shared :class:`Tally` by operation and outcome:
