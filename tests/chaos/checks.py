@@ -7,9 +7,10 @@ straight from Placement (never through the fault proxy), and returns a
 must be once everything has settled:
 
 ``transitional``
-    a server still in BUILD, RESIZE or REVERT_RESIZE or with a task, a
-    migration in flight other than the ``finished`` one of a server in
-    VERIFY_RESIZE, two migrations in flight for one server, a journal entry
+    a server still in BUILD, RESIZE, REVERT_RESIZE or MIGRATING or with a
+    task, a migration in flight (a live migration's ``accepted``,
+    ``preparing`` or ``running`` too) other than the ``finished`` one of a
+    server in VERIFY_RESIZE, two migrations in flight for one server, a journal entry
     still ``intended``, a server flagged ``needs_heal`` or a migration still
     owing a restore (only a note, not a violation, while the server's host
     has no room to heal it).
