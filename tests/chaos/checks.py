@@ -7,16 +7,21 @@ straight from Placement (never through the fault proxy), and returns a
 must be once everything has settled:
 
 ``transitional``
-    a server still in BUILD, RESIZE or REVERT_RESIZE or with a task, a
-    migration in flight other than the ``finished`` one of a server in
-    VERIFY_RESIZE, two migrations in flight for one server, a journal entry
+    a server still in BUILD, RESIZE, REVERT_RESIZE or MIGRATING or with a
+    task, a migration in flight (a live migration's ``accepted``,
+    ``preparing`` or ``running`` too) other than the ``finished`` one of a
+    server in VERIFY_RESIZE, two migrations in flight for one server, a journal entry
     still ``intended``, a server flagged ``needs_heal`` or a migration still
     owing a restore (only a note, not a violation, while the server's host
     has no room to heal it).
 ``holdings``
     a consumer holding other than exactly what its server's or migration's
-    state says (the strategy tables of ``doc/design.rst``; a closed migration
-    and a deleted server hold nothing).
+    state says (the strategy tables of ``doc/design.rst``; a cold migration
+    awaiting confirmation as a resize to the same flavor; a closed migration
+    of any type, a live migration's ``completed``, ``error`` or
+    ``cancelled`` included, and a deleted server hold nothing; an ACTIVE or
+    SHELVED server exactly its flavor on its host; a SHELVED_OFFLOADED
+    server has no host and holds nothing).
 ``orphan``
     a consumer on our providers that is neither a server nor a migration of
     ours.
@@ -36,7 +41,13 @@ from resize_sched import resources as rs
 from resize_sched.db import models
 
 #: Server statuses that are resting states once nothing is in flight.
-RESTING = (models.STATUS_ACTIVE, models.STATUS_VERIFY_RESIZE, models.STATUS_ERROR)
+RESTING = (
+    models.STATUS_ACTIVE,
+    models.STATUS_VERIFY_RESIZE,
+    models.STATUS_ERROR,
+    models.STATUS_SHELVED,
+    models.STATUS_SHELVED_OFFLOADED,
+)
 
 Allocations = dict[str, dict[str, int]]
 
@@ -244,6 +255,15 @@ def _check_server(
         want_server, want_migration = expected_in_verify(migration)
         got_migration = holds(migration.uuid)
         moved = migration.source_rp_uuid != migration.dest_rp_uuid
+        if migration.migration_type == models.MIGRATION_TYPE_MIGRATION and not moved:
+            # NOTE: a cold migration never stays on its source.
+            found.append(
+                Violation(
+                    "holdings",
+                    f"{where}: cold migration {migration.uuid} stayed on its source "
+                    f"{migration.source_rp_uuid}",
+                )
+            )
         if (mine, got_migration) != (_clean(want_server), _clean(want_migration)):
             found.append(
                 Violation(
@@ -261,8 +281,24 @@ def _check_server(
                 "transitional", f"{where} with migration {migration.uuid} {migration.status}"
             )
         ]
+    if server.status == models.STATUS_SHELVED_OFFLOADED:
+        if mine or server.rp_uuid or server.host:
+            found.append(
+                Violation(
+                    "holdings",
+                    f"{where} on host {server.host} ({server.rp_uuid}) holds {mine}, "
+                    "expected no host and nothing",
+                )
+            )
+        return found
     exact = _clean(rs.on(server.rp_uuid, flavor)) if server.rp_uuid else {}
-    if server.status == models.STATUS_ACTIVE and not server.needs_heal and mine != exact:
+    if server.status in (models.STATUS_ACTIVE, models.STATUS_SHELVED) and not exact:
+        found.append(Violation("holdings", f"{where} holds {mine} and has no host"))
+    elif (
+        server.status in (models.STATUS_ACTIVE, models.STATUS_SHELVED)
+        and not server.needs_heal
+        and mine != exact
+    ):
         found.append(Violation("holdings", f"{where} holds {mine}, expected {exact}"))
     elif server.status == models.STATUS_ERROR and mine not in ({}, exact):
         found.append(Violation("holdings", f"{where} holds {mine}, expected nothing or {exact}"))

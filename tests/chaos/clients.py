@@ -2,11 +2,16 @@
 
 Each :class:`Client` owns a few servers and, with a random generator of its
 own (from the soak's seed and its index), creates them, resizes them to
-another flavor, confirms or reverts, and deletes them. After an accepted
-create, resize, confirm or revert it often deletes the server at a random
-moment instead of waiting, so deletes land during every kind of operation
-(``delete during create`` and so on in the report). Every answer is counted
-in the shared :class:`Tally` by operation and outcome:
+another flavor, moves them (a cold migration, a live migration, a shelve,
+an offload, an unshelve: the *moves*, each of which may be left out),
+confirms or reverts a resize or cold migration, and deletes them. What only
+an administrator may ask by Nova's default policies (``migrate``,
+``os-migrateLive``, ``shelveOffload``) is sent with the noauth2
+administrator's token of the same project; the rest as the project's
+member. After an accepted operation it often deletes the server
+at a random moment instead of waiting, so deletes land during every kind
+of operation (``delete during create`` and so on in the report). Every
+answer is counted in the shared :class:`Tally` by operation and outcome:
 
 ``ok``
     accepted, and the server reached the state the operation promises.
@@ -15,7 +20,8 @@ in the shared :class:`Tally` by operation and outcome:
     a server a delete took meanwhile): a fair answer under races.
 ``failed``
     accepted, but it ended without its effect: no valid host, a revert
-    refused for room, ERROR.
+    refused for room, a live migration rolled back to its source, an
+    unshelve left offloaded, ERROR.
 ``timeout``
     accepted, still moving when the client stopped waiting (``op_timeout``).
 ``unfinished``
@@ -39,8 +45,29 @@ from typing import Any
 import requests
 
 #: Statuses a server rests in (with no task).
-RESTING = ("ACTIVE", "VERIFY_RESIZE", "ERROR")
-OPERATIONS = ("create", "resize", "confirm", "revert", "delete")
+RESTING = ("ACTIVE", "VERIFY_RESIZE", "ERROR", "SHELVED", "SHELVED_OFFLOADED")
+#: The moves, each of which the soak may leave out (``--moves``).
+MOVES = ("migrate", "live-migrate", "shelve")
+OPERATIONS = (
+    "create",
+    "resize",
+    "migrate",
+    "live-migrate",
+    "confirm",
+    "revert",
+    "shelve",
+    "offload",
+    "unshelve",
+    "delete",
+)
+#: An ACTIVE server's next operation, by weight: resizes stay the most
+#: frequent; each move is drawn about a third as often.
+ACTIVE_WEIGHTS = {"resize": 0.55, "migrate": 0.15, "live-migrate": 0.15, "shelve": 0.15}
+#: The microversion of ``os-migrateLive``'s body (``block_migration: auto``).
+LIVE_MIGRATE_VERSION = "compute 2.25"
+#: noauth2 tokens: the project's member, and an administrator of the same project.
+MEMBER_TOKEN = "chaos:chaos"
+ADMIN_TOKEN = "admin:chaos"
 OUTCOMES = ("ok", "refused", "failed", "timeout", "unfinished", "error", "interrupted")
 
 
@@ -75,18 +102,23 @@ class Tally:
 
 
 class Api:
-    """The Compute API as one noauth2 caller."""
+    """The Compute API as one noauth2 caller (``token``: ``USER:PROJECT``)."""
 
-    def __init__(self, endpoint: str, tally: Tally) -> None:
+    def __init__(self, endpoint: str, tally: Tally, token: str = MEMBER_TOKEN) -> None:
         self.endpoint = endpoint
         self.tally = tally
         self.session = requests.Session()
-        self.session.headers.update({"X-Auth-Token": "chaos:chaos", "Accept": "application/json"})
+        self.session.headers.update({"X-Auth-Token": token, "Accept": "application/json"})
 
-    def call(self, method: str, path: str, body: Any = None) -> requests.Response | None:
+    def call(
+        self, method: str, path: str, body: Any = None, version: str | None = None
+    ) -> requests.Response | None:
         """The answer, or None when the API could not be reached in time."""
+        headers = {"OpenStack-API-Version": version} if version else None
         try:
-            resp = self.session.request(method, self.endpoint + path, json=body, timeout=60)
+            resp = self.session.request(
+                method, self.endpoint + path, json=body, headers=headers, timeout=60
+            )
         except requests.RequestException:
             return None
         if resp.status_code >= 500:
@@ -127,6 +159,8 @@ class Client(threading.Thread):
     :param max_servers: how many servers it keeps at most.
     :param delete_during: the chance of deleting right after an accepted action.
     :param op_timeout: how long it waits for an operation to settle.
+    :param moves: the moves of :data:`MOVES` in the mix (``shelve`` brings
+        ``offload`` and ``unshelve`` with it).
     """
 
     def __init__(
@@ -141,11 +175,15 @@ class Client(threading.Thread):
         max_servers: int = 3,
         delete_during: float = 0.3,
         op_timeout: float = 90.0,
+        moves: tuple[str, ...] = MOVES,
     ) -> None:
         super().__init__(name=f"chaos-client-{index}", daemon=True)
         self.index = index
         self.rng = random.Random(f"client-{seed}-{index}")
         self.api = Api(endpoint, tally)
+        self.admin = Api(endpoint, tally, ADMIN_TOKEN)
+        self.active_ops = [op for op in ACTIVE_WEIGHTS if op == "resize" or op in moves]
+        self.active_weights = [ACTIVE_WEIGHTS[op] for op in self.active_ops]
         self.flavors = flavors
         self.tally = tally
         self.stop = stop
@@ -153,6 +191,8 @@ class Client(threading.Thread):
         self.delete_during = delete_during
         self.op_timeout = op_timeout
         self.servers: list[str] = []
+        #: server id -> its host when the last live migration was asked.
+        self.live_from: dict[str, str | None] = {}
         self.made = 0
         self.crash: BaseException | None = None
 
@@ -171,7 +211,8 @@ class Client(threading.Thread):
             self.create()
             return
         server_id = rng.choice(self.servers)
-        server = self.api.show(server_id)
+        # NOTE: the administrator sees the host, which judges a live migration.
+        server = self.admin.show(server_id)
         if server is None:
             self.stop.wait(1.0)
             return
@@ -190,14 +231,33 @@ class Client(threading.Thread):
         if status == "ERROR" or rng.random() < 0.12:
             self.delete(server_id, "idle" if status != "ERROR" else "error")
         elif status == "ACTIVE":
-            current = str(server.get("flavor", {}).get("id", ""))
-            choices = [f for f in self.flavors if f != current] or self.flavors
-            self.act(server_id, "resize", {"resize": {"flavorRef": rng.choice(choices)}})
-        else:
+            self.active(server_id, server)
+        elif status == "VERIFY_RESIZE":
             if rng.random() < 0.5:
                 self.act(server_id, "confirm", {"confirmResize": None})
             else:
                 self.act(server_id, "revert", {"revertResize": None})
+        elif status == "SHELVED" and rng.random() < 0.5:
+            self.act(server_id, "offload", {"shelveOffload": None}, api=self.admin)
+        else:  # SHELVED or SHELVED_OFFLOADED
+            self.act(server_id, "unshelve", {"unshelve": None})
+
+    def active(self, server_id: str, server: dict[str, Any]) -> None:
+        """An ACTIVE server's next operation: a resize or a move."""
+        rng = self.rng
+        op = rng.choices(self.active_ops, self.active_weights)[0]
+        if op == "resize":
+            current = str(server.get("flavor", {}).get("id", ""))
+            choices = [f for f in self.flavors if f != current] or self.flavors
+            self.act(server_id, "resize", {"resize": {"flavorRef": rng.choice(choices)}})
+        elif op == "migrate":
+            self.act(server_id, "migrate", {"migrate": None}, api=self.admin)
+        elif op == "live-migrate":
+            self.live_from[server_id] = server.get("OS-EXT-SRV-ATTR:host")
+            body = {"os-migrateLive": {"host": None, "block_migration": "auto"}}
+            self.act(server_id, "live-migrate", body, api=self.admin, version=LIVE_MIGRATE_VERSION)
+        else:
+            self.act(server_id, "shelve", {"shelve": None})
 
     def create(self) -> None:
         self.made += 1
@@ -217,8 +277,17 @@ class Client(threading.Thread):
         self.servers.append(server_id)
         self.settle(server_id, "create")
 
-    def act(self, server_id: str, op: str, body: dict[str, Any]) -> None:
-        resp = self.api.call("POST", f"/servers/{server_id}/action", body)
+    def act(
+        self,
+        server_id: str,
+        op: str,
+        body: dict[str, Any],
+        *,
+        api: Api | None = None,
+        version: str | None = None,
+    ) -> None:
+        caller = api or self.api
+        resp = caller.call("POST", f"/servers/{server_id}/action", body, version=version)
         refused = _outcome_of_answer(resp)
         if refused:
             self.tally.count(op, refused)
@@ -240,13 +309,24 @@ class Client(threading.Thread):
 
     def judge(self, op: str, server: dict[str, Any]) -> str:
         status = server.get("status")
+        if op == "live-migrate":
+            # NOTE: a rolled-back live migration leaves the server ACTIVE
+            # where it was: only a new host is the move's effect.
+            before = self.live_from.pop(server.get("id", ""), None)
+            moved = server.get("OS-EXT-SRV-ATTR:host") not in (None, before)
+            return "ok" if status == "ACTIVE" and moved else "failed"
         wanted = {
-            "create": "ACTIVE",
-            "resize": "VERIFY_RESIZE",
-            "confirm": "ACTIVE",
-            "revert": "ACTIVE",
+            "create": ("ACTIVE",),
+            "resize": ("VERIFY_RESIZE",),
+            "migrate": ("VERIFY_RESIZE",),
+            "confirm": ("ACTIVE",),
+            "revert": ("ACTIVE",),
+            # NOTE: [DEFAULT] shelved_offload_time may offload it before we look.
+            "shelve": ("SHELVED", "SHELVED_OFFLOADED"),
+            "offload": ("SHELVED_OFFLOADED",),
+            "unshelve": ("ACTIVE",),
         }[op]
-        return "ok" if status == wanted else "failed"
+        return "ok" if status in wanted else "failed"
 
     def delete(self, server_id: str, during: str) -> None:
         resp = self.api.call("DELETE", f"/servers/{server_id}")
@@ -273,7 +353,7 @@ class Client(threading.Thread):
         """The server once it rests; None when it did not in time (or we stop)."""
         deadline = time.monotonic() + self.op_timeout
         while not self.stop.is_set() and time.monotonic() < deadline:
-            server = self.api.show(server_id)
+            server = self.admin.show(server_id)
             if server == {}:
                 return {"status": "DELETED"}
             if server and server["status"] in RESTING and not server.get("OS-EXT-STS:task_state"):

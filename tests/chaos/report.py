@@ -57,12 +57,13 @@ def print_report(figures: dict[str, Any]) -> None:
     print(
         f"chaos soak: seed {figures['seed']}, strategy {figures['strategy']}, "
         f"{figures['clients']} clients, {figures['computes']} computes, "
-        f"{figures['duration_s']:.0f} s of chaos"
+        f"{figures['duration_s']:.0f} s of chaos, moves: "
+        f"{', '.join(figures.get('moves', [])) or 'none'}"
     )
     print(f"\noperations ({figures['operations_total']}):")
-    print(f"  {'':10}" + "".join(f"{c:>12}" for c in OUTCOME_COLUMNS))
+    print(f"  {'':13}" + "".join(f"{c:>12}" for c in OUTCOME_COLUMNS))
     for op, row in figures["operations"].items():
-        print(f"  {op:10}" + "".join(f"{row[c]:>12}" for c in OUTCOME_COLUMNS))
+        print(f"  {op:13}" + "".join(f"{row[c]:>12}" for c in OUTCOME_COLUMNS))
     during = figures["deletes_during"]
     print(
         "deletes accepted, by what they interrupted: "

@@ -5,7 +5,8 @@
 Starts the deployment of :mod:`tests.chaos.stack` (API, a two-worker
 conductor, compute daemons over RabbitMQ, Placement in its own processes on
 MariaDB behind the fault proxy), lets ``--clients`` threads create, resize,
-confirm, revert and delete servers for ``--duration`` seconds while Placement
+move (cold and live migration, shelve, offload, unshelve), confirm, revert
+and delete servers for ``--duration`` seconds while Placement
 requests get random faults and conductor workers and compute daemons are
 SIGKILLed, then stops the chaos, waits for the sweep to settle everything and
 checks Placement against the database (:mod:`tests.chaos.checks`).
@@ -37,7 +38,7 @@ import traceback
 from typing import Any
 
 from tests.chaos import checks, report
-from tests.chaos.clients import OPERATIONS, Client, Tally
+from tests.chaos.clients import MOVES, OPERATIONS, Client, Tally
 from tests.chaos.proxy import KINDS
 from tests.chaos.stack import HarnessError, Stack
 
@@ -88,6 +89,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--servers-per-client", type=int, default=3, help="servers each client keeps at most (3)"
     )
     parser.add_argument("--computes", type=int, default=3, help="compute daemons (3)")
+    parser.add_argument(
+        "--moves",
+        default=",".join(MOVES),
+        help="the moves in the clients' mix, comma-separated, or 'none' "
+        f"({','.join(MOVES)}; shelve brings offload and unshelve with it)",
+    )
+    parser.add_argument(
+        "--shelved-offload-time",
+        type=int,
+        default=15,
+        help="[DEFAULT] shelved_offload_time for the soak: a shelved server is "
+        "offloaded by the sweep after this many seconds unless a client offloads "
+        "or unshelves it first; 0 offloads at once, -1 never (15)",
+    )
     parser.add_argument(
         "--fault-rate",
         type=float,
@@ -174,6 +189,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.faults) - set(KINDS)
     if unknown or not args.faults:
         parser.error(f"--faults: unknown kinds {sorted(unknown)}; known: {','.join(KINDS)}")
+    args.moves = tuple(m.strip() for m in args.moves.split(",") if m.strip() not in ("", "none"))
+    unknown = set(args.moves) - set(MOVES)
+    if unknown:
+        parser.error(f"--moves: unknown moves {sorted(unknown)}; known: {','.join(MOVES)}")
     if args.strategy == "seed":
         args.strategy = STRATEGIES[args.seed % 3]
     return args
@@ -188,7 +207,10 @@ def config_text(args: argparse.Namespace) -> str:
             "reap_after": str(args.reap_after),
             "reap_interval": str(args.reap_interval),
         },
-        "DEFAULT": {"report_interval": "5"},
+        "DEFAULT": {
+            "report_interval": "5",
+            "shelved_offload_time": str(args.shelved_offload_time),
+        },
     }
     for option in args.option:
         match = re.fullmatch(r"([A-Za-z_]+)\.([A-Za-z0-9_]+)=(.*)", option)
@@ -253,6 +275,7 @@ class Soak:
                     self.tally,
                     self.stop_clients,
                     max_servers=self.args.servers_per_client,
+                    moves=self.args.moves,
                 )
             )
         self.chaos()
@@ -399,6 +422,7 @@ class Soak:
             "strategy": self.args.strategy,
             "clients": self.args.clients,
             "computes": self.args.computes,
+            "moves": list(self.args.moves),
             "duration_s": self.args.duration,
             "operations": ops,
             "operations_total": self.tally.total(),

@@ -112,6 +112,7 @@ def _migration(strategy: str, dest: str = "src", **fields: Any) -> SimpleNamespa
         dest_rp_uuid=dest,
         status="finished",
         missing=None,
+        migration_type="resize",
     )
     values.update(fields)
     return SimpleNamespace(**values)
@@ -177,6 +178,7 @@ def _server(uuid: str, status: str = "ACTIVE", rp: str | None = "src", **fields:
         status=status,
         task_state=None,
         rp_uuid=rp,
+        host=None if rp is None else f"host-of-{rp}",
         needs_heal=False,
         deleted_at=None,
         flavor={"vcpus": 1, "memory_mb": 512, "root_gb": 5},
@@ -235,6 +237,86 @@ def test_each_kind_of_violation_is_found() -> None:
     assert any("stranger" in v.detail for v in found if v.kind == "orphan")
 
 
+SAME = {"VCPU": 2, "MEMORY_MB": 2048, "DISK_GB": 20}
+
+
+def test_settled_moves_have_no_violation() -> None:
+    db = _Db(
+        [
+            _server("shelved", "SHELVED"),
+            _server("offloaded", "SHELVED_OFFLOADED", rp=None),
+            _server("cold", "VERIFY_RESIZE", rp="dst", flavor={"vcpus": 2, "memory_mb": 2048}),
+            _server("lived", "ACTIVE", rp="dst"),
+            _server("rolled-back", "ACTIVE"),
+        ],
+        [
+            # A cold migration awaiting confirmation: a resize to the same flavor.
+            _migration(
+                "legacy",
+                "dst",
+                uuid="cold-mig",
+                server_uuid="cold",
+                old_resources=SAME,
+                new_resources=SAME,
+                migration_type="migration",
+            ),
+            _migration("legacy", "dst", uuid="live-ok", server_uuid="lived", status="completed"),
+            _migration(
+                "legacy", "dst", uuid="live-bad", server_uuid="rolled-back", status="error"
+            ),
+        ],
+    )
+    placement = _Placement(
+        {
+            "src": {"shelved": FLAVOR, "rolled-back": FLAVOR, "cold-mig": SAME},
+            "dst": {"cold": SAME, "lived": FLAVOR},
+        }
+    )
+    assert checks.check(db, placement, PROVIDERS, accepted_deletes=[]) == []
+
+
+def test_moves_holding_other_than_their_state_says_are_violations() -> None:
+    db = _Db(
+        [
+            _server("offloaded", "SHELVED_OFFLOADED", rp=None),
+            _server("offloaded-with-host", "SHELVED_OFFLOADED"),
+            _server("shelved", "SHELVED"),
+            _server("lived", "ACTIVE", rp="dst"),
+            _server("still-live", "ACTIVE", rp="src"),
+            _server("cold", "VERIFY_RESIZE", rp="src", flavor={"vcpus": 2, "memory_mb": 2048}),
+        ],
+        [
+            _migration(
+                "drop_and_reclaim",
+                uuid="cold-mig",
+                server_uuid="cold",
+                old_resources=SAME,
+                new_resources=SAME,
+                migration_type="migration",
+            ),
+            _migration("legacy", "dst", uuid="live-done", server_uuid="lived", status="completed"),
+            _migration(
+                "legacy", "dst", uuid="live-run", server_uuid="still-live", status="running"
+            ),
+        ],
+    )
+    placement = _Placement(
+        {
+            "src": {"offloaded": FLAVOR, "live-done": FLAVOR, "still-live": FLAVOR, "cold": SAME},
+            "dst": {"lived": FLAVOR, "live-run": FLAVOR},
+        }
+    )
+    found = checks.check(db, placement, PROVIDERS, accepted_deletes=[])
+    assert sorted((v.kind, v.detail.split()[1]) for v in found) == [
+        ("holdings", "cold"),  # a cold migration that stayed on its source
+        ("holdings", "live-done"),  # a completed live migration still holds the source
+        ("holdings", "offloaded"),  # offloaded but holding its flavor
+        ("holdings", "offloaded-with-host"),  # offloaded but still on a host
+        ("holdings", "shelved"),  # shelved on its host but holding nothing there
+        ("transitional", "still-live"),  # a live migration still running
+    ], found
+
+
 def test_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     args = soak.parse_args(["--seed", "4", "--option", "conductor.workers=2"])
     assert args.strategy == "drop_and_reclaim"  # 4 mod 3
@@ -243,6 +325,12 @@ def test_the_command_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert soak.parse_args(["--seed", "4", "--strategy", "legacy"]).strategy == "legacy"
     with pytest.raises(SystemExit):
         soak.parse_args(["--faults", "500,slow"])
+    assert soak.parse_args([]).moves == ("migrate", "live-migrate", "shelve")
+    assert soak.parse_args(["--moves", "none"]).moves == ()
+    assert soak.parse_args(["--moves", "shelve"]).moves == ("shelve",)
+    with pytest.raises(SystemExit):
+        soak.parse_args(["--moves", "evacuate"])
+    assert "shelved_offload_time = 15\n" in soak.config_text(args)
     assert soak.main(["--seed", "1", "--transport-url", "", "--db-url", ""]) == soak.EXIT_HARNESS
     assert "harness error" in capsys.readouterr().err
 
