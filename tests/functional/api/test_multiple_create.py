@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from resize_sched import quota
 from tests.functional.api.harness import ADMIN, ALICE, ApiHarness
 
 QUOTA = "/v2.1/os-quota-sets/project-a"
@@ -164,3 +165,35 @@ def test_the_name_template_is_an_option(api: ApiHarness) -> None:
     api.conf.set_override("multi_instance_display_name_template", "%(nope)s")
     assert _create(api, min_count=2).status_int == 202
     assert [api.db.server_get(u).name for u in _casts(api, 2)] == ["web", "web"]
+
+
+@pytest.mark.parametrize(("min_count", "kept"), [(3, 0), (2, 2)])
+def test_a_racing_create_between_the_count_and_a_recheck(
+    api: ApiHarness, monkeypatch: pytest.MonkeyPatch, min_count: int, kept: int
+) -> None:
+    """The count saw room for 3, then another create took the last: the
+    third server's own check refuses it. At least min_count recorded: they
+    stay and are built; fewer: they are deleted, and the answer is 403."""
+    api.flavor("small")
+    assert api.request("PUT", QUOTA, {"quota_set": {"instances": 2}}).status_int == 200
+    monkeypatch.setattr(quota, "servers_that_fit", lambda *args: 3)
+    response = _create(api, min_count=min_count, max_count=3, return_reservation_id=True)
+    listed = _listed(api, "all_tenants=1")
+    if kept:
+        assert response.status_int == 202, response.json
+        built = _casts(api, kept)
+        assert sorted(s["id"] for s in listed) == sorted(built)
+        assert {s["OS-EXT-SRV-ATTR:reservation_id"] for s in listed} == {
+            response.json["reservation_id"]
+        }
+        return
+    assert response.status_int == 403, response.json
+    assert response.json["forbidden"]["message"] == (
+        "Quota exceeded for instances: Requested 1, but already used 2 of 2 instances"
+    )
+    casts = [api.next_cast() for _ in range(2)]
+    api.assert_no_cast()
+    assert {c.method for c in casts} == {"delete_server"}
+    withdrawn = {c.kwargs["server_uuid"] for c in casts}
+    assert {s["id"] for s in listed} == withdrawn
+    assert {s["OS-EXT-STS:task_state"] for s in listed} == {"deleting"}
