@@ -50,6 +50,7 @@ def create_server(
     quota_conf: cfg.ConfigOpts | None = None,
     scheduler_hints: dict[str, Any] | None = None,
     group_uuid: str | None = None,
+    uuid: str | None = None,
 ) -> Any:
     """Record a server in BUILD with its request spec; no Placement call.
 
@@ -74,6 +75,7 @@ def create_server(
         server shows it until it has a host.
     :param scheduler_hints: the hints given at create, kept in the request spec.
     :param group_uuid: the server group it joins (with the server row).
+    :param uuid: its id (None: a new one).
     :returns: the server row.
     :raises FlavorNotFound: unknown flavor.
     :raises Invalid: a bad name, project or user.
@@ -98,6 +100,7 @@ def create_server(
             else attributes
         ),
         group_uuid=group_uuid,
+        uuid=uuid,
     )
     if quota_conf is not None:
         try:

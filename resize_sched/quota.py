@@ -197,3 +197,48 @@ def check_server(
         if already_added:
             used = {rc: used.get(rc, 0) - deltas.get(rc, 0) for rc in used}
         enforce(db, conf, project_id, scope_user, deltas, used)
+
+
+def servers_that_fit(
+    db: Any,
+    conf: cfg.ConfigOpts,
+    project_id: str,
+    user_id: str | None,
+    deltas: dict[str, int],
+    min_count: int,
+    max_count: int,
+) -> int:
+    """How many servers of one ``deltas`` (:func:`flavor_deltas`) a multiple
+    create may make: ``max_count`` if the quota allows, else the most it
+    allows, not below ``min_count`` (as Nova's).
+
+    Each count is asked of :func:`check_server`, so every driver (the
+    database's, ``unified_limits``, ``noop``) answers the same way; the
+    counts that fit are contiguous from 0, so a bisection asks few.
+
+    :raises OverQuota: not even ``min_count`` servers fit (from the
+        ``min_count`` check).
+    :raises LimitsUnavailable: ``unified_limits``, and Keystone did not answer.
+    """
+
+    def scaled(count: int) -> dict[str, int]:
+        return {rc: amount * count for rc, amount in deltas.items()}
+
+    def fits(count: int) -> bool:
+        try:
+            check_server(db, conf, project_id, user_id, scaled(count))
+        except exception.OverQuota:
+            return False
+        return True
+
+    if fits(max_count):
+        return max_count
+    check_server(db, conf, project_id, user_id, scaled(min_count))
+    fitting, too_many = min_count, max_count
+    while too_many - fitting > 1:
+        middle = (fitting + too_many) // 2
+        if fits(middle):
+            fitting = middle
+        else:
+            too_many = middle
+    return fitting

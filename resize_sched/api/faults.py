@@ -95,6 +95,14 @@ class UnsupportedMediaType(Fault, status=415):
     """A body that is not JSON."""
 
 
+def over_quota_message(resource: str, requested: int | str, used: int, limit: int) -> str:
+    """Nova's TooManyInstances message (``requested`` may be ``min-max``)."""
+    return (
+        f"Quota exceeded for {resource}: Requested {requested}, "
+        f"but already used {used} of {limit} {resource}"
+    )
+
+
 def from_domain(exc: exception.ResizeSchedException) -> Fault | None:
     """The HTTP error a domain error means at the edge, if it has one.
 
@@ -111,8 +119,9 @@ def from_domain(exc: exception.ResizeSchedException) -> Fault | None:
         # NOTE: Nova's TooManyInstances message, on create and resize alike.
         found = exc.kwargs
         return Forbidden(
-            f"Quota exceeded for {found['resource']}: Requested {found['requested']}, "
-            f"but already used {found['used']} of {found['limit']} {found['resource']}"
+            over_quota_message(
+                found["resource"], found["requested"], found["used"], found["limit"]
+            )
         )
     if isinstance(exc, exception.LimitsUnavailable):
         # NOTE: why is in the log; the caller is not told where Keystone is.

@@ -226,9 +226,11 @@ SERVER_CREATE = {
                 "user_data": {"type": ["string", "null"]},
                 "config_drive": {"type": ["boolean", "string"]},
                 "OS-DCF:diskConfig": {"type": "string", "enum": ["AUTO", "MANUAL"]},
-                # One server per request.
-                "min_count": {"type": ["integer", "string"], "enum": [1, "1"]},
-                "max_count": {"type": ["integer", "string"], "enum": [1, "1"]},
+                # Multiple create, as Nova's: min_count <= max_count is
+                # checked by the handler.
+                "min_count": _count(1),
+                "max_count": _count(1),
+                "return_reservation_id": BOOLEAN,
             },
             "required": ["name", "flavorRef"],
             "additionalProperties": False,

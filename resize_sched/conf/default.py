@@ -57,6 +57,15 @@ OPTS = [
         "zone out of the zones you keep for those who do; it must be a zone that exists, or "
         "every create without a zone fails with 400.",
     ),
+    cfg.StrOpt(
+        "multi_instance_display_name_template",
+        default="%(name)s-%(count)d",
+        help="The name of each server when one POST /servers creates more than one "
+        "(max_count), as Nova's option of the same name: a Python %-format with %(name)s "
+        "(the name asked), %(count)d (1 for the first server, 2 for the next...) and "
+        "%(uuid)s (the server's id). A template that does not format keeps the name "
+        "asked.",
+    ),
     cfg.IntOpt(
         "shelved_offload_time",
         default=0,

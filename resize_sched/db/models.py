@@ -316,6 +316,7 @@ class Server(TimestampMixin, Base):
         sa.Index(None, "project_id"),
         sa.Index(None, "host"),
         sa.Index(None, "deleted_at"),
+        sa.Index(None, "reservation_id"),
     )
 
     uuid: Mapped[str] = mapped_column(sa.String(36), primary_key=True)
@@ -368,6 +369,12 @@ class Server(TimestampMixin, Base):
     availability_zone: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
     #: The key pair named at create (Nova's ``key_name``), None when none.
     key_name: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    #: The reservation of the create that made it (``r-`` and eight
+    #: characters, shared by every server of one multiple create); None on
+    #: rows from before it was kept.
+    reservation_id: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    #: Its place (from 0) among the servers of that create; None: 0.
+    launch_index: Mapped[int | None] = mapped_column(sa.Integer, nullable=True)
 
     def __repr__(self) -> str:
         return f"<Server {self.uuid} {self.status}/{self.vm_state}/{self.task_state}>"

@@ -165,6 +165,7 @@ class ServerApi(SessionSource):
         task_state: str | None = None,
         needs_heal: bool | None = None,
         read_deleted: bool = False,
+        reservation_id: str | None = None,
     ) -> list[models.Server]:
         """List servers, oldest first.
 
@@ -175,6 +176,7 @@ class ServerApi(SessionSource):
         :param task_state: only those with this task (``deleting``...).
         :param needs_heal: only those flagged (True) or not (False).
         :param read_deleted: include deleted servers.
+        :param reservation_id: only those of this create (multiple create).
         :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
         """
         query = sa.select(models.Server)
@@ -187,6 +189,8 @@ class ServerApi(SessionSource):
             query = query.where(models.Server.status == status)
         if task_state is not None:
             query = query.where(models.Server.task_state == task_state)
+        if reservation_id is not None:
+            query = query.where(models.Server.reservation_id == reservation_id)
         if needs_heal is not None:
             query = query.where(models.Server.needs_heal == needs_heal)
         if not read_deleted:

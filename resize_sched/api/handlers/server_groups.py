@@ -156,11 +156,13 @@ def delete(state: "ApiState", req: ApiRequest, server_group_id: str) -> webob.Re
     return empty_response(204)
 
 
-def requested_group(state: "ApiState", req: ApiRequest, hints: dict[str, Any]) -> str | None:
+def requested_group(
+    state: "ApiState", req: ApiRequest, hints: dict[str, Any], count: int = 1
+) -> str | None:
     """The group a server create's ``group`` hint names, checked before
     anything is written: it must exist in the caller's project (any
     project's for an administrator) and have room under the
-    ``server_group_members`` quota.
+    ``server_group_members`` quota for ``count`` new members.
 
     :returns: the group's uuid, or None without the hint.
     :raises faults.BadRequest: no such group (Nova's 400).
@@ -181,7 +183,7 @@ def requested_group(state: "ApiState", req: ApiRequest, hints: dict[str, Any]) -
             state.conf,
             ctxt.project_id,
             ctxt.user_id,
-            {"server_group_members": 1},
+            {"server_group_members": count},
             {"server_group_members": len(members)},
         )
     except exception.OverQuota:

@@ -27,6 +27,7 @@ mappings are refused.
 import hashlib
 import ipaddress
 import secrets
+import uuid as uuidlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -163,8 +164,8 @@ def _admin_fields(
     if req.version.at_least("2.3"):
         fields.update(
             {
-                "OS-EXT-SRV-ATTR:reservation_id": "",
-                "OS-EXT-SRV-ATTR:launch_index": 0,
+                "OS-EXT-SRV-ATTR:reservation_id": server.reservation_id or "",
+                "OS-EXT-SRV-ATTR:launch_index": server.launch_index or 0,
                 "OS-EXT-SRV-ATTR:hostname": server.name,
                 "OS-EXT-SRV-ATTR:kernel_id": "",
                 "OS-EXT-SRV-ATTR:ramdisk_id": "",
@@ -300,7 +301,9 @@ def _listed(
     host = req.GET.get("host")
     if host is not None:
         policy.authorize(req, rules.ALLOW_ALL_FILTERS)
-    servers = state.db.server_list(project_id, host=host)
+    servers = state.db.server_list(
+        project_id, host=host, reservation_id=req.GET.get("reservation_id") or None
+    )
     statuses = {s.upper() for s in req.GET.getall("status")}
     if statuses:
         servers = [s for s in servers if s.status in statuses]
@@ -338,8 +341,9 @@ def index(state: "ApiState", req: ApiRequest) -> webob.Response:
 
     Filters: ``name`` (a regular expression, run by
     :mod:`resize_sched.api.name_filter`), ``status``, ``flavor``, ``image``
-    (an image id); for an administrator also ``all_tenants`` (present with
-    no value: true, as in Nova; with ``project_id``) and ``host``.
+    (an image id), ``reservation_id`` (the servers of one create); for an
+    administrator also ``all_tenants`` (present with no value: true, as in
+    Nova; with ``project_id``) and ``host``.
 
     :returns: ``{"servers": [...]}``, 200, newest first.
     :raises faults.Forbidden: an admin-only filter from a non-admin.
@@ -376,17 +380,32 @@ def show(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
 
 
 def create(state: "ApiState", req: ApiRequest) -> webob.Response:
-    """``POST /servers``: record a server in BUILD and ask the conductor to build it.
+    """``POST /servers``: record one server or more in BUILD and ask the
+    conductor to build each.
 
-    :returns: ``{"server": {"id", "links", "OS-DCF:diskConfig"}}``, 202, with
-        a ``Location`` header.
-    :raises faults.Forbidden: ``os_compute_api:servers:create`` refuses.
-    :raises faults.BadRequest: a bad body, or a flavor the caller cannot use.
+    Multiple create, as Nova's: ``max_count`` servers when the quota
+    allows, else as many as it allows down to ``min_count`` (both default
+    to 1; ``max_count`` to ``min_count``), else 403 with nothing created.
+    Every server of the request shares one reservation id, and each is
+    built on its own (its group, zone and hints apply to each). With more
+    than one, each is named from ``[DEFAULT] multi_instance_display_name_template``.
+
+    :returns: ``{"server": {"id", "links", "OS-DCF:diskConfig"}}`` (the
+        first server's), 202, with a ``Location`` header; with
+        ``return_reservation_id`` true, ``{"reservation_id": "r-..."}``, 202.
+    :raises faults.Forbidden: ``os_compute_api:servers:create`` refuses, or
+        not even ``min_count`` servers fit the quota.
+    :raises faults.BadRequest: a bad body (``min_count`` above
+        ``max_count``), or a flavor the caller cannot use.
     """
     ctxt = req.context
     policy.authorize(req, rules.CREATE)
     whole = req.validated_body(schemas.SERVER_CREATE)
     body = whole["server"]
+    min_count = schemas.as_int(body.get("min_count", 1), "min_count")
+    max_count = schemas.as_int(body.get("max_count", min_count), "max_count")
+    if min_count > max_count:
+        raise faults.BadRequest("min_count must be <= max_count")
     hints = dict(whole.get("os:scheduler_hints") or whole.get("OS-SCH-HNT:scheduler_hints") or {})
     metadata = body.get("metadata") or {}
     check_metadata_quota(state, ctxt, metadata)
@@ -399,15 +418,20 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
             state.db.keypair_get(ctxt.user_id, key_name)
         except exception.KeyPairNotFound:
             raise faults.BadRequest("Invalid key_name provided.") from None
+    reservation_id = _reservation_id()
     try:
         flavor = visible_flavor(req, state.db, flavorid)
-        group_uuid = server_groups.requested_group(state, req, hints)
+        count = _count_that_fits(state, ctxt, flavor, min_count, max_count)
+        group_uuid = server_groups.requested_group(state, req, hints, count)
         if image_ref is not None:
             image_ref = glance.validated_image(
                 state.conf, image_ref, flavor.memory_mb, flavor.root_gb
             )
-        server = actions.create_server(
-            state.db,
+        servers = _record_servers(
+            state,
+            req,
+            count,
+            min_count,
             name=body["name"],
             flavorid=flavorid,
             project_id=ctxt.project_id,
@@ -419,6 +443,7 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
                 "access_ip_v6": canonical_ipv6(body.get("accessIPv6")),
                 "metadata_items": metadata or None,
                 "key_name": key_name,
+                "reservation_id": reservation_id,
             },
             availability_zone=zone,
             quota_conf=state.conf,
@@ -429,19 +454,127 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
     except exception.ServerGroupNotFound as exc:
         raise faults.BadRequest(exc.message) from None
-    state.conductor.build_server(ctxt, server.uuid)
-    LOG.info("Server %s created by %s/%s", server.uuid, ctxt.user_id, ctxt.project_id)
+    for server in servers:
+        state.conductor.build_server(ctxt, server.uuid)
+        LOG.info(
+            "Server %s created by %s/%s (reservation %s)",
+            server.uuid,
+            ctxt.user_id,
+            ctxt.project_id,
+            reservation_id,
+        )
+    if schemas.as_bool(body.get("return_reservation_id", False)):
+        return json_response({"reservation_id": reservation_id}, status=202)
+    first = servers[0]
     created: dict[str, Any] = {
-        "id": server.uuid,
-        "links": req.links("servers", server.uuid),
+        "id": first.uuid,
+        "links": req.links("servers", first.uuid),
         "OS-DCF:diskConfig": "MANUAL",
     }
     # NOTE: as Nova, never stored: there is no guest to give it to.
     if state.conf.api.enable_instance_password:
         created["adminPass"] = body.get("adminPass") or _generate_password()
     response = json_response({"server": created}, status=202)
-    response.location = req.link("servers", server.uuid)
+    response.location = req.link("servers", first.uuid)
     return response
+
+
+def _reservation_id() -> str:
+    """A new reservation id: ``r-`` and eight random lowercase letters or
+    digits, the shape of Nova's."""
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    return "r-" + "".join(secrets.choice(alphabet) for _ in range(8))
+
+
+def _count_that_fits(
+    state: "ApiState", ctxt: Any, flavor: Any, min_count: int, max_count: int
+) -> int:
+    """How many servers the request makes (:func:`quota.servers_that_fit`).
+
+    :raises faults.Forbidden: not even ``min_count`` fit: Nova's message,
+        the instances asked written ``min-max`` when they differ.
+    """
+    if max_count == 1:
+        # NOTE: one server: create_server's own check and recheck suffice.
+        return 1
+    deltas = quota.flavor_deltas(flavor)
+    try:
+        return quota.servers_that_fit(
+            state.db, state.conf, ctxt.project_id, ctxt.user_id, deltas, min_count, max_count
+        )
+    except exception.OverQuota as exc:
+        found = exc.kwargs
+        resource = found["resource"]
+        requested: int | str = deltas.get(resource, 0) * max_count
+        if resource == "instances":
+            requested = str(min_count) if min_count == max_count else f"{min_count}-{max_count}"
+        raise faults.Forbidden(
+            faults.over_quota_message(resource, requested, found["used"], found["limit"])
+        ) from None
+
+
+def _display_name(template: str, name: str, uuid: str, index: int, count: int) -> str:
+    """The name of the ``index``-th (from 0) of ``count`` servers, as Nova's:
+    the name asked when alone, else the template filled in (the name asked
+    when the template does not format)."""
+    if count == 1:
+        return name
+    try:
+        return template % {"name": name, "uuid": uuid, "count": index + 1}
+    except (KeyError, TypeError, ValueError):
+        LOG.warning("multi_instance_display_name_template %r does not format", template)
+        return name
+
+
+def _record_servers(
+    state: "ApiState", req: ApiRequest, count: int, min_count: int, **create: Any
+) -> list[models.Server]:
+    """Record ``count`` servers through :func:`actions.create_server` (each
+    checked and rechecked against the quota), none cast yet.
+
+    When a racing create takes the quota between the count and a later
+    server's recheck, the servers already recorded stay if there are at
+    least ``min_count``; otherwise they are deleted through the ordinary
+    delete (they were never cast) and the refusal is raised.
+    """
+    servers: list[models.Server] = []
+    template = state.conf.multi_instance_display_name_template
+    name = create.pop("name")
+    attributes = create.pop("attributes")
+    try:
+        for index in range(count):
+            uuid = str(uuidlib.uuid4())
+            servers.append(
+                actions.create_server(
+                    state.db,
+                    name=_display_name(template, name, uuid, index, count),
+                    uuid=uuid,
+                    attributes={**attributes, "launch_index": index},
+                    **create,
+                )
+            )
+    except exception.OverQuota:
+        if servers and len(servers) >= min_count:
+            LOG.info(
+                "Reservation %s: %d of %d servers recorded before a racing create took the quota",
+                attributes["reservation_id"],
+                len(servers),
+                count,
+            )
+            return servers
+        _withdraw(state, req, servers)
+        raise
+    except Exception:
+        _withdraw(state, req, servers)
+        raise
+    return servers
+
+
+def _withdraw(state: "ApiState", req: ApiRequest, servers: list[models.Server]) -> None:
+    for server in servers:
+        actions.begin_delete(state.db, server.uuid, req.project_scope(), context=req.context)
+        state.conductor.delete_server(req.context, server.uuid)
+        LOG.info("Server %s withdrawn: its multiple create failed", server.uuid)
 
 
 def _asked_zone(state: "ApiState", asked: str | None) -> str | None:
