@@ -3,6 +3,7 @@ the real Placement: the server is rebuilt elsewhere only while its host is
 down, the destination is claimed while the migration holds the source, and
 when the source's compute service reports again its copy is removed and its
 room given back, so the server never runs twice and nothing is held twice.
+A delete racing it, at each point, leaves nothing held by either consumer.
 Also ``forced_down`` on ``os-services`` (2.11's action, 2.53's body).
 """
 
@@ -180,3 +181,43 @@ def test_force_down_before_2_53(live: LiveCloud) -> None:
     (h1,) = [s for s in listed if s["host"] == "h1"]
     assert (h1["forced_down"], h1["state"]) == (True, "down")
     assert live.request("PUT", "/os-services/force-down", body, version="2.53").status_int == 404
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "evacuate_server",  # accepted: the conductor has not claimed yet
+        "rebuild_instance",  # pre-migrating: h2 is claimed, not rebuilt yet
+        "done",  # the server runs on h2; the migration still holds h1
+    ],
+)
+def test_a_delete_racing_an_evacuation_leaves_nothing_held(live: LiveCloud, point: str) -> None:
+    server = _boot(live, "h1", "h2")
+    _force_down(live, "h1")
+    assert _evacuate(live, server).status_int == 200
+    if point == "done":
+        live.run()
+        migration = _migration(live, server)
+        assert migration.status == "done"
+        assert _holds(live, migration.uuid) == _on(live, "h1")
+        assert _holds(live, server) == _on(live, "h2")
+    else:
+        _until(live, point)
+    assert live.request("DELETE", f"/servers/{server}", token=ALICE).status_int == 204
+    live.run()
+    assert live.db.server_get(server, read_deleted=True).status == "DELETED"
+    migration = _migration(live, server)
+    assert (migration.status, migration.error_reason) == ("error", "server deleted")
+    assert _holds(live, server) == {} and _holds(live, migration.uuid) == {}
+    assert live.cloud.usage("h1") == {} and live.cloud.usage("h2") == {}
+    # The destroy is cast to every host involved; h1 is down in the database
+    # only, so here it takes it at once (a dead one on its return).
+    assert _copies(live, server) == []
+    live.cloud.check()
+
+    # h1's service reports again: the closed evacuation gives nothing back twice.
+    _comes_back(live, "h1")
+    assert _migration(live, server).status == "error"
+    assert _holds(live, server) == {} and _holds(live, migration.uuid) == {}
+    assert live.cloud.usage("h1") == {} and live.cloud.usage("h2") == {}
+    live.cloud.check()
