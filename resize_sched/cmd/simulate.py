@@ -99,6 +99,28 @@ CLI_OPTS = [
         default=list(simulation.STRATEGIES),
         help="Claim strategies to compare.",
     ),
+    cfg.StrOpt(
+        "workload",
+        default=_DEFAULTS.workload,
+        choices=simulation.WORKLOADS,
+        help="resize: the workers resize. drain: the busiest host(s) are disabled as an "
+        "operator would (os-services) and --drain-workers workers cold-migrate every "
+        "server off them while the others resize the rest of the cluster; the table "
+        "counts the moves, the refusals and what the drained host(s) still hold.",
+    ),
+    cfg.IntOpt(
+        "drain-hosts",
+        default=_DEFAULTS.drain_hosts,
+        min=1,
+        help="With --workload drain: how many of the busiest hosts to drain.",
+    ),
+    cfg.IntOpt(
+        "drain-workers",
+        default=_DEFAULTS.drain_workers,
+        min=1,
+        help="With --workload drain: workers that migrate (then resize once the drain "
+        "is done); the others resize from the start.",
+    ),
     cfg.StrOpt("json", metavar="PATH", help="Write every figure and outcome to this file."),
     cfg.StrOpt(
         "plots-dir",
@@ -217,6 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=conf.seed,
         verify_turns=conf.verify_turns,
         sweep_every=conf.sweep_every,
+        workload=conf.workload,
+        drain_hosts=conf.drain_hosts,
+        drain_workers=conf.drain_workers,
     )
     levels = sorted(set(conf.utilisation))
     seeds = [base.seed + n for n in range(conf.seeds)]
@@ -224,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         len(levels) * len(seeds) * len(conf.strategies) * base.resizes, not conf.quiet
     )
     started = time.monotonic()
-    rows, results = [], []
+    rows, results, drain_rows = [], [], []
     try:
         for level in levels:
             for seed in seeds:
@@ -237,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         result = run.run(template, strategy, progress.step)
                         results.append(result)
                         rows.append(report.figures(result))
+                        if result.drain is not None:
+                            drain_rows.append(report.drain_figures(result))
     finally:
         progress.close()
     elapsed = time.monotonic() - started
@@ -247,6 +274,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"per run by {base.workers} workers, revert ratio {base.revert_ratio}, seeds "
         f"{seeds[0]}-{seeds[-1]}; {elapsed:.0f} s"
     )
+    if drain_rows:
+        print(report.drain_table(drain_rows))
+        print(report.DRAIN_LEGEND)
+        print()
     if conf.per_run:
         print(report.table(rows))
         print(report.LEGEND)
@@ -260,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "python_hash_seed": os.environ.get("PYTHONHASHSEED"),
             "elapsed_s": round(elapsed, 1),
             "figures": rows,
+            **({"drain_figures": drain_rows} if drain_rows else {}),
             "summary": summary,
             "runs": [result.to_json() for result in results],
         }

@@ -16,6 +16,9 @@ each from the same starting state:
     Placement request, in an order drawn from the seed;
 :mod:`~resize_sched.simulate.run`
     one strategy's run and what it counts;
+:mod:`~resize_sched.simulate.drain`
+    the drain workload: the busiest hosts disabled and their servers
+    cold-migrated off while the resizes go on;
 :mod:`~resize_sched.simulate.report`
     the table, the JSON document and the plots.
 """

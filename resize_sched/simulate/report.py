@@ -335,3 +335,68 @@ def plot(rows: Sequence[dict[str, Any]], directory: str) -> list[str]:
     figure.savefig(paths[-1])
     pyplot.close(figure)
     return paths
+
+
+def drain_figures(result: RunResult) -> dict[str, Any]:
+    """The counts of one run of the drain workload: its moves, what the
+    drained hosts held at the end, and the concurrent resizes' :func:`figures`.
+
+    ``moves = moved + no_room + restores_refused + errors``; ``missed``
+    counts the moves the oracle said fit that did not succeed.
+    """
+    drain = result.drain
+    moves = drain.moves
+    return {
+        "strategy": result.strategy,
+        "utilisation": result.settings.utilisation,
+        "seed": result.settings.seed,
+        "drained_hosts": list(drain.hosts),
+        "moves": len(moves),
+        "moved": sum(m.succeeded for m in moves),
+        "no_room": sum(m.no_room for m in moves),
+        "rescheduled": sum(m.rescheduled for m in moves),
+        "restores_refused": sum(m.result == "restore refused" for m in moves),
+        "errors": sum(m.result.startswith("error") for m in moves),
+        "oracle_fits": sum(m.fits for m in moves),
+        "missed": sum(m.fits and not m.succeeded for m in moves),
+        "won": sum(m.succeeded and not m.fits for m in moves),
+        "servers_left": sum(drain.left.values()),
+        "usage_left": {
+            rc: sum(usage.get(rc, 0) for usage in drain.usage.values()) for rc in CLASSES
+        },
+        "resizes": figures(result),
+    }
+
+
+DRAIN_HEADER = (
+    f"{'util':>5} {'seed':>4} {'strategy':<17} {'moves':>5} {'moved':>5} {'no room':>7} "
+    f"{'resched':>7} {'fits':>4} {'missed':>6} {'left (VCPU/GiB/GB)':>19} "
+    f"{'resizes':>7} {'ok':>4} {'ok/feas':>8} {'races':>6}"
+)
+
+
+def drain_table(rows: Sequence[dict[str, Any]]) -> str:
+    """:func:`drain_figures` as a table, one line per run."""
+    lines = [DRAIN_HEADER, "-" * len(DRAIN_HEADER)]
+    for f in rows:
+        left = f["usage_left"]
+        held = f"{left[rs.VCPU]}/{left[rs.MEMORY_MB] // 1024}/{left[rs.DISK_GB]}"
+        r = f["resizes"]
+        pct = r["success_of_feasible_pct"]
+        lines.append(
+            f"{f['utilisation']:>5.2f} {f['seed']:>4} {f['strategy']:<17} {f['moves']:>5} "
+            f"{f['moved']:>5} {f['no_room']:>7} {f['rescheduled']:>7} {f['oracle_fits']:>4} "
+            f"{f['missed']:>6} {held:>19} {r['resizes']:>7} {r['succeeded']:>4} "
+            f"{(f'{pct:.1f}%' if pct is not None else '-'):>8} "
+            f"{r['lost_races']:>2}/{r['won_races']:<3}"
+        )
+    return "\n".join(lines)
+
+
+DRAIN_LEGEND = """\
+moves: servers of the drained host(s) cold-migrated off; moved: those that succeeded;
+no room: refused by the scheduler (NoValidHost); resched: moves whose first claim was
+refused and an alternate took them; fits: moves the oracle said an enabled host had room
+for at their first turn; missed: of those, moves that failed. left: what the drained
+host(s) still hold in Placement at the end (0/0/0 once every move succeeded). resizes,
+ok, ok/feas, races: the concurrent resizes, as in the resize workload's table."""

@@ -105,9 +105,13 @@ class RunResult:
     #: arrival of a failed restore -> arrivals until the sweep healed it (None: never)
     heals: dict[int, int | None] = field(default_factory=dict)
     turns: int = 0
+    #: the drain workload's moves and what they left (None: the resize workload)
+    drain: Any = None
 
     def to_json(self) -> dict[str, Any]:
+        extra = {"drain": self.drain.to_json()} if self.drain is not None else {}
         return {
+            **extra,
             "strategy": self.strategy,
             "settings": asdict(self.settings),
             "hosts": self.hosts,
@@ -195,21 +199,29 @@ class _Run:
         _ = client.max_version
         deps.configured_strategy()
         with self.interleaver.worker(name):
-            while self.next < len(self.arrivals):
-                arrival = self.arrivals[self.next]
-                self.next += 1
-                if arrival.index % self.settings.sweep_every == 0:
-                    self.sweep(arrival.index)
-                server = self._free_server(arrival.slot)
-                if server is None:
-                    continue
-                self.busy.add(server)
-                try:
-                    self.outcomes.append(self.resize(name, tasks, client, arrival, server))
-                finally:
-                    self.busy.discard(server)
-                    self.progress()
+            self._jobs(name, deps, client)
+            self._resizes(name, tasks, client)
             deps.scheduler.close()
+
+    def _jobs(self, name: str, deps: TaskDeps, client: PlacementClient) -> None:
+        """What worker ``name`` does before it takes resizes (a workload's own work)."""
+
+    def _resizes(self, name: str, tasks: ResizeTask, client: PlacementClient) -> None:
+        """Take the next arrival until none is left."""
+        while self.next < len(self.arrivals):
+            arrival = self.arrivals[self.next]
+            self.next += 1
+            if arrival.index % self.settings.sweep_every == 0:
+                self.sweep(arrival.index)
+            server = self._free_server(arrival.slot)
+            if server is None:
+                continue
+            self.busy.add(server)
+            try:
+                self.outcomes.append(self.resize(name, tasks, client, arrival, server))
+            finally:
+                self.busy.discard(server)
+                self.progress()
 
     def _free_server(self, slot: int) -> str | None:
         count = len(self.servers)
@@ -308,6 +320,10 @@ class _Run:
         except Exception as exc:  # recorded by the caller already
             LOG.error("Could not fail migration %s back: %s", migration, exc)
 
+    def finished(self) -> Any:
+        """What the workload reports beyond the resizes, once every worker ended."""
+        return None
+
     # -- the sweep ---------------------------------------------------------------------
 
     def sweep(self, at: int) -> None:
@@ -401,7 +417,12 @@ def run(
             db = Database(f"sqlite:///{tmp}/resize_sched.sqlite")
             try:
                 interleaver = Interleaver(random.Random(f"turns-{settings.seed}"))
-                state = _Run(
+                state_class: type[_Run] = _Run
+                if settings.workload == "drain":
+                    from resize_sched.simulate import drain
+
+                    state_class = drain.DrainRun
+                state = state_class(
                     settings,
                     conf,
                     db,
@@ -426,6 +447,7 @@ def run(
                 if state.crashed:
                     raise state.crashed[0]
                 state.sweep(settings.resizes + 1)
+                drained = state.finished()
             finally:
                 db.dispose()
     return RunResult(
@@ -437,4 +459,5 @@ def run(
         sorted(state.outcomes, key=lambda o: o.arrival),
         state.heals,
         interleaver.turns,
+        drained,
     )
