@@ -17,6 +17,8 @@ transport URL's query, which overrides them) to say whether a queued cast
 survives a broker restart; :func:`get_transport` logs a warning when not.
 """
 
+import threading
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +30,12 @@ from oslo_log import log as logging
 from resize_sched.context import RequestContext
 
 LOG = logging.getLogger(__name__)
+#: The cast trace (:class:`TracedClient`, :meth:`ContextSerializer.deserialize_context`):
+#: DEBUG lines a test harness turns on to count casts lost or delivered twice.
+TRACE = logging.getLogger(__name__ + ".trace")
+
+#: The key of the serialized context that carries a message's own id.
+MESSAGE_ID_KEY = "rpc_message_id"
 
 #: Exceptions allowed to cross RPC and be re-raised with their own type.
 ALLOWED_EXMODS = ["resize_sched.exception"]
@@ -170,26 +178,76 @@ def get_transport(
     return messaging.get_rpc_transport(conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
 
 
+# NOTE: the id serialize_context gave the message this thread is sending, for
+# TracedClient to log once the cast returns (oslo.messaging serializes the
+# context inside cast, on the caller's thread).
+_sending = threading.local()
+
+
 class ContextSerializer(messaging.NoOpSerializer):
-    """Carries :class:`RequestContext` across RPC as a plain dict."""
+    """Carries :class:`RequestContext` across RPC as a plain dict.
+
+    Every serialized context gets a fresh :data:`MESSAGE_ID_KEY`, so each
+    message can be followed from its sender to its receiver; the receiving
+    side logs it on :data:`TRACE` (DEBUG) as ``rpc received <id>``.
+    """
 
     def serialize_context(self, ctxt: Any) -> dict[str, Any]:
-        if isinstance(ctxt, RequestContext):
-            return ctxt.to_dict()
-        return dict(ctxt or {})
+        data = ctxt.to_dict() if isinstance(ctxt, RequestContext) else dict(ctxt or {})
+        data[MESSAGE_ID_KEY] = _sending.message_id = uuid.uuid4().hex
+        return data
 
     def deserialize_context(self, ctxt: dict[str, Any]) -> RequestContext:
+        message_id = (ctxt or {}).get(MESSAGE_ID_KEY)
+        if message_id:
+            TRACE.debug("rpc received %s", message_id)
         return RequestContext.from_dict(ctxt or {})
+
+
+class _TracedCast:
+    """A prepared call context whose ``cast`` is traced; the rest delegated."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def cast(self, ctxt: Any, method: str, **kwargs: Any) -> None:
+        """Cast, then log ``rpc sent <id> <method> <target>`` on :data:`TRACE`,
+        or ``rpc refused ...`` when the cast raised (the sender knows)."""
+        _sending.message_id = None
+        target = self._inner.target
+        where = f"{target.topic}.{target.server}" if target.server else str(target.topic)
+        try:
+            self._inner.cast(ctxt, method, **kwargs)
+        except Exception as exc:
+            TRACE.debug("rpc refused %s %s %s: %s", _sending.message_id, method, where, exc)
+            raise
+        TRACE.debug("rpc sent %s %s %s", _sending.message_id, method, where)
+
+
+class TracedClient(_TracedCast):
+    """An ``RPCClient`` whose casts (its own and its prepared contexts') are
+    logged on :data:`TRACE` once the transport took them."""
+
+    def prepare(self, *args: Any, **kwargs: Any) -> _TracedCast:
+        return _TracedCast(self._inner.prepare(*args, **kwargs))
 
 
 def get_client(
     transport: messaging.Transport,
     target: messaging.Target,
     version_cap: str | None = None,
-) -> messaging.RPCClient:
-    """An RPC client for ``target``; ``version_cap`` from ``[upgrade_levels]``."""
-    return messaging.get_rpc_client(
-        transport, target, version_cap=version_cap, serializer=ContextSerializer()
+) -> TracedClient:
+    """An RPC client for ``target``; ``version_cap`` from ``[upgrade_levels]``.
+
+    An ``RPCClient`` wrapped so that each cast is traced (:class:`TracedClient`).
+    """
+    return TracedClient(
+        messaging.get_rpc_client(
+            transport, target, version_cap=version_cap, serializer=ContextSerializer()
+        )
     )
 
 
