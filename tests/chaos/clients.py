@@ -82,10 +82,17 @@ class Tally:
         self.during: collections.Counter[str] = collections.Counter()
         #: API answers 5xx, with detail (each is also counted as ``error``).
         self.server_errors: list[str] = []
+        #: When each 5xx came (``time.time()``), in the order of ``server_errors``.
+        self.server_error_times: list[float] = []
+        #: Every outcome counted: (began, ended, operation, outcome), wall-clock
+        #: seconds (``time.time()``); ``began`` is when the client sent the request.
+        self.events: list[tuple[float, float, str, str]] = []
 
-    def count(self, op: str, outcome: str) -> None:
+    def count(self, op: str, outcome: str, began: float | None = None) -> None:
+        now = time.time()
         with self._lock:
             self.ops[(op, outcome)] += 1
+            self.events.append((now if began is None else began, now, op, outcome))
 
     def deleted(self, server_id: str, during: str) -> None:
         with self._lock:
@@ -95,6 +102,7 @@ class Tally:
     def server_error(self, detail: str) -> None:
         with self._lock:
             self.server_errors.append(detail)
+            self.server_error_times.append(time.time())
 
     def total(self) -> int:
         with self._lock:
@@ -267,15 +275,16 @@ class Client(threading.Thread):
                 "flavorRef": self.rng.choice(self.flavors),
             }
         }
+        began = time.time()
         resp = self.api.call("POST", "/servers", body)
         refused = _outcome_of_answer(resp)
         if refused:
-            self.tally.count("create", refused)
+            self.tally.count("create", refused, began)
             return
         assert resp is not None
         server_id = resp.json()["server"]["id"]
         self.servers.append(server_id)
-        self.settle(server_id, "create")
+        self.settle(server_id, "create", began)
 
     def act(
         self,
@@ -287,25 +296,27 @@ class Client(threading.Thread):
         version: str | None = None,
     ) -> None:
         caller = api or self.api
+        began = time.time()
         resp = caller.call("POST", f"/servers/{server_id}/action", body, version=version)
         refused = _outcome_of_answer(resp)
         if refused:
-            self.tally.count(op, refused)
+            self.tally.count(op, refused, began)
             return
-        self.settle(server_id, op)
+        self.settle(server_id, op, began)
 
-    def settle(self, server_id: str, op: str) -> None:
-        """After an accepted ``op``: delete at a random moment, or wait and judge."""
+    def settle(self, server_id: str, op: str, began: float | None = None) -> None:
+        """After an accepted ``op`` (sent at ``began``): delete at a random
+        moment, or wait and judge."""
         if self.rng.random() < self.delete_during:
             self.stop.wait(self.rng.uniform(0.0, 2.0))
-            self.tally.count(op, "interrupted")
+            self.tally.count(op, "interrupted", began)
             self.delete(server_id, op)
             return
         server = self.wait(server_id)
         if server is None:
-            self.tally.count(op, "unfinished" if self.stop.is_set() else "timeout")
+            self.tally.count(op, "unfinished" if self.stop.is_set() else "timeout", began)
             return
-        self.tally.count(op, self.judge(op, server))
+        self.tally.count(op, self.judge(op, server), began)
 
     def judge(self, op: str, server: dict[str, Any]) -> str:
         status = server.get("status")
@@ -329,10 +340,11 @@ class Client(threading.Thread):
         return "ok" if status in wanted else "failed"
 
     def delete(self, server_id: str, during: str) -> None:
+        began = time.time()
         resp = self.api.call("DELETE", f"/servers/{server_id}")
         refused = _outcome_of_answer(resp)
         if refused:
-            self.tally.count("delete", refused)
+            self.tally.count("delete", refused, began)
             if resp is not None and resp.status_code == 404:
                 self.servers.remove(server_id)
             return
@@ -342,12 +354,12 @@ class Client(threading.Thread):
         while not self.stop.is_set():
             server = self.api.show(server_id)
             if server == {}:
-                self.tally.count("delete", "ok")
+                self.tally.count("delete", "ok", began)
                 return
             if time.monotonic() > deadline:
                 break
             self.stop.wait(0.5)
-        self.tally.count("delete", "unfinished" if self.stop.is_set() else "timeout")
+        self.tally.count("delete", "unfinished" if self.stop.is_set() else "timeout", began)
 
     def wait(self, server_id: str) -> dict[str, Any] | None:
         """The server once it rests; None when it did not in time (or we stop)."""

@@ -377,7 +377,10 @@ class Soak:
         self.progress("quiescence: waiting for held writes, workers and computes")
         if not stack.proxy.wait_no_holds(timeout=60):
             raise HarnessError("held Placement writes were not delivered within 60 s")
-        stack._wait(lambda: len(stack.conductor_workers()) == 2, "two conductor workers")
+        workers = stack.conductors * stack.workers_per_conductor
+        stack._wait(
+            lambda: len(stack.all_conductor_workers()) == workers, f"{workers} conductor workers"
+        )
         stack._wait(
             lambda: all(stack.daemons[n].alive() for n in stack.compute_names()),
             "every compute daemon",

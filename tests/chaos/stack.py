@@ -235,6 +235,19 @@ class Stack:
     :param prefix: the prefix of the scratch database's and virtual host's names.
     :param lift_quotas: no limit on a project's servers, cores and RAM (the
         soak's clients share one project); False keeps Nova's default quotas.
+    :param vhost: the virtual host to make and use, an object like
+        :class:`Vhost` (``create()`` returning its URL, ``consumers(queue)``,
+        ``delete()``, ``name``); by default a :class:`Vhost` on
+        ``transport_url``'s broker.
+    :param database: resize_sched's database, made by the caller (its schema
+        is synced here, it is not dropped); by default a scratch database on
+        ``db_url``. Placement's stays on ``db_url`` either way.
+    :param database_urls: daemon name -> the ``[database] connection`` that
+        daemon uses instead of ``database`` (the HA run points each at its own
+        Galera node).
+    :param conductors: how many conductor services: ``conductor``, then
+        ``conductor2``...
+    :param conductor_workers: each conductor service's ``[conductor] workers``.
     """
 
     #: Every compute host's inventory.
@@ -255,6 +268,11 @@ class Stack:
         options: str = "",
         prefix: str = PREFIX,
         lift_quotas: bool = True,
+        vhost: Any = None,
+        database: str | None = None,
+        database_urls: dict[str, str] | None = None,
+        conductors: int = 1,
+        conductor_workers: int = 2,
     ) -> None:
         self.workdir = workdir
         self.transport_url = transport_url
@@ -268,7 +286,11 @@ class Stack:
         self.options = options
         self.prefix = prefix
         self.lift_quotas = lift_quotas
-        self.vhost = Vhost(transport_url, prefix)
+        self.vhost = vhost if vhost is not None else Vhost(transport_url, prefix)
+        self.database = database
+        self.database_urls = dict(database_urls or {})
+        self.conductors = conductors
+        self.workers_per_conductor = conductor_workers
         self.scratch: ScratchDatabase | None = None
         self.placement: Any = None
         self.proxy: ChaosProxy | None = None
@@ -288,15 +310,19 @@ class Stack:
         """Bring everything up; :class:`HarnessError` when something does not come."""
         try:
             vhost_url = self.vhost.create()
-            self.scratch = ScratchDatabase(self.db_url, prefix=self.prefix, sqlite=False)
-            our_url = self.scratch.create()
+            if self.database is not None:
+                our_url = self.database
+            else:
+                self.scratch = ScratchDatabase(self.db_url, prefix=self.prefix, sqlite=False)
+                our_url = self.scratch.create()
         except HarnessError:
             raise
         except Exception as exc:
             raise HarnessError(f"cannot make the scratch database or virtual host: {exc}") from exc
         self.db = Database(our_url)
         self.db.sync()
-        progress(f"database {self.scratch.name}, virtual host {self.vhost.name}")
+        shown = self.scratch.name if self.scratch is not None else our_url.rsplit("/", 1)[-1]
+        progress(f"database {shown}, virtual host {self.vhost.name}")
         ExternalPlacement = _external_placement()
         try:
             self.placement = ExternalPlacement(
@@ -336,7 +362,7 @@ class Stack:
             bind_port = {self.api_port}
             auth_strategy = noauth2
             [conductor]
-            workers = 2
+            workers = {self.workers_per_conductor}
             [resize]
             claim_strategy = {self.strategy}
             allow_same_host = true
@@ -359,10 +385,17 @@ class Stack:
             self.daemons[name] = Daemon(name, "resize_sched.cmd.compute", config, self.workdir)
         services = self.workdir / "services.conf"
         services.write_text(common + "\n[DEFAULT]\nhost = control\n")
-        self.daemons["conductor"] = Daemon(
-            "conductor", "resize_sched.cmd.conductor", services, self.workdir
+        names = ["conductor"] + [f"conductor{i}" for i in range(2, self.conductors + 1)]
+        for name in names:
+            self.daemons[name] = Daemon(
+                name, "resize_sched.cmd.conductor", self._config(name, services), self.workdir
+            )
+        self.daemons["api"] = Daemon(
+            "api", "resize_sched.cmd.api", self._config("api", services), self.workdir
         )
-        self.daemons["api"] = Daemon("api", "resize_sched.cmd.api", services, self.workdir)
+        for name, daemon in self.daemons.items():
+            if name.startswith("compute"):
+                daemon.config = self._config(name, daemon.config)
         for daemon in self.daemons.values():
             daemon.start(self.env)
         client = self.placement.client()
@@ -371,9 +404,14 @@ class Stack:
             "the compute daemons to register their providers",
         )
         self.providers = {rp["name"]: rp["uuid"] for rp in client.list_resource_providers()}
-        self._wait(lambda: len(self.conductor_workers()) == 2, "two conductor workers")
+        workers = self.conductors * self.workers_per_conductor
+        self._wait(
+            lambda: len(self.all_conductor_workers()) == workers, f"{workers} conductor workers"
+        )
         # NOTE: a cast to a topic nobody consumes yet is dropped by the broker.
-        self._wait(lambda: self.vhost.consumers("conductor") >= 2, "the conductor to consume")
+        self._wait(
+            lambda: self.vhost.consumers("conductor") >= workers, "the conductor to consume"
+        )
 
         def api_up() -> bool:
             try:
@@ -382,10 +420,20 @@ class Stack:
                 return False
 
         self._wait(api_up, "the API to answer")
+        services = "a conductor" if self.conductors == 1 else f"{self.conductors} conductors"
         progress(
-            f"{self.computes} computes, a conductor with 2 workers and the API are up "
-            f"(strategy {self.strategy})"
+            f"{self.computes} computes, {services} with {self.workers_per_conductor} "
+            f"workers and the API are up (strategy {self.strategy})"
         )
+
+    def _config(self, name: str, shared: pathlib.Path) -> pathlib.Path:
+        """``shared``, or a file of the daemon's own when it has a database URL of its own."""
+        url = self.database_urls.get(name)
+        if url is None:
+            return shared
+        own = self.workdir / f"{name}.conf"
+        own.write_text(shared.read_text() + f"\n[database]\nconnection = {url}\n")
+        return own
 
     def _wait(self, predicate: Callable[[], bool], what: str, timeout: float = 180.0) -> None:
         deadline = time.monotonic() + timeout
@@ -410,13 +458,20 @@ class Stack:
 
     # -- chaos ------------------------------------------------------------------------
 
-    def conductor_workers(self) -> list[int]:
-        """The conductor's worker processes (cotyledon's children)."""
-        daemon = self.daemons.get("conductor")
+    def conductor_workers(self, name: str = "conductor") -> list[int]:
+        """A conductor service's worker processes (cotyledon's children)."""
+        daemon = self.daemons.get(name)
         if daemon is None or not daemon.alive():
             return []
         assert daemon.proc is not None
         return _children(daemon.proc.pid)
+
+    def conductor_names(self) -> list[str]:
+        return [name for name in self.daemons if name.startswith("conductor")]
+
+    def all_conductor_workers(self) -> list[int]:
+        """Every conductor service's worker processes."""
+        return [pid for name in self.conductor_names() for pid in self.conductor_workers(name)]
 
     def compute_names(self) -> list[str]:
         return [name for name in self.daemons if name.startswith("compute")]

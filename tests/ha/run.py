@@ -1,0 +1,673 @@
+"""The HA run: resize_sched over clustered RabbitMQ and Galera, under node faults.
+
+    python -m tests.ha.run --seed 7
+
+Starts on loopback a three-node RabbitMQ cluster (quorum queues) and a
+three-node MariaDB Galera cluster (:mod:`tests.ha.cluster`), then the chaos
+soak's deployment (:class:`tests.chaos.stack.Stack`) over them: the API, two
+conductor services whose databases are on different Galera nodes (each
+through a failover proxy whose primary is its own node), two computes, with
+Placement on the local MariaDB. The soak's clients run while the faults of
+:data:`tests.ha.faults.SCHEDULE` are injected one after the other, each
+followed by a recovery window. After quiescence the soak's invariants are
+checked, the daemons' logs are read (casts sent and received, database
+retries, errors) and a table gives each fault's window. ``doc/ha.rst``
+describes the deployment, the schedule and the output.
+
+Exit codes: 0 every criterion met (no violation, no cast lost, every fault
+recovered within ``--recover-within`` seconds); 1 a violation or a criterion
+missed; 2 the harness could not run (a cluster or daemon that did not start);
+130 interrupted. Every process, cluster and scratch database is removed on
+every exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import random
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.parse
+import uuid
+from typing import Any
+
+from oslo_log import _options as log_options
+
+from tests.chaos import soak as chaos_soak
+from tests.chaos.clients import Client, Tally
+from tests.chaos.soak import FLAVORS, Interrupted, Soak
+from tests.chaos.stack import HarnessError, Stack
+from tests.ha import faults as ha_faults
+
+EXIT_OK, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: The topic whose quorum queue's leader the broker faults hit.
+CONDUCTOR_QUEUE = "conductor"
+#: Galera nodes: each conductor's and the API's primary, then its backups.
+PRIMARIES = {"conductor": (1, 2, 3), "conductor2": (2, 3, 1), "api": (3, 1, 2)}
+#: The harness's own reads and writes (flavors, the checks).
+HARNESS_NODES = (1, 3, 2)
+#: The Galera node killed under load: conductor2's primary.
+GALERA_VICTIM = 2
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.ha.run",
+        description="Run resize_sched (API, two conductors, two computes) over a "
+        "three-node RabbitMQ cluster with quorum queues and a three-node Galera "
+        "cluster on loopback, inject broker and database node faults one after "
+        "the other under the chaos soak's clients, then check the invariants and "
+        "print each fault's window: operations, casts lost and doubled, the time to "
+        "the first successful resize, database retries, errors. See doc/ha.rst.",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seeds the clients (default: random, printed)"
+    )
+    parser.add_argument(
+        "--strategy",
+        choices=(*chaos_soak.STRATEGIES, "seed"),
+        default="seed",
+        help="the claim strategy; 'seed' (default) picks it from the seed",
+    )
+    parser.add_argument("--clients", type=int, default=4, help="concurrent clients (4)")
+    parser.add_argument("--computes", type=int, default=2, help="compute daemons (2)")
+    parser.add_argument(
+        "--warmup", type=float, default=15.0, help="seconds of clients before the first fault (15)"
+    )
+    parser.add_argument(
+        "--down",
+        type=float,
+        default=15.0,
+        help="seconds a SIGKILLed node (broker or Galera) stays down before it is restarted (15)",
+    )
+    parser.add_argument(
+        "--outage",
+        type=float,
+        default=5.0,
+        help="seconds the whole broker cluster stays stopped (5)",
+    )
+    parser.add_argument(
+        "--stop-app",
+        type=float,
+        default=60.0,
+        help="seconds one broker node stays stop_app'ed (60)",
+    )
+    parser.add_argument(
+        "--window",
+        type=float,
+        default=35.0,
+        help="each fault's window lasts at least this long from its recovery clock, "
+        "and at least --settle seconds after the fault is undone (35)",
+    )
+    parser.add_argument(
+        "--settle", type=float, default=8.0, help="seconds after a fault is undone (8)"
+    )
+    parser.add_argument(
+        "--recover-within",
+        type=float,
+        default=30.0,
+        help="the criterion: seconds from a fault's recovery clock to the first "
+        "successful resize (30)",
+    )
+    parser.add_argument(
+        "--quiesce-timeout",
+        type=float,
+        default=150.0,
+        help="seconds to wait for everything to settle after the faults (150)",
+    )
+    parser.add_argument(
+        "--placement-db-url",
+        default=os.environ.get("RESIZE_SCHED_TEST_MYSQL_URL", ""),
+        help="a MariaDB/MySQL server for Placement's scratch database (another "
+        "service's database, not on the Galera cluster; default "
+        "$RESIZE_SCHED_TEST_MYSQL_URL)",
+    )
+    parser.add_argument(
+        "--workdir",
+        default=None,
+        help="configs, logs and the clusters' data (default: a temporary directory, "
+        "removed after a clean run, kept and printed otherwise)",
+    )
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1, 1_000_000)
+    if args.strategy == "seed":
+        args.strategy = chaos_soak.STRATEGIES[args.seed % 3]
+    # NOTE: what the chaos soak's Soak methods read.
+    base = chaos_soak.parse_args(
+        ["--seed", str(args.seed), "--strategy", args.strategy, "--clients", str(args.clients)]
+        + ["--computes", str(args.computes), "--fault-rate", "0"]
+    )
+    for name, value in vars(base).items():
+        setattr(args, name, getattr(args, name, value))
+    return args
+
+
+def rabbit_options() -> str:
+    """The daemons' messaging and logging options for the HA run."""
+    levels = ",".join([*log_options.DEFAULT_LOG_LEVELS, "resize_sched.rpc.trace=DEBUG"])
+    return (
+        "[oslo_messaging_rabbit]\n"
+        "rabbit_quorum_queue = true\n"
+        "heartbeat_timeout_threshold = 10\n"
+        "heartbeat_rate = 2\n"
+        "kombu_reconnect_delay = 0.5\n"
+        "rabbit_retry_interval = 1\n"
+        "rabbit_retry_backoff = 1\n"
+        "rabbit_interval_max = 3\n"
+        "[DEFAULT]\n"
+        f"default_log_levels = {levels}\n"
+    )
+
+
+def _backend(url: str) -> tuple[str, int]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 3306
+
+
+class ClusterVhost:
+    """The :class:`~tests.chaos.stack.Vhost` interface on the RabbitMQ cluster."""
+
+    def __init__(self, rabbit: Any, name: str) -> None:
+        self.rabbit = rabbit
+        self.name = name
+        self.url = ""
+
+    def create(self) -> str:
+        self.rabbit.add_vhost(self.name)
+        self.url = self.rabbit.transport_url(self.name)
+        return self.url
+
+    def consumers(self, queue: str) -> int:
+        found = self.rabbit.queues(self.name)
+        info = found.get(queue) if isinstance(found, dict) else None
+        if info is None and not isinstance(found, dict):
+            info = next((q for q in found if q.get("name") == queue), None)
+        return int((info or {}).get("consumers", 0))
+
+    def delete(self) -> None:
+        """Nothing: the cluster goes as a whole."""
+
+
+class HaRun(Soak):
+    """One HA run: the clusters, the stack over them, the faults, the figures."""
+
+    def __init__(self, args: argparse.Namespace, workdir: pathlib.Path) -> None:
+        # NOTE: Soak's state, not its __init__ (that builds the soak's own stack).
+        self.args = args
+        self.workdir = workdir
+        self.tally = Tally()
+        self.stop_clients = threading.Event()
+        self.clients: list[Client] = []
+        self.kills: dict[str, int] = {}
+        self.restarts_after_exit: dict[str, int] = {}
+        self.violations: list[Any] = []
+        self.timings: dict[str, float] = {}
+        self.checks_run = 0
+        self.notes: list[Any] = []
+        self.rabbit: Any = None
+        self.galera: Any = None
+        self.proxies: list[Any] = []
+        self.stack: Stack | None = None  # type: ignore[assignment]
+        self.faults = ha_faults.schedule()
+        self.began_clients = 0.0
+        self.chaos_end = 0.0
+        self.quiet_end = 0.0
+        self.trace: ha_faults.Trace | None = None
+        self.galera_status: dict[str, Any] = {}
+
+    # -- start --------------------------------------------------------------------------
+
+    def start_clusters(self) -> None:
+        from tests.ha import cluster
+
+        started = time.monotonic()
+        errors: list[BaseException] = []
+
+        def start(attr: str, factory: Any) -> None:
+            try:
+                factory().start()
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        def rabbit() -> Any:
+            self.rabbit = cluster.RabbitCluster(self.workdir / "rabbit")
+            return self.rabbit
+
+        def galera() -> Any:
+            self.galera = cluster.GaleraCluster(self.workdir / "galera")
+            return self.galera
+
+        threads = [
+            threading.Thread(target=start, args=("rabbit", rabbit)),
+            threading.Thread(target=start, args=("galera", galera)),
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise HarnessError(f"a cluster did not start: {errors[0]!r}") from errors[0]
+        self.timings["clusters"] = time.monotonic() - started
+        self.progress(f"clusters up in {self.timings['clusters']:.0f} s")
+
+    def galera_url(self, database: str, nodes: tuple[int, ...]) -> str:
+        """A URL through a new failover proxy over ``nodes`` (the first is the primary)."""
+        from tests.ha import cluster
+
+        backends = [_backend(self.galera.url(self.galera_node(n), database)) for n in nodes]
+        proxy = cluster.FailoverProxy(backends)
+        self.proxies.append(proxy)
+        proxy.start()
+        return self.galera.url(self.galera_node(nodes[0]), database, port=proxy.port)
+
+    def galera_node(self, number: int) -> Any:
+        """Galera node ``number`` (1, 2, 3)."""
+        return self.galera.nodes[number - 1]
+
+    def run(self) -> None:
+        args = self.args
+        started = time.monotonic()
+        self.start_clusters()
+        name = f"rs_ha_{uuid.uuid4().hex[:10]}"
+        self.galera.create_database(name)
+        urls = {daemon: self.galera_url(name, nodes) for daemon, nodes in PRIMARIES.items()}
+        for i in range(1, args.computes + 1):
+            urls[f"compute{i}"] = urls["api"]
+        self.stack = Stack(
+            self.workdir,
+            "",
+            args.placement_db_url,
+            strategy=args.strategy,
+            computes=args.computes,
+            seed=args.seed,
+            fault_rate=0.0,
+            placement_timeout=10.0,
+            options=chaos_soak.config_text(args) + rabbit_options(),
+            prefix="rs_ha_",
+            vhost=ClusterVhost(self.rabbit, name),
+            database=self.galera_url(name, HARNESS_NODES),
+            database_urls=urls,
+            conductors=2,
+            conductor_workers=1,
+        )
+        self.stack.start(self.progress)
+        self.timings["start-up"] = time.monotonic() - started
+        db = self.stack.db
+        assert db is not None
+        flavors = [db.flavor_create(*spec).flavorid for spec in FLAVORS]
+        for i in range(args.clients):
+            self.clients.append(
+                Client(
+                    i,
+                    args.seed,
+                    self.stack.endpoint,
+                    flavors,
+                    self.tally,
+                    self.stop_clients,
+                    max_servers=args.servers_per_client,
+                    moves=args.moves,
+                    op_timeout=60.0,
+                )
+            )
+        # NOTE: the probe: one server resized, confirmed or reverted over and
+        # over, so that every window has resizes to time the recovery by.
+        self.clients.append(
+            Client(
+                args.clients,
+                args.seed,
+                self.stack.endpoint,
+                flavors,
+                self.tally,
+                self.stop_clients,
+                max_servers=1,
+                delete_during=0.0,
+                op_timeout=60.0,
+                moves=(),
+            )
+        )
+        self.chaos()
+        self.quiesce()
+        self.quiet_end = time.time()
+        self.galera_status = self.read_galera_status()
+
+    # -- the faults ---------------------------------------------------------------------
+
+    def keep_watching(self, seconds: float) -> None:
+        """Wait, restarting a daemon that exited (a finding for the API or a conductor)."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.watch(pending=set())
+            self.check_clients()
+            time.sleep(0.2)
+
+    def inject(self, fault: ha_faults.Fault) -> None:
+        """Inject ``fault``, then undo it (runs in a thread of its own)."""
+        args, rabbit, galera = self.args, self.rabbit, self.galera
+        vhost = self.stack.vhost.name if self.stack is not None else ""
+        try:
+            if fault.kind in ("rabbit-leader-kill", "rabbit-stop-app"):
+                node = rabbit.queue_leader(CONDUCTOR_QUEUE, vhost)
+                if node is None:
+                    raise HarnessError(f"no leader for the {CONDUCTOR_QUEUE!r} queue")
+                fault.target = str(node)
+                fault.t0 = fault.clock = time.time()
+                if fault.kind == "rabbit-leader-kill":
+                    rabbit.kill(node)
+                    time.sleep(args.down)
+                    rabbit.start_node(node)
+                else:
+                    rabbit.stop_app(node)
+                    time.sleep(args.stop_app)
+                    rabbit.start_app(node)
+            elif fault.kind == "rabbit-full-stop":
+                fault.target = "every broker node"
+                fault.t0 = time.time()
+                rabbit.stop_all()
+                time.sleep(args.outage)
+                rabbit.start_all()
+                fault.clock = time.time()
+            elif fault.kind == "galera-kill":
+                fault.target = f"galera node {GALERA_VICTIM}"
+                fault.t0 = fault.clock = time.time()
+                galera.kill(self.galera_node(GALERA_VICTIM))
+                time.sleep(args.down)
+                rejoin = galera.rejoin(self.galera_node(GALERA_VICTIM))
+                fault.detail["rejoin_s"] = round(float(rejoin), 1)
+            else:  # pragma: no cover - SCHEDULE names only the kinds above
+                raise ValueError(fault.kind)
+        except Exception as exc:  # noqa: BLE001 - the fault's row says it
+            fault.error = f"{type(exc).__name__}: {exc}"
+            fault.t0 = fault.t0 or time.time()
+            fault.clock = fault.clock or time.time()
+        fault.restored = time.time()
+
+    def chaos(self) -> None:
+        args = self.args
+        self.progress(
+            f"{args.clients} clients and a resize probe; {len(self.faults)} faults: "
+            + ", ".join(f.label for f in self.faults)
+        )
+        self.began_clients = time.time()
+        started = time.monotonic()
+        for client in self.clients:
+            client.start()
+        self.keep_watching(args.warmup)
+        previous: ha_faults.Fault | None = None
+        for fault in self.faults:
+            fault.start = time.time()
+            if previous is not None:
+                previous.end = fault.start
+            previous = fault
+            injector = threading.Thread(target=self.inject, args=(fault,), daemon=True)
+            injector.start()
+            self.progress(f"  {fault.label}: {ha_faults.DESCRIPTIONS[fault.kind]}")
+            while injector.is_alive():
+                self.keep_watching(0.5)
+            if fault.error:
+                self.progress(f"  {fault.label}: could not inject or undo it: {fault.error}")
+            wait = max(fault.clock + args.window, fault.restored + args.settle) - time.time()
+            self.progress(
+                f"  {fault.label} on {fault.target} undone after "
+                f"{fault.restored - fault.t0:.0f} s; recovery window {max(wait, 0):.0f} s more"
+            )
+            self.keep_watching(max(wait, 0.0))
+        self.chaos_end = time.time()
+        if previous is not None:
+            previous.end = self.chaos_end
+        self.stop_clients.set()
+        self.progress("faults over: clients stopping")
+        for client in self.clients:
+            client.join(timeout=90)
+        self.check_clients()
+        self.timings["faults"] = time.monotonic() - started
+        args.duration = self.chaos_end - self.began_clients
+
+    def read_galera_status(self) -> dict[str, Any]:
+        status = {}
+        for node in (1, 2, 3):
+            try:
+                wsrep = self.galera.status(self.galera_node(node))
+                status[str(node)] = {
+                    k: wsrep.get(k)
+                    for k in ("wsrep_cluster_size", "wsrep_local_state_comment", "wsrep_ready")
+                    if k in wsrep
+                }
+            except Exception as exc:  # noqa: BLE001 - shown in the figures
+                status[str(node)] = {"error": str(exc)}
+        return status
+
+    # -- the figures --------------------------------------------------------------------
+
+    def ha_figures(self) -> dict[str, Any]:
+        stack = self.stack
+        assert stack is not None
+        logs = {name: d.log_path for name, d in stack.daemons.items()}
+        # NOTE: a cast sent in the last seconds may still be on its way.
+        cutoff = time.time() - 10.0
+        self.trace = trace = ha_faults.read_logs(logs)
+        events = list(self.tally.events)
+        errors = list(self.tally.server_error_times)
+        rows = []
+        first = self.faults[0].start if self.faults and self.faults[0].start else self.chaos_end
+        rows.append(
+            (
+                "warm-up",
+                None,
+                ha_faults.window_figures(self.began_clients, first, events, trace, errors),
+            )
+        )
+        for fault in self.faults:
+            if not fault.t0:
+                continue
+            figures = ha_faults.window_figures(
+                fault.start, fault.end or self.chaos_end, events, trace, errors, clock=fault.clock
+            )
+            rows.append((fault.label, fault, figures))
+        rows.append(
+            (
+                "quiescence",
+                None,
+                ha_faults.window_figures(self.chaos_end, cutoff, events, trace, errors),
+            )
+        )
+        # NOTE: casts sent while the stack started may find no queue yet (the
+        # first consumer declares it): only what was sent under test counts.
+        lost = [i for i in trace.lost() if self.began_clients <= trace.sent[i][0] < cutoff]
+        early = [i for i in trace.lost() if trace.sent[i][0] < self.began_clients]
+        return {
+            "windows": [
+                {
+                    "window": label,
+                    "fault": None
+                    if fault is None
+                    else {
+                        "kind": fault.kind,
+                        "target": fault.target,
+                        "t0": round(fault.t0, 3),
+                        "clock_after_t0_s": round(fault.clock - fault.t0, 1),
+                        "undone_after_s": round(fault.restored - fault.t0, 1),
+                        "window_s": round(fault.end - fault.t0, 1),
+                        "error": fault.error,
+                        **fault.detail,
+                    },
+                    **figures,
+                }
+                for label, fault, figures in rows
+            ],
+            "casts": {
+                "sent": len(trace.sent),
+                "received": len(trace.received),
+                "lost": len(lost),
+                "lost_ids": [
+                    {"id": i, "sender": trace.sent[i][1], "method": trace.sent[i][2]}
+                    for i in lost[:20]
+                ],
+                "lost_before_clients": len(early),
+                "redelivered": len(trace.redelivered()),
+                "refused": len(trace.refused),
+            },
+            "db_retries": len(trace.retries),
+            "db_retry_lines": [f"{n}: {line}" for _, n, line in trace.retries[:5]],
+            "error_lines": [f"{n}: {line}" for _, n, line in trace.errors[:10]],
+            "galera": self.galera_status,
+        }
+
+    def criteria(self, ha: dict[str, Any]) -> list[str]:
+        """What the run missed; empty when it met every criterion."""
+        missed = [f"[violation] {v}" for v in self.violations]
+        if ha["casts"]["lost"]:
+            missed.append(f"{ha['casts']['lost']} casts lost")
+        for window in ha["windows"]:
+            fault = window["fault"]
+            if fault is None:
+                continue
+            if fault["error"]:
+                missed.append(f"{window['window']}: {fault['error']}")
+            took = window["first_resize_s"]
+            if took is None or took > self.args.recover_within:
+                missed.append(
+                    f"{window['window']}: no successful resize within "
+                    f"{self.args.recover_within:.0f} s (first: {took})"
+                )
+        return missed
+
+    def close(self) -> None:
+        if self.stack is not None:
+            self.stack.close()
+        for what, thing in [("proxy", p) for p in self.proxies] + [
+            ("Galera", self.galera),
+            ("RabbitMQ", self.rabbit),
+        ]:
+            if thing is None:
+                continue
+            try:
+                thing.close()
+            except Exception as exc:  # noqa: BLE001 - keep cleaning up
+                print(f"ha run: closing {what} failed: {exc}", file=sys.stderr)
+
+
+def print_table(figures: dict[str, Any]) -> None:
+    ha = figures["ha"]
+    print()
+    print(
+        f"HA run: seed {figures['seed']}, strategy {figures['strategy']}, "
+        f"{figures['clients']} clients, {figures['computes']} computes, two conductors"
+    )
+    for window in ha["windows"]:
+        fault = window["fault"]
+        if fault is not None:
+            extra = f", rejoined in {fault['rejoin_s']} s" if "rejoin_s" in fault else ""
+            print(
+                f"  {window['window']}: {fault['target']}; undone after "
+                f"{fault['undone_after_s']} s, clock from t0+{fault['clock_after_t0_s']} s"
+                f"{extra}{'; ERROR ' + fault['error'] if fault['error'] else ''}"
+            )
+    print()
+    print(ha_faults.table([(w["window"], w) for w in ha["windows"]]))
+    casts = ha["casts"]
+    print(
+        f"\ncasts: {casts['sent']} sent, {casts['received']} received, {casts['lost']} lost "
+        f"({casts['lost_before_clients']} more sent at start-up before a conductor consumed), "
+        f"{casts['redelivered']} delivered twice, {casts['refused']} refused to their sender"
+    )
+    for lost in casts["lost_ids"]:
+        print(f"  lost: {lost}")
+    print(f"database retries logged: {ha['db_retries']}")
+    for line in ha["db_retry_lines"]:
+        print(f"  {line}")
+    for line in ha["error_lines"]:
+        print(f"  ERROR {line}")
+    print("galera after the run: " + json.dumps(ha["galera"]))
+    print(f"invariant checks: {figures['checks_run']}, violations: {len(figures['violations'])}")
+    for v in figures["violations"]:
+        print(f"  [{v['kind']}] {v['detail']}")
+    print("timings: " + ", ".join(f"{k} {v} s" for k, v in figures["timings_s"].items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not args.placement_db_url:
+        print(
+            "ha run: harness error: set --placement-db-url or RESIZE_SCHED_TEST_MYSQL_URL",
+            file=sys.stderr,
+        )
+        return EXIT_HARNESS
+    own_dir = args.workdir is None
+    workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="rs-ha-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    run = HaRun(args, workdir)
+    code = EXIT_OK
+    figures: dict[str, Any] = {}
+    missed: list[str] = []
+    Soak.progress(f"HA run: seed {args.seed}, strategy {args.strategy}, workdir {workdir}")
+    try:
+        try:
+            run.run()
+            figures = run.figures()
+            figures["checks_run"] = run.checks_run
+            figures["ha"] = run.ha_figures()
+            if run.tally.total() == 0:
+                raise HarnessError("the clients completed no operation at all")
+            missed = run.criteria(figures["ha"])
+        except HarnessError as exc:
+            print(f"\nha run: harness error: {exc}", file=sys.stderr)
+            code = EXIT_HARNESS
+        except Exception:  # noqa: BLE001 - a bug of the harness, not a finding
+            print("\nha run: harness error: unexpected exception", file=sys.stderr)
+            traceback.print_exc()
+            code = EXIT_HARNESS
+        except (Interrupted, KeyboardInterrupt) as exc:
+            print(f"\nha run: interrupted ({exc}); cleaning up", file=sys.stderr)
+            code = EXIT_INTERRUPTED
+        finally:
+            run.stop_clients.set()
+            for sig in previous:
+                signal.signal(sig, signal.SIG_IGN)
+            run.close()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    wall = time.monotonic() - began
+    if figures:
+        figures["wall_s"] = round(wall, 1)
+        figures["missed"] = missed
+        print_table(figures)
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
+    if code == EXIT_OK and missed:
+        code = EXIT_FAILED
+        print("\ncriteria missed:")
+        for line in missed:
+            print(f"  {line}")
+    verdict = {
+        EXIT_OK: "PASS",
+        EXIT_FAILED: "FAIL (violations or criteria missed)",
+        EXIT_HARNESS: "HARNESS ERROR (not a finding about resize_sched)",
+        EXIT_INTERRUPTED: "INTERRUPTED",
+    }[code]
+    print(f"\nresult: {verdict}, exit {code}, wall {wall:.0f} s", flush=True)
+    if own_dir and code == EXIT_OK:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print(f"logs and configs kept in {workdir}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
