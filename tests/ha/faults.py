@@ -98,15 +98,23 @@ class Trace:
     :ivar sent: message id -> (time, daemon, method, target).
     :ivar refused: (time, daemon, method, id) of casts that raised to their sender.
     :ivar received: message id -> the times it was dispatched.
+    :ivar receivers: message id -> (time, daemon) of each dispatch.
     :ivar retries: (time, daemon, line) of the database layer's retries.
-    :ivar errors: (time, daemon, line) of ERROR lines.
+    :ivar errors: (time, daemon, line) of ERROR lines, but oslo.messaging's.
+    :ivar broker_errors: (time, daemon, line) of oslo.messaging's ERROR lines
+        (a connection to a broker node lost, retried).
+    :ivar info: daemon -> (time, line) of resize_sched's own INFO and WARNING
+        lines, to show what a handler did with a second delivery.
     """
 
     sent: dict[str, tuple[float, str, str, str]] = field(default_factory=dict)
     refused: list[tuple[float, str, str, str]] = field(default_factory=list)
     received: dict[str, list[float]] = field(default_factory=dict)
+    receivers: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
     retries: list[tuple[float, str, str]] = field(default_factory=list)
     errors: list[tuple[float, str, str]] = field(default_factory=list)
+    broker_errors: list[tuple[float, str, str]] = field(default_factory=list)
+    info: dict[str, list[tuple[float, str]]] = field(default_factory=dict)
 
     def lost(self) -> list[str]:
         """Ids sent (the transport took them) and never received."""
@@ -115,6 +123,17 @@ class Trace:
     def redelivered(self) -> list[str]:
         """Ids received more than once."""
         return sorted(i for i, times in self.received.items() if len(times) > 1)
+
+    def after_second(self, message_id: str, seconds: float = 0.5) -> str:
+        """The first line resize_sched logged in the receiving daemon within
+        ``seconds`` of a message's second delivery (what the handler did with
+        it, as far as the log tells: a stale no-op says so), or ''."""
+        deliveries = sorted(self.receivers.get(message_id, []))
+        if len(deliveries) < 2:
+            return ""
+        when, daemon = deliveries[1]
+        lines = self.info.get(daemon, [])
+        return next((f"{daemon}: {line}" for t, line in lines if when <= t <= when + seconds), "")
 
 
 def _when(stamp: str, millis: str) -> float:
@@ -145,11 +164,18 @@ def read_logs(logs: Mapping[str, pathlib.Path]) -> Trace:
                     trace.refused.append((when, name, found[3] or "", message_id))
                 else:
                     trace.received.setdefault(message_id, []).append(when)
+                    trace.receivers.setdefault(message_id, []).append((when, name))
                 continue
             if RETRY.search(message):
                 trace.retries.append((when, name, message[:200]))
+            logger = match[4]
             if level in ("ERROR", "CRITICAL"):
-                trace.errors.append((when, name, message[:200]))
+                broker = logger.startswith(("oslo.messaging", "oslo_messaging", "kombu", "amqp"))
+                (trace.broker_errors if broker else trace.errors).append(
+                    (when, name, message[:200])
+                )
+            elif level in ("INFO", "WARNING") and logger.startswith("resize_sched."):
+                trace.info.setdefault(name, []).append((when, message[:200]))
     return trace
 
 
@@ -176,7 +202,8 @@ def window_figures(
     :returns: ``attempted`` (operations sent in the window), ``completed``
         (of those, ok), ``failed`` (failed, timeout or error), ``refused``
         (4xx), ``casts_sent``, ``casts_lost``, ``casts_redelivered``,
-        ``casts_refused``, ``db_retries``, ``errors`` (ERROR lines and 5xx),
+        ``casts_refused``, ``db_retries``, ``errors`` (ERROR lines but
+        oslo.messaging's), ``broker_errors`` (oslo.messaging's), ``api_5xx``,
         ``first_ok_s`` and ``first_resize_s`` (seconds from the clock to the
         first operation, the first resize, sent after it and completed ok;
         None when none did in the window).
@@ -198,8 +225,9 @@ def window_figures(
         "casts_redelivered": sum(1 for i in sent if len(trace.received.get(i, ())) > 1),
         "casts_refused": sum(1 for r in trace.refused if _within(r[0], start, end)),
         "db_retries": sum(1 for r in trace.retries if _within(r[0], start, end)),
-        "errors": sum(1 for r in trace.errors if _within(r[0], start, end))
-        + sum(1 for t in server_errors if _within(t, start, end)),
+        "errors": sum(1 for r in trace.errors if _within(r[0], start, end)),
+        "broker_errors": sum(1 for r in trace.broker_errors if _within(r[0], start, end)),
+        "api_5xx": sum(1 for t in server_errors if _within(t, start, end)),
         "first_ok_s": None if first is None else round(first - clock, 1),
         "first_resize_s": None if first_resize is None else round(first_resize - clock, 1),
     }
@@ -219,6 +247,8 @@ COLUMNS = (
     ("resize", "first_resize_s"),
     ("retries", "db_retries"),
     ("errors", "errors"),
+    ("5xx", "api_5xx"),
+    ("amqp err", "broker_errors"),
 )
 
 

@@ -514,6 +514,15 @@ class HaRun(Soak):
                 ],
                 "lost_before_clients": len(early),
                 "redelivered": len(trace.redelivered()),
+                "redelivered_ids": [
+                    {
+                        "id": i,
+                        "sender": trace.sent.get(i, (0, "?", "?"))[1],
+                        "method": trace.sent.get(i, (0, "?", "?"))[2],
+                        "second_delivery_then": trace.after_second(i),
+                    }
+                    for i in trace.redelivered()[:20]
+                ],
                 "refused": len(trace.refused),
             },
             "db_retries": len(trace.retries),
@@ -582,6 +591,11 @@ def print_table(figures: dict[str, Any]) -> None:
     )
     for lost in casts["lost_ids"]:
         print(f"  lost: {lost}")
+    for twice in casts["redelivered_ids"]:
+        print(
+            f"  delivered twice: {twice['method']} from {twice['sender']}; the receiver "
+            f"then logged: {twice['second_delivery_then'] or '(nothing)'}"
+        )
     print(f"database retries logged: {ha['db_retries']}")
     for line in ha["db_retry_lines"]:
         print(f"  {line}")
