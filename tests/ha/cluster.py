@@ -35,6 +35,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import random
 import re
 import secrets
 import selectors
@@ -65,18 +66,28 @@ def _tail(path: pathlib.Path, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+#: Where :func:`free_ports` looks: below Linux's ephemeral range (32768 and
+#: up by default), so that no outgoing connection's local port takes one of
+#: ours between the pick and a node's (re)start.
+PORT_RANGE = (20000, 32000)
+
+
 def free_ports(count: int) -> list[int]:
-    """``count`` distinct TCP ports free on 127.0.0.1 right now."""
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind(("127.0.0.1", 0))
-            socks.append(sock)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
+    """``count`` distinct TCP ports free on 127.0.0.1 now, from :data:`PORT_RANGE`."""
+    picked: list[int] = []
+    candidates = random.sample(
+        range(*PORT_RANGE), min(20 * count + 200, PORT_RANGE[1] - PORT_RANGE[0])
+    )
+    for port in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        picked.append(port)
+        if len(picked) == count:
+            return picked
+    raise ClusterError(f"no {count} free ports in {PORT_RANGE}")
 
 
 def _tool(name: str, *dirs: str) -> str:
@@ -213,6 +224,8 @@ class RabbitCluster:
             for i in range(1, size + 1)
         ]
         self._closed = False
+        #: Seconds the last :meth:`start` took.
+        self.started_in: float | None = None
 
     # -- set-up ------------------------------------------------------------
 
@@ -273,7 +286,9 @@ class RabbitCluster:
                 stdin=subprocess.DEVNULL,
             )
         except subprocess.TimeoutExpired as exc:
-            raise ClusterError(f"{node}: 'rabbitmqctl {' '.join(args)}' took over {timeout}s") from exc
+            raise ClusterError(
+                f"{node}: 'rabbitmqctl {' '.join(args)}' took over {timeout}s"
+            ) from exc
         if check and result.returncode != 0:
             raise ClusterError(
                 f"{node}: 'rabbitmqctl {' '.join(args)}' exited {result.returncode}: "
@@ -390,6 +405,7 @@ class RabbitCluster:
         joined with ``stop_app``, ``join_cluster`` and ``start_app``.
         """
         self._closed = False
+        started = time.monotonic()
         self._prepare()
         first = self.nodes[0]
         self._spawn(first)
@@ -404,6 +420,7 @@ class RabbitCluster:
                 self.ctl_run(node, "join_cluster", first.name)
                 self.ctl_run(node, "start_app")
         self._await_clustered(self.nodes, via=first)
+        self.started_in = time.monotonic() - started
 
     # -- what clients need -----------------------------------------------
 
@@ -519,14 +536,18 @@ class RabbitCluster:
                 node.app_running = True
         self._await_clustered(self.nodes, timeout=timeout)
 
-    def close(self) -> None:
-        """Stop every node (SIGKILL after 20 s) and empty ``workdir``."""
+    def close(self, keep_files: bool = False) -> None:
+        """Stop every node (SIGKILL after 20 s) and empty ``workdir``.
+
+        :param keep_files: leave ``workdir`` as it is (logs to look at).
+        """
         if self._closed:
             return
         self._closed = True
         for node in self.nodes:
             self._stop_node(node)
-        _clear(self.workdir)
+        if not keep_files:
+            _clear(self.workdir)
 
     def __enter__(self) -> RabbitCluster:
         self.start()
@@ -557,7 +578,9 @@ class GaleraNode:
     sst_port: int
     directory: pathlib.Path
     process: subprocess.Popen | None = None
-    #: How the node last caught up: "SST", "IST" or "none" (set by rejoin).
+    #: How :meth:`GaleraCluster.rejoin` last caught the node up: "IST" (the
+    #: missed write sets from a survivor's gcache), "SST" (a full copy of a
+    #: survivor's data directory) or "none".
     last_transfer: str | None = None
 
     @property
@@ -617,6 +640,8 @@ class GaleraCluster:
             for i in range(1, size + 1)
         ]
         self._closed = False
+        #: Seconds the last :meth:`start` took.
+        self.started_in: float | None = None
 
     # -- set-up ------------------------------------------------------------
 
@@ -635,9 +660,7 @@ class GaleraCluster:
         sst_rsync = _tool("wsrep_sst_rsync", "/usr/bin")
         method = self.bin_dir / f"wsrep_sst_{SST_METHOD}"
         method.write_text(
-            "#!/bin/sh\n"
-            f'PATH="{self.bin_dir}:$PATH"; export PATH\n'
-            f'exec {sst_rsync} "$@"\n'
+            f'#!/bin/sh\nPATH="{self.bin_dir}:$PATH"; export PATH\nexec {sst_rsync} "$@"\n'
         )
         for script in (wrapper, method):
             script.chmod(0o755)
@@ -762,6 +785,7 @@ class GaleraCluster:
     def start(self) -> None:
         """Bootstrap node 1, then join the others one by one (rsync SST)."""
         self._closed = False
+        started = time.monotonic()
         self._prepare()
         first = self.nodes[0]
         if not (first.datadir / "mysql").is_dir():
@@ -796,6 +820,7 @@ class GaleraCluster:
             self._await_synced(node, count)
         for node in self.nodes:
             self._await_synced(node, self.size)
+        self.started_in = time.monotonic() - started
 
     # -- what clients need -----------------------------------------------
 
@@ -887,12 +912,12 @@ class GaleraCluster:
         with open(node.log, errors="replace") as log:
             log.seek(offset)
             text = log.read()
-        if "SST received" in text or "SST succeeded" in text:
-            node.last_transfer = "SST"
-        elif "IST received" in text:
-            node.last_transfer = "IST"
+        # The SST script runs for an IST too ("bypass"); it names which.
+        transfer = re.findall(r"rsync (IST|SST) completed on joiner", text)
+        if transfer:
+            node.last_transfer = transfer[-1]
         else:
-            node.last_transfer = "none"
+            node.last_transfer = "IST" if "IST received" in text else "none"
         return time.monotonic() - started
 
     def stop(self, node: GaleraNode) -> None:
@@ -901,8 +926,11 @@ class GaleraCluster:
             node.process.terminate()
         _end_process(node.process)
 
-    def close(self) -> None:
-        """Stop every node (SIGKILL after 20 s) and empty ``workdir``."""
+    def close(self, keep_files: bool = False) -> None:
+        """Stop every node (SIGKILL after 20 s) and empty ``workdir``.
+
+        :param keep_files: leave ``workdir`` as it is (logs to look at).
+        """
         if self._closed:
             return
         self._closed = True
@@ -911,7 +939,8 @@ class GaleraCluster:
                 node.process.terminate()
         for node in self.nodes:
             _end_process(node.process)
-        _clear(self.workdir)
+        if not keep_files:
+            _clear(self.workdir)
 
     def __enter__(self) -> GaleraCluster:
         self.start()
@@ -973,7 +1002,9 @@ class FailoverProxy:
 
     def start(self) -> None:
         self._listener.listen(128)
-        self._thread = threading.Thread(target=self._accept_loop, name="failover-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=self._accept_loop, name="failover-proxy", daemon=True
+        )
         self._thread.start()
 
     def _pick(self) -> tuple[tuple[str, int], socket.socket] | None:
@@ -1060,8 +1091,13 @@ class FailoverProxy:
 
 
 @contextlib.contextmanager
-def clusters(workdir: pathlib.Path, size: int = 3) -> Iterator[tuple[RabbitCluster, GaleraCluster]]:
-    """Both clusters started side by side under ``workdir``; closed after."""
+def clusters(
+    workdir: pathlib.Path, size: int = 3, keep_files: bool = False
+) -> Iterator[tuple[RabbitCluster, GaleraCluster]]:
+    """Both clusters started side by side under ``workdir``; closed after.
+
+    :param keep_files: leave their directories (logs) after closing.
+    """
     rabbit = RabbitCluster(workdir / "rabbit", size)
     galera = GaleraCluster(workdir / "galera", size)
     try:
@@ -1083,5 +1119,5 @@ def clusters(workdir: pathlib.Path, size: int = 3) -> Iterator[tuple[RabbitClust
             raise errors[0]
         yield rabbit, galera
     finally:
-        rabbit.close()
-        galera.close()
+        rabbit.close(keep_files)
+        galera.close(keep_files)
