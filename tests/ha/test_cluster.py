@@ -19,14 +19,13 @@ from typing import Any
 
 import pytest
 
-pytestmark = [
-    pytest.mark.ha,
-    pytest.mark.skipif(
-        os.environ.get("RESIZE_SCHED_TEST_HA") != "1",
-        reason="starts RabbitMQ and Galera clusters of its own: set RESIZE_SCHED_TEST_HA=1 "
-        "(tox -e ha)",
-    ),
-]
+pytestmark = pytest.mark.ha
+
+if os.environ.get("RESIZE_SCHED_TEST_HA") != "1":
+    pytest.skip(
+        "starts RabbitMQ and Galera clusters of its own: set RESIZE_SCHED_TEST_HA=1 (tox -e ha)",
+        allow_module_level=True,
+    )
 
 from tests.ha.cluster import (  # noqa: E402
     FailoverProxy,
