@@ -12,12 +12,25 @@
 
 ``mysql://``, ``mariadb://`` and ``postgresql://`` without a driver get the
 supported driver rather than SQLAlchemy's default one (which is not installed).
+
+Every engine has oslo.db's exception filters: a driver's error comes out as
+oslo.db's exception for what it means (:class:`~oslo_db.exception.DBDeadlock`,
+:class:`~oslo_db.exception.DBConnectionError`,
+:class:`~oslo_db.exception.DBDuplicateEntry`,
+:class:`~oslo_db.exception.DBReferenceError`...; the SQLAlchemy error is its
+``inner_exception``), which :func:`resize_sched.db.session.retry_on_deadlock`
+and the data API act on whatever the backend. A connection lost while
+committing is noted (:func:`commit_interrupted`): that transaction may have
+been committed.
 """
 
 import pathlib
+import threading
 from typing import Any
 
 import sqlalchemy as sa
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import exc_filters
 from oslo_log import log as logging
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
@@ -94,6 +107,45 @@ def _mysql_connect(dbapi_connection: Any, connection_record: Any) -> None:
         cursor.close()
 
 
+# NOTE: per thread, as a transaction runs on one: whether the last
+# transaction begun has sent its COMMIT, and whether a connection was lost
+# while it did.
+_commits = threading.local()
+
+
+def _committing(conn: Connection) -> None:
+    _commits.committing = True
+
+
+def _begun(*args: Any) -> None:
+    _commits.committing = False
+
+
+def _note_lost_commit(context: Any) -> None:
+    lost = context.is_disconnect or isinstance(context.chained_exception, db_exc.DBConnectionError)
+    if (
+        lost
+        and context.statement is None
+        and context.connection is not None
+        and not getattr(context, "is_pre_ping", False)
+        and getattr(_commits, "committing", False)
+    ):
+        _commits.lost = True
+
+
+def commit_interrupted(*, clear: bool = True) -> bool:
+    """Whether a connection was lost, on this thread, while a transaction
+    was being committed, since the last time this was asked: the database
+    may have committed it or not.
+
+    :param clear: forget it once told.
+    """
+    lost = bool(getattr(_commits, "lost", False))
+    if clear:
+        _commits.lost = False
+    return lost
+
+
 def create_engine(
     url: str | URL,
     *,
@@ -145,5 +197,11 @@ def create_engine(
         event.listen(engine, "begin", _sqlite_begin)
     elif backend in ("mysql", "mariadb"):
         event.listen(engine, "connect", _mysql_connect)
+    # NOTE: oslo.db's filters first: the lost-commit check reads what they
+    # decided (a disconnect).
+    exc_filters.register_engine(engine)
+    event.listen(engine, "handle_error", _note_lost_commit)
+    event.listen(engine, "begin", _begun)
+    event.listen(engine, "commit", _committing)
     LOG.debug("Created %s engine for %s", backend, parsed.render_as_string(hide_password=True))
     return engine

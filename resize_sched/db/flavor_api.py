@@ -16,7 +16,13 @@ from oslo_log import log as logging
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, retry_on_deadlock, text, whole_number
+from resize_sched.db.session import (
+    INTEGRITY_ERRORS,
+    SessionSource,
+    retry_on_deadlock,
+    text,
+    whole_number,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -112,7 +118,7 @@ class FlavorApi(SessionSource):
                 if clash is not None:
                     raise self._flavor_exists(clash, name, flavorid)
                 session.add(flavor)
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             # NOTE: someone created it between our check and our insert.
             raise exception.FlavorExists(name=name) from None
         LOG.info("Created flavor %s (%s)", flavorid, name)

@@ -23,7 +23,7 @@ from resize_sched import exception
 from resize_sched.db import journal as journals
 from resize_sched.db import models
 from resize_sched.db.migration_checks import server_of_migration_ok
-from resize_sched.db.session import SessionSource, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
 
 LOG = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class MigrationJournalApi(SessionSource):
                 if applied:
                     applied.clear()
                 return entry
-            except sa.exc.IntegrityError:
+            except INTEGRITY_ERRORS:
                 # NOTE: a concurrent writer took the same seq; count again.
                 LOG.debug("Journal seq race on migration %s (attempt %d)", migration_uuid, attempt)
         raise exception.Conflict(
@@ -210,7 +210,7 @@ class MigrationJournalApi(SessionSource):
         :param seq_in_lock: read the last seq in the statement that locks
             the migration (one statement less) instead of after it.
         :returns: the entry and, with ``holdings``, the migration as updated.
-        :raises sqlalchemy.exc.IntegrityError: another writer took the seq.
+        :raises oslo_db.exception.DBDuplicateEntry: another writer took the seq.
         """
         # NOTE: locking the migration row serialises appenders to one journal
         # (MySQL, PostgreSQL; SQLite has one writer anyway). The read of the

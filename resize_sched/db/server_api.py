@@ -22,6 +22,7 @@ from resize_sched import exception, resources
 from resize_sched.db import models
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope, project_condition
 from resize_sched.db.session import (
+    INTEGRITY_ERRORS,
     SessionSource,
     check_values,
     describe,
@@ -129,7 +130,7 @@ class ServerApi(SessionSource):
                     session.add(
                         models.ServerGroupMember(group_id=group_id, server_uuid=server.uuid)
                     )
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise exception.Conflict(reason=f"server {server.uuid} already exists") from None
         return server
 

@@ -27,6 +27,7 @@ from resize_sched import exception
 from resize_sched.db import journal as journals
 from resize_sched.db import models
 from resize_sched.db.session import (
+    INTEGRITY_ERRORS,
     SessionSource,
     check_values,
     describe,
@@ -94,7 +95,7 @@ class ServerJournalApi(SessionSource):
                     return self._server_journal_append(
                         session, server_uuid, phase, before, target, expected, releasing
                     )
-            except sa.exc.IntegrityError:
+            except INTEGRITY_ERRORS:
                 # NOTE: a concurrent writer took the same seq; count again.
                 LOG.debug("Journal seq race on server %s (attempt %d)", server_uuid, attempt)
         raise exception.Conflict(reason=f"could not append to the journal of server {server_uuid}")
