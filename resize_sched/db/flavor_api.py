@@ -197,6 +197,13 @@ class FlavorApi(SessionSource):
         :raises resize_sched.exception.InvalidFlavor: the specs would not be
             valid; nothing written.
         """
+        # NOTE: the row lock makes two read-modify-writes of one flavor's
+        # specs take turns on one server. On Galera it holds on its own node
+        # only, but this transaction writes the very row it locked (its
+        # extra_specs and updated_at), so a concurrent update or delete of
+        # the flavor committed on another node fails certification for one
+        # of the two, which runs again whole on the other's result: no
+        # update is lost. One that writes no change loses nothing either.
         with self._writer() as session:
             flavor = session.scalars(
                 sa.select(models.Flavor)

@@ -24,6 +24,7 @@ state", and the inserts that could be doubled look for their own row first
 
 import contextlib
 import dataclasses
+import datetime
 import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -36,7 +37,7 @@ from oslo_log import log as logging
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from resize_sched import exception
-from resize_sched.db import engines
+from resize_sched.db import engines, models
 
 LOG = logging.getLogger(__name__)
 
@@ -223,6 +224,21 @@ def retry_on_deadlock(method: Callable[_P, _R]) -> Callable[_P, _R]:
             _retrying.active, _retrying.landed = False, False
 
     return retried
+
+
+def stamp_after(previous: datetime.datetime | None) -> datetime.datetime:
+    """Now, or a microsecond after ``previous`` if that is not earlier: a new
+    ``updated_at`` that surely changes the row.
+
+    A transaction that must conflict with every other writer of a row (on
+    Galera, certification only compares the rows each transaction changed)
+    writes this to it; an UPDATE that leaves a row as it was changes nothing
+    and conflicts with nothing.
+    """
+    now = models.utcnow()
+    if previous is not None and now <= previous:
+        return previous + datetime.timedelta(microseconds=1)
+    return now
 
 
 class SessionSource:
