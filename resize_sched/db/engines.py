@@ -122,7 +122,8 @@ def _begun(*args: Any) -> None:
 
 
 def _note_lost_commit(context: Any) -> None:
-    lost = context.is_disconnect or isinstance(context.chained_exception, db_exc.DBConnectionError)
+    chained = getattr(context, "chained_exception", None)
+    lost = context.is_disconnect or isinstance(chained, db_exc.DBConnectionError)
     if (
         lost
         and context.statement is None
