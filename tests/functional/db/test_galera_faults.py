@@ -439,3 +439,33 @@ def test_a_flavor_spec_update_conflicts_with_one_begun_before_it(
         sa.update(flavors).where(flavors.c.flavorid == "1").values(extra_specs={"a": "b"})
     )
     assert _refused_as_conflict(error), error
+
+
+@pytest.mark.parametrize("backend", [p for p in SERVERS if p.id == "mysql"], indirect=True)
+def test_a_node_not_ready_yet_is_tried_again(
+    quick: Database, admin: sa.Engine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Galera node still joining answers every statement with 1047."""
+    db = quick
+    server = _server(db)
+    refused: list[str] = []
+
+    def not_ready(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if not refused and statement.lstrip().upper().startswith("INSERT INTO SERVERS"):
+            refused.append(statement)
+            raise pymysql.err.OperationalError(
+                1047, "WSREP has not yet prepared node for application use"
+            )
+
+    event.listen(db.engine, "before_cursor_execute", not_ready)
+    try:
+        with caplog.at_level(logging.INFO, logger=session.__name__):
+            created = db.server_create(
+                name="late", project_id="p1", user_id="u1", flavor=server.flavor
+            )
+    finally:
+        event.remove(db.engine, "before_cursor_execute", not_ready)
+    assert len(refused) == 1
+    assert _count(admin, models.Server.__table__, models.Server.uuid == created.uuid) == 1
+    (line,) = _retry_lines(caplog, "database connection lost")
+    assert "1047" in line
