@@ -76,6 +76,19 @@ OPTS = [
         "transaction. With the defaults a write keeps trying for about 13 seconds: "
         "long enough for a proxy to move to another Galera node.",
     ),
+    cfg.IntOpt(
+        "mysql_wsrep_sync_wait",
+        min=0,
+        max=15,
+        help="MariaDB Galera only: the wsrep_sync_wait every connection sets for its "
+        "session (unset: the server's own, 0 by default). 3 makes reads, updates "
+        "and deletes wait until the node has applied every write the cluster "
+        "committed before them, so a service reading on one node sees what "
+        "another wrote on another node a moment earlier, at the cost of a "
+        "round trip to the cluster per statement. Not needed when the proxy sends "
+        "every connection to one node (the recommended set-up); see the install "
+        "guide.",
+    ),
     cfg.BoolOpt(
         "connection_debug",
         default=False,

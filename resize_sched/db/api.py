@@ -90,6 +90,7 @@ class Database(
         connection_recycle_time: int = 3600,
         echo: bool = False,
         retry_policy: RetryPolicy = DEFAULT_RETRY,
+        mysql_wsrep_sync_wait: int | None = None,
     ) -> None:
         """Create the engine; nothing connects until the first query.
 
@@ -103,6 +104,8 @@ class Database(
         :param echo: log every statement.
         :param retry_policy: how a write transaction that failed on a
             deadlock or a lost connection is run again.
+        :param mysql_wsrep_sync_wait: MariaDB Galera: the ``wsrep_sync_wait``
+            every connection sets (None: the server's).
         :raises sqlalchemy.exc.ArgumentError: a malformed URL.
         """
         self.retry_policy = retry_policy
@@ -114,6 +117,7 @@ class Database(
                 pool_timeout=pool_timeout,
                 connection_recycle_time=connection_recycle_time,
                 echo=echo,
+                mysql_wsrep_sync_wait=mysql_wsrep_sync_wait,
             )
         )
 
@@ -138,6 +142,7 @@ class Database(
                 inc_retry_interval=group.db_inc_retry_interval,
                 max_retry_interval=group.db_max_retry_interval,
             ),
+            mysql_wsrep_sync_wait=group.mysql_wsrep_sync_wait,
         )
 
     @property

@@ -24,6 +24,7 @@ committing is noted (:func:`commit_interrupted`): that transaction may have
 been committed.
 """
 
+import functools
 import pathlib
 import threading
 from typing import Any
@@ -97,12 +98,18 @@ def _sqlite_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN")
 
 
-def _mysql_connect(dbapi_connection: Any, connection_record: Any) -> None:
+def _mysql_connect(
+    dbapi_connection: Any, connection_record: Any, *, sync_wait: int | None = None
+) -> None:
     # NOTE: strict mode turns a silently truncated or coerced value into an
     # error, as oslo.db does; TRADITIONAL includes STRICT_ALL_TABLES.
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("SET SESSION sql_mode = 'TRADITIONAL'")
+        if sync_wait is not None:
+            # NOTE: Galera's causality checks (see [database]
+            # mysql_wsrep_sync_wait); the value is a checked int.
+            cursor.execute(f"SET SESSION wsrep_sync_wait = {int(sync_wait)}")
     finally:
         cursor.close()
 
@@ -155,6 +162,7 @@ def create_engine(
     pool_timeout: int = 30,
     connection_recycle_time: int = 3600,
     echo: bool = False,
+    mysql_wsrep_sync_wait: int | None = None,
 ) -> sa.Engine:
     """Create an engine for ``url`` set up for its backend.
 
@@ -165,6 +173,8 @@ def create_engine(
         SQLite, for the write lock).
     :param connection_recycle_time: seconds after which a connection is replaced.
     :param echo: log every statement.
+    :param mysql_wsrep_sync_wait: MariaDB Galera: the ``wsrep_sync_wait``
+        each connection sets (None: the server's).
     :returns: the engine; nothing is connected yet.
     :raises sqlalchemy.exc.ArgumentError: a malformed URL.
     :raises ImportError: the backend's driver is not installed.
@@ -197,7 +207,11 @@ def create_engine(
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
     elif backend in ("mysql", "mariadb"):
-        event.listen(engine, "connect", _mysql_connect)
+        event.listen(
+            engine,
+            "connect",
+            functools.partial(_mysql_connect, sync_wait=mysql_wsrep_sync_wait),
+        )
     # NOTE: oslo.db's filters first: the lost-commit check reads what they
     # decided (a disconnect).
     exc_filters.register_engine(engine)

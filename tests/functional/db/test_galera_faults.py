@@ -469,3 +469,14 @@ def test_a_node_not_ready_yet_is_tried_again(
     assert _count(admin, models.Server.__table__, models.Server.uuid == created.uuid) == 1
     (line,) = _retry_lines(caplog, "database connection lost")
     assert "1047" in line
+
+
+@pytest.mark.parametrize("backend", [p for p in SERVERS if p.id == "mysql"], indirect=True)
+def test_every_connection_sets_the_sync_wait_asked_for(backend_url: str) -> None:
+    query = sa.text("SELECT @@SESSION.wsrep_sync_wait")
+    with Database(backend_url, mysql_wsrep_sync_wait=3) as waiting, Database(backend_url) as plain:
+        with waiting.engine.connect() as conn:
+            assert conn.scalar(query) == 3
+        with plain.engine.connect() as conn, waiting.engine.connect() as other:
+            assert conn.scalar(sa.text("SELECT @@GLOBAL.wsrep_sync_wait")) == conn.scalar(query)
+            assert other.scalar(query) == 3
