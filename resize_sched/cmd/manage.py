@@ -34,6 +34,8 @@ from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched.cmd import host_holders, host_tree
 from resize_sched.conductor import audit, heal
+from resize_sched.db import ERRORS as DB_ERRORS
+from resize_sched.db import driver_error
 from resize_sched.db.api import Database
 from resize_sched.placement import aggregates as placement_aggregates
 from resize_sched.placement.client import PlacementClient, owner_trait
@@ -438,8 +440,7 @@ def _error(message: str) -> int:
 
 
 def _one_line(exc: BaseException) -> str:
-    if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None:
-        exc = exc.orig
+    exc = driver_error(exc)
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
 
@@ -472,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     action_fn: Command = conf.category.action_fn
     try:
         return action_fn(conf)
-    except sa.exc.SQLAlchemyError as exc:
+    except DB_ERRORS as exc:
         return _error(f"database {_safe_url(conf)}: {_one_line(exc)}")
     except (exception.ResizeSchedException, CommandError, OSError, ImportError) as exc:
         LOG.debug("%s failed", conf.category.name, exc_info=True)

@@ -79,7 +79,8 @@ from oslo_upgradecheck import upgradecheck
 from resize_sched import checks, exception, strategies, unified_limits
 from resize_sched import conf as rs_conf
 from resize_sched.conf import placement as placement_conf
-from resize_sched.db import migration, models
+from resize_sched.db import ERRORS as DB_ERRORS
+from resize_sched.db import driver_error, migration, models
 from resize_sched.db.api import Database
 from resize_sched.placement import client as placement_client
 from resize_sched.scheduler import hosts
@@ -139,8 +140,7 @@ def _mv(version: tuple[int, int]) -> str:
 
 def _one_line(exc: BaseException) -> str:
     """The first line of an error's message (a database error: the driver's)."""
-    if isinstance(exc, sa.exc.DBAPIError) and exc.orig is not None:
-        exc = exc.orig
+    exc = driver_error(exc)
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
 
@@ -264,7 +264,7 @@ class Checks(upgradecheck.UpgradeCommands):
             )
         try:
             current = self._database().version()
-        except (sa.exc.SQLAlchemyError, exception.ResizeSchedException) as exc:
+        except (*DB_ERRORS, exception.ResizeSchedException) as exc:
             return Result(
                 Code.FAILURE,
                 f"Cannot read the schema revision of database {self._db_url()}: "
@@ -349,7 +349,7 @@ class Checks(upgradecheck.UpgradeCommands):
                     missing.append(f"host {names} (provider {rp_uuid})")
                 else:
                     unmarked.append(f"host {names} (provider {rp_uuid})")
-        except (sa.exc.SQLAlchemyError, exception.ResizeSchedException) as exc:
+        except (*DB_ERRORS, exception.ResizeSchedException) as exc:
             return Result(Code.FAILURE, f"Cannot compare servers with Placement: {_one_line(exc)}")
         known = len(set(by_rp) | set(owned))
         if missing:
@@ -383,7 +383,7 @@ class Checks(upgradecheck.UpgradeCommands):
         now = datetime.datetime.now(datetime.UTC)
         try:
             in_flight = self._database().migration_list(statuses=STUCK_STATUSES)
-        except sa.exc.SQLAlchemyError as exc:
+        except DB_ERRORS as exc:
             return Result(Code.FAILURE, f"Cannot list migrations: {_one_line(exc)}")
         stuck = []
         for row in in_flight:
@@ -430,7 +430,7 @@ class Checks(upgradecheck.UpgradeCommands):
             db = self._database()
             flavors = db.flavor_list()
             servers = db.server_list()
-        except sa.exc.SQLAlchemyError as exc:
+        except DB_ERRORS as exc:
             return Result(Code.FAILURE, f"Cannot list flavors and servers: {_one_line(exc)}")
         refused = checks.refused_extra_specs(flavors, servers)
         if refused:

@@ -45,10 +45,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from oslo_log import log as logging
-from sqlalchemy import exc as sa_exc
 
 from resize_sched import exception
 from resize_sched.conductor import reshape, rpcapi
+from resize_sched.db import ERRORS as DB_ERRORS
 from resize_sched.db.api import Database
 from resize_sched.db.host_api import CONDUCTOR_BINARY
 from resize_sched.placement.client import DISABLED_TRAIT, PlacementClient, owner_trait
@@ -236,7 +236,7 @@ class ConductorHeartbeat:
             self.db.service_report(
                 host=self.host, binary=CONDUCTOR_BINARY, topic=rpcapi.TOPIC, version=rpcapi.VERSION
             )
-        except sa_exc.SQLAlchemyError as exc:
+        except DB_ERRORS as exc:
             LOG.warning("Could not record the conductor's heartbeat on %s: %s", self.host, exc)
             return False
         return True

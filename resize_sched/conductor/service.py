@@ -8,6 +8,7 @@ import threading
 
 import oslo_messaging as messaging
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 
@@ -17,6 +18,7 @@ from resize_sched.conductor import recovery, reports
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.conductor.rpcapi import TOPIC
 from resize_sched.conductor.tasks.base import TaskDeps
+from resize_sched.db import ERRORS as DB_ERRORS
 from resize_sched.db.api import Database
 from resize_sched.placement.client import PlacementClient
 
@@ -112,7 +114,11 @@ class ConductorService:
                 # holder sweeps (resize_sched.conductor.lease).
                 if lease.hold():
                     self.sweep()
-            except (exception.ResizeSchedException, sa_exc.OperationalError) as exc:
+            except (
+                exception.ResizeSchedException,
+                sa_exc.OperationalError,
+                db_exc.DBConnectionError,
+            ) as exc:
                 # NOTE: Placement or the database down: expected, and the next
                 # sweep catches up; no traceback for it.
                 LOG.warning("Sweep for stuck resizes failed, trying again later: %s", exc)
@@ -142,7 +148,7 @@ class ConductorService:
             self._sweeper = None
             try:
                 self.manager.lease.release()
-            except sa_exc.SQLAlchemyError as exc:
+            except DB_ERRORS as exc:
                 LOG.warning("Sweep lease not given up (it expires by itself): %s", exc)
         if self.server is not None:
             self.server.stop()

@@ -47,6 +47,48 @@ OPTS = [
         help="Seconds after which a pooled connection is replaced. Keep it below the "
         "server's idle time-out (MySQL wait_timeout) so no dead connection is used.",
     ),
+    cfg.IntOpt(
+        "db_max_retries",
+        default=10,
+        min=0,
+        help="How many times a write transaction is run again, at most, after the "
+        "database aborted it (a deadlock, a lock wait time-out, a Galera certification "
+        "failure) or its connection was lost or refused (a server or Galera node going "
+        "away or still joining). 0 turns the retry off. Every new run is logged at INFO.",
+    ),
+    cfg.FloatOpt(
+        "db_retry_interval",
+        default=0.1,
+        min=0,
+        help="Seconds to wait before the first new run of a failed write transaction.",
+    ),
+    cfg.BoolOpt(
+        "db_inc_retry_interval",
+        default=True,
+        help="Double the wait before each further run (after a deadlock the wait "
+        "is drawn at random below it, so that the losers do not meet again).",
+    ),
+    cfg.FloatOpt(
+        "db_max_retry_interval",
+        default=2.0,
+        min=0,
+        help="The longest wait, in seconds, between two runs of a failed write "
+        "transaction. With the defaults a write keeps trying for about 13 seconds: "
+        "long enough for a proxy to move to another Galera node.",
+    ),
+    cfg.IntOpt(
+        "mysql_wsrep_sync_wait",
+        min=0,
+        max=15,
+        help="MariaDB Galera only: the wsrep_sync_wait every connection sets for its "
+        "session (unset: the server's own, 0 by default). 3 makes reads, updates "
+        "and deletes wait until the node has applied every write the cluster "
+        "committed before them, so a service reading on one node sees what "
+        "another wrote on another node a moment earlier, at the cost of a "
+        "round trip to the cluster per statement. Not needed when the proxy sends "
+        "every connection to one node (the recommended set-up); see the install "
+        "guide.",
+    ),
     cfg.BoolOpt(
         "connection_debug",
         default=False,

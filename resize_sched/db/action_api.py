@@ -34,7 +34,7 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 
 from resize_sched import exception
-from resize_sched.db import models
+from resize_sched.db import ERRORS, models
 from resize_sched.db.session import SessionSource, retry_on_deadlock
 
 LOG = logging.getLogger(__name__)
@@ -640,6 +640,6 @@ class ActionApi(SessionSource):
         """Run a recording write; a failure is logged, never raised into the step."""
         try:
             return function(*args)
-        except (sa.exc.SQLAlchemyError, exception.ResizeSchedException) as exc:
+        except (*ERRORS, exception.ResizeSchedException) as exc:
             LOG.warning("Instance action not recorded (%s%r): %s", function.__name__, args, exc)
             return None

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from resize_sched import exception
 from resize_sched.db import models
 from resize_sched.db.host_api import COMPUTE_BINARY
-from resize_sched.db.session import SessionSource, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
 
 LOG = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ class AggregateApi(SessionSource):
                 if availability_zone is not None:
                     _set_meta(session, row.id, {ZONE_KEY: availability_zone})
                 created = _get(session, row.id)
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             # NOTE: created by someone else between our check and our insert.
             raise exception.AggregateNameExists(aggregate_name=name) from None
         LOG.info("Created aggregate %s (%s) %s", created.id, name, created.uuid)
@@ -244,7 +244,7 @@ class AggregateApi(SessionSource):
                     .values(**values)
                 )
                 return _get(session, aggregate_id)
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise exception.AggregateNameExists(aggregate_name=name) from None
 
     def _check_zone_change(
@@ -331,7 +331,7 @@ class AggregateApi(SessionSource):
                 _touch(session, aggregate_id)
                 session.flush()
                 return _get(session, aggregate_id)
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise exception.AggregateHostExists(aggregate_id=aggregate_id, host=host) from None
 
     def aggregate_check_remove_host(self, aggregate_id: int, host: str) -> AggregateView:

@@ -50,6 +50,7 @@ from resize_sched.db.quota_api import QuotaApi
 from resize_sched.db.request_spec_api import RequestSpecApi
 from resize_sched.db.server_api import ServerApi
 from resize_sched.db.server_journal_api import ServerJournalApi
+from resize_sched.db.session import DEFAULT_RETRY, RetryPolicy
 from resize_sched.db.step_api import StepApi
 from resize_sched.db.usage_api import UsageApi
 
@@ -88,6 +89,8 @@ class Database(
         pool_timeout: int = 30,
         connection_recycle_time: int = 3600,
         echo: bool = False,
+        retry_policy: RetryPolicy = DEFAULT_RETRY,
+        mysql_wsrep_sync_wait: int | None = None,
     ) -> None:
         """Create the engine; nothing connects until the first query.
 
@@ -99,8 +102,13 @@ class Database(
             the write lock).
         :param connection_recycle_time: seconds before a connection is replaced.
         :param echo: log every statement.
+        :param retry_policy: how a write transaction that failed on a
+            deadlock or a lost connection is run again.
+        :param mysql_wsrep_sync_wait: MariaDB Galera: the ``wsrep_sync_wait``
+            every connection sets (None: the server's).
         :raises sqlalchemy.exc.ArgumentError: a malformed URL.
         """
+        self.retry_policy = retry_policy
         self._init_sessions(
             engines.create_engine(
                 url,
@@ -109,6 +117,7 @@ class Database(
                 pool_timeout=pool_timeout,
                 connection_recycle_time=connection_recycle_time,
                 echo=echo,
+                mysql_wsrep_sync_wait=mysql_wsrep_sync_wait,
             )
         )
 
@@ -127,6 +136,13 @@ class Database(
             pool_timeout=group.pool_timeout,
             connection_recycle_time=group.connection_recycle_time,
             echo=group.connection_debug,
+            retry_policy=RetryPolicy(
+                max_retries=group.db_max_retries,
+                retry_interval=group.db_retry_interval,
+                inc_retry_interval=group.db_inc_retry_interval,
+                max_retry_interval=group.db_max_retry_interval,
+            ),
+            mysql_wsrep_sync_wait=group.mysql_wsrep_sync_wait,
         )
 
     @property

@@ -12,12 +12,26 @@
 
 ``mysql://``, ``mariadb://`` and ``postgresql://`` without a driver get the
 supported driver rather than SQLAlchemy's default one (which is not installed).
+
+Every engine has oslo.db's exception filters: a driver's error comes out as
+oslo.db's exception for what it means (:class:`~oslo_db.exception.DBDeadlock`,
+:class:`~oslo_db.exception.DBConnectionError`,
+:class:`~oslo_db.exception.DBDuplicateEntry`,
+:class:`~oslo_db.exception.DBReferenceError`...; the SQLAlchemy error is its
+``inner_exception``), which :func:`resize_sched.db.session.retry_on_deadlock`
+and the data API act on whatever the backend. A connection lost while
+committing is noted (:func:`commit_interrupted`): that transaction may have
+been committed.
 """
 
+import functools
 import pathlib
+import threading
 from typing import Any
 
 import sqlalchemy as sa
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import exc_filters
 from oslo_log import log as logging
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
@@ -84,14 +98,60 @@ def _sqlite_begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN")
 
 
-def _mysql_connect(dbapi_connection: Any, connection_record: Any) -> None:
+def _mysql_connect(
+    dbapi_connection: Any, connection_record: Any, *, sync_wait: int | None = None
+) -> None:
     # NOTE: strict mode turns a silently truncated or coerced value into an
     # error, as oslo.db does; TRADITIONAL includes STRICT_ALL_TABLES.
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute("SET SESSION sql_mode = 'TRADITIONAL'")
+        if sync_wait is not None:
+            # NOTE: Galera's causality checks (see [database]
+            # mysql_wsrep_sync_wait); the value is a checked int.
+            cursor.execute(f"SET SESSION wsrep_sync_wait = {int(sync_wait)}")
     finally:
         cursor.close()
+
+
+# NOTE: per thread, as a transaction runs on one: whether the last
+# transaction begun has sent its COMMIT, and whether a connection was lost
+# while it did.
+_commits = threading.local()
+
+
+def _committing(conn: Connection) -> None:
+    _commits.committing = True
+
+
+def _begun(*args: Any) -> None:
+    _commits.committing = False
+
+
+def _note_lost_commit(context: Any) -> None:
+    chained = getattr(context, "chained_exception", None)
+    lost = context.is_disconnect or isinstance(chained, db_exc.DBConnectionError)
+    if (
+        lost
+        and context.statement is None
+        and context.connection is not None
+        and not getattr(context, "is_pre_ping", False)
+        and getattr(_commits, "committing", False)
+    ):
+        _commits.lost = True
+
+
+def commit_interrupted(*, clear: bool = True) -> bool:
+    """Whether a connection was lost, on this thread, while a transaction
+    was being committed, since the last time this was asked: the database
+    may have committed it or not.
+
+    :param clear: forget it once told.
+    """
+    lost = bool(getattr(_commits, "lost", False))
+    if clear:
+        _commits.lost = False
+    return lost
 
 
 def create_engine(
@@ -102,6 +162,7 @@ def create_engine(
     pool_timeout: int = 30,
     connection_recycle_time: int = 3600,
     echo: bool = False,
+    mysql_wsrep_sync_wait: int | None = None,
 ) -> sa.Engine:
     """Create an engine for ``url`` set up for its backend.
 
@@ -112,6 +173,8 @@ def create_engine(
         SQLite, for the write lock).
     :param connection_recycle_time: seconds after which a connection is replaced.
     :param echo: log every statement.
+    :param mysql_wsrep_sync_wait: MariaDB Galera: the ``wsrep_sync_wait``
+        each connection sets (None: the server's).
     :returns: the engine; nothing is connected yet.
     :raises sqlalchemy.exc.ArgumentError: a malformed URL.
     :raises ImportError: the backend's driver is not installed.
@@ -144,6 +207,16 @@ def create_engine(
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
     elif backend in ("mysql", "mariadb"):
-        event.listen(engine, "connect", _mysql_connect)
+        event.listen(
+            engine,
+            "connect",
+            functools.partial(_mysql_connect, sync_wait=mysql_wsrep_sync_wait),
+        )
+    # NOTE: oslo.db's filters first: the lost-commit check reads what they
+    # decided (a disconnect).
+    exc_filters.register_engine(engine)
+    event.listen(engine, "handle_error", _note_lost_commit)
+    event.listen(engine, "begin", _begun)
+    event.listen(engine, "commit", _committing)
     LOG.debug("Created %s engine for %s", backend, parsed.render_as_string(hide_password=True))
     return engine

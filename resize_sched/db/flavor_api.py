@@ -16,7 +16,13 @@ from oslo_log import log as logging
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, retry_on_deadlock, text, whole_number
+from resize_sched.db.session import (
+    INTEGRITY_ERRORS,
+    SessionSource,
+    retry_on_deadlock,
+    text,
+    whole_number,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -112,7 +118,7 @@ class FlavorApi(SessionSource):
                 if clash is not None:
                     raise self._flavor_exists(clash, name, flavorid)
                 session.add(flavor)
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             # NOTE: someone created it between our check and our insert.
             raise exception.FlavorExists(name=name) from None
         LOG.info("Created flavor %s (%s)", flavorid, name)
@@ -191,6 +197,13 @@ class FlavorApi(SessionSource):
         :raises resize_sched.exception.InvalidFlavor: the specs would not be
             valid; nothing written.
         """
+        # NOTE: the row lock makes two read-modify-writes of one flavor's
+        # specs take turns on one server. On Galera it holds on its own node
+        # only, but this transaction writes the very row it locked (its
+        # extra_specs and updated_at), so a concurrent update or delete of
+        # the flavor committed on another node fails certification for one
+        # of the two, which runs again whole on the other's result: no
+        # update is lost. One that writes no change loses nothing either.
         with self._writer() as session:
             flavor = session.scalars(
                 sa.select(models.Flavor)

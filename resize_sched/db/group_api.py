@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from resize_sched import exception
 from resize_sched.db import models
 from resize_sched.db.project_scope import ProjectScope, project_condition
-from resize_sched.db.session import SessionSource, retry_on_deadlock, text
+from resize_sched.db.session import SessionSource, retry_on_deadlock, stamp_after, text
 
 LOG = logging.getLogger(__name__)
 
@@ -312,6 +312,19 @@ class GroupApi(SessionSource):
         ).scalar_one_or_none()
         if group is None or group.policy not in STRICT_POLICIES:
             return
+        # NOTE: the row lock decides two members racing onto one host one
+        # after the other on one server; on Galera it holds on its own node
+        # only, and each of the two transactions writes only its own
+        # server's (or migration's) row: both would certify and both land.
+        # So the group's row is written too (its updated_at moved on): two
+        # late checks of one group certify against each other, and the
+        # loser runs again whole and sees the winner's host.
+        session.execute(
+            sa.update(models.ServerGroup)
+            .where(models.ServerGroup.id == group.id)
+            .values(updated_at=stamp_after(group.updated_at))
+            .execution_options(synchronize_session=False)
+        )
         hosts = [
             where
             for _, member, where_host, dest in session.execute(_members_query(group.uuid))

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, retry_on_deadlock, text
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock, text
 
 #: The binary name a compute service's row carries (as Nova's ``nova-compute``).
 COMPUTE_BINARY = "resize-sched-compute"
@@ -136,7 +136,7 @@ class HostApi(SessionSource):
                     service = _heartbeat(session, host, binary, topic, version, models.utcnow())
                     session.flush()
                     return service
-            except sa.exc.IntegrityError:
+            except INTEGRITY_ERRORS:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")

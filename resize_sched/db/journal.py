@@ -93,3 +93,36 @@ def _mark_applied(journal: type[models.JournalMixin]) -> sa.Update:
         )
         .values(state=models.JOURNAL_APPLIED)
     )
+
+
+def last_intended_in(
+    session: Any,
+    journal: type[_J],
+    owner: str,
+    phase: str,
+    before: Mapping[str, Any],
+    target: Mapping[str, Any],
+) -> _J | None:
+    """Within ``session``: the last entry of ``owner``'s journal if it is
+    ``intended`` and records this very write (``phase``, ``before``,
+    ``target``), else None.
+
+    For a run of an append whose earlier run's COMMIT may have landed
+    (:func:`resize_sched.db.session.commit_may_have_landed`): that entry is
+    the earlier run's, and the append is done.
+    """
+    column = getattr(journal, journal._owner_attr)
+    last = session.scalars(
+        sa.select(journal)
+        .where(column == owner)
+        .order_by(journal.seq.desc())
+        .limit(1)
+        .execution_options(populate_existing=True)
+    ).first()
+    if (
+        last is None
+        or last.state != models.JOURNAL_INTENDED
+        or (last.phase, last.before, last.target) != (phase, dict(before), dict(target))
+    ):
+        return None
+    return last

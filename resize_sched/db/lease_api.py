@@ -21,7 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
 
 _MARKS = frozenset({"reaped_until", "scanned_at"})
 
@@ -62,7 +62,7 @@ class LeaseApi(SessionSource):
         try:
             with self._writer() as session:
                 session.add(models.Lease(name=name, holder=holder, expires_at=until))
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             return None  # another taker created it first
         return self.lease_get(name)
 

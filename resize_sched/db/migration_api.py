@@ -28,6 +28,7 @@ from resize_sched import exception, resources
 from resize_sched.db import models
 from resize_sched.db.migration_checks import check_migration_values, status_list
 from resize_sched.db.session import (
+    INTEGRITY_ERRORS,
     SessionSource,
     check_values,
     match,
@@ -107,7 +108,7 @@ class MigrationApi(SessionSource):
                 if session.get(models.Server, server_uuid) is None:
                     raise exception.ServerNotFound(server_id=server_uuid)
                 session.add(migration)
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise exception.Conflict(reason=f"migration {migration.uuid} already exists") from None
         LOG.debug(
             "Created migration %s of server %s (%s)", migration.uuid, server_uuid, claim_strategy

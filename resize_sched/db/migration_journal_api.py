@@ -23,7 +23,13 @@ from resize_sched import exception
 from resize_sched.db import journal as journals
 from resize_sched.db import models
 from resize_sched.db.migration_checks import server_of_migration_ok
-from resize_sched.db.session import SessionSource, retry_on_deadlock
+from resize_sched.db.session import (
+    INTEGRITY_ERRORS,
+    SessionSource,
+    commit_may_have_landed,
+    retry_on_deadlock,
+    stamp_after,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -183,7 +189,7 @@ class MigrationJournalApi(SessionSource):
                 if applied:
                     applied.clear()
                 return entry
-            except sa.exc.IntegrityError:
+            except INTEGRITY_ERRORS:
                 # NOTE: a concurrent writer took the same seq; count again.
                 LOG.debug("Journal seq race on migration %s (attempt %d)", migration_uuid, attempt)
         raise exception.Conflict(
@@ -210,7 +216,7 @@ class MigrationJournalApi(SessionSource):
         :param seq_in_lock: read the last seq in the statement that locks
             the migration (one statement less) instead of after it.
         :returns: the entry and, with ``holdings``, the migration as updated.
-        :raises sqlalchemy.exc.IntegrityError: another writer took the seq.
+        :raises oslo_db.exception.DBDuplicateEntry: another writer took the seq.
         """
         # NOTE: locking the migration row serialises appenders to one journal
         # (MySQL, PostgreSQL; SQLite has one writer anyway). The read of the
@@ -224,14 +230,31 @@ class MigrationJournalApi(SessionSource):
         # recorded wrong. A retry reads the seq in a statement of its own,
         # after the lock: its snapshot is newer than the previous appender's
         # commit, even under MySQL's REPEATABLE READ.
+        #
+        # On Galera the lock holds on its own node only, and only written
+        # rows certify against each other. So the migration's row is always
+        # written (its updated_at moved on, with the holdings or alone): a
+        # step taking the migration over or a delete closing it (both write
+        # that row) committed on another node makes one of the two fail
+        # certification and run again whole. Two appends on two nodes
+        # collide on that row and on the (migration_uuid, seq) key.
         params = {"m_uuid": migration_uuid}
         migration = session.execute(_journal_lock_query(seq_in_lock), params).first()
         if migration is None:
             raise exception.MigrationNotFound(migration_id=migration_uuid)
         self._check_still_wanted(migration_uuid, migration, phase, owner, releasing)
         last_seq, insert, record_holdings = _journal_statements()
+        if commit_may_have_landed():
+            # NOTE: an earlier run of this call may have committed this very
+            # entry (its connection was lost while committing): not twice.
+            mine = journals.last_intended_in(
+                session, models.JournalEntry, migration_uuid, phase, before, target
+            )
+            if mine is not None:
+                return mine, session.get(models.Migration, migration.id) if holdings else None
         last = migration.last_seq if seq_in_lock else session.scalar(last_seq, params)
         now = models.utcnow()
+        stamp = stamp_after(migration.updated_at)
         values = {
             "migration_uuid": migration_uuid,
             "seq": (last or 0) + 1,
@@ -246,16 +269,22 @@ class MigrationJournalApi(SessionSource):
         entry = _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
         journals.mark_applied_in(session, models.JournalEntry, applied or [])
         if holdings is None:
+            session.execute(
+                sa.update(models.Migration)
+                .where(models.Migration.id == migration.id)
+                .values(updated_at=stamp)
+                .execution_options(synchronize_session=False)
+            )
             return entry, None
         recorded = json.loads(json.dumps(dict(holdings)))
         session.execute(
-            record_holdings, {**params, "new_holdings": recorded, "new_updated_at": now}
+            record_holdings, {**params, "new_holdings": recorded, "new_updated_at": stamp}
         )
         if _unchanged_since(seen, migration_uuid, migration):
             # NOTE: the row is the caller's but for what was just written,
             # so it needs no reading back.
             assert seen is not None
-            return entry, _copy(seen, holdings=recorded, updated_at=now)
+            return entry, _copy(seen, holdings=recorded, updated_at=stamp)
         updated = session.scalars(
             sa.select(models.Migration)
             .where(models.Migration.uuid == migration_uuid)

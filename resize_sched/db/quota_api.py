@@ -15,7 +15,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
 
 LOG = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ class QuotaApi(SessionSource):
         try:
             with self._writer() as session:
                 session.add(row)
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise exception.KeyPairExists(name=name) from None
         return row
 
@@ -249,7 +249,7 @@ class QuotaApi(SessionSource):
         try:
             with self._writer() as session:
                 session.add(models.FlavorProject(flavor_id=flavor.id, project_id=project_id))
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise exception.FlavorAccessExists(flavor_id=flavorid, project_id=project_id) from None
         return self.flavor_access_list(flavorid)
 

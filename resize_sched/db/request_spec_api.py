@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import SessionSource, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
 
 _REQUEST_SPEC_FIELDS = frozenset(
     {
@@ -100,7 +100,7 @@ class RequestSpecApi(SessionSource):
                 if session.get(models.Server, server_uuid) is None:
                     raise exception.ServerNotFound(server_id=server_uuid)
                 session.add(spec)
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise exception.Conflict(
                 reason=f"server {server_uuid} already has a request spec"
             ) from None

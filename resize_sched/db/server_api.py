@@ -16,14 +16,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
+from oslo_log import log as logging
 from sqlalchemy.orm import Session
 
 from resize_sched import exception, resources
 from resize_sched.db import models
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope, project_condition
 from resize_sched.db.session import (
+    INTEGRITY_ERRORS,
     SessionSource,
     check_values,
+    commit_may_have_landed,
     describe,
     describe_expected,
     match,
@@ -31,6 +34,8 @@ from resize_sched.db.session import (
     text,
     update_where,
 )
+
+LOG = logging.getLogger(__name__)
 
 #: the instance action the API records when it accepts a delete (action_api.DELETE)
 _DELETE_ACTION = "delete"
@@ -54,7 +59,6 @@ class ServerApi(SessionSource):
 
     # -- create, read, list ------------------------------------------------------
 
-    @retry_on_deadlock
     def server_create(
         self,
         *,
@@ -101,7 +105,9 @@ class ServerApi(SessionSource):
         values.update(extra)
         if status not in models.SERVER_STATUSES:
             raise exception.Invalid(reason=f"unknown server status {status!r}")
-        server = models.Server(
+        # NOTE: the uuid is chosen once, outside the retried insert: a run
+        # again after a COMMIT whose answer was lost finds its own row.
+        columns = dict(
             uuid=uuid or str(uuidlib.uuid4()),
             flavor=_flavor_snapshot(flavor),
             status=status,
@@ -113,8 +119,14 @@ class ServerApi(SessionSource):
             image_ref=image_ref,
             # NOTE: recorded as already running (an adopted server): launched now.
             launched_at=models.utcnow() if vm_state == models.VM_ACTIVE else None,
+            created_at=models.utcnow(),
             **values,
         )
+        return self._server_insert(columns, group_uuid)
+
+    @retry_on_deadlock
+    def _server_insert(self, columns: dict[str, Any], group_uuid: str | None) -> models.Server:
+        server = models.Server(**columns)
         try:
             with self._writer() as session:
                 session.add(server)
@@ -129,9 +141,23 @@ class ServerApi(SessionSource):
                     session.add(
                         models.ServerGroupMember(group_id=group_id, server_uuid=server.uuid)
                     )
-        except sa.exc.IntegrityError:
+        except INTEGRITY_ERRORS:
+            if commit_may_have_landed():
+                found = self._server_created_by_earlier_run(columns)
+                if found is not None:
+                    return found
             raise exception.Conflict(reason=f"server {server.uuid} already exists") from None
         return server
+
+    def _server_created_by_earlier_run(self, columns: Mapping[str, Any]) -> models.Server | None:
+        """The server row this create's earlier run committed (its answer
+        lost), or None if the row with its uuid is not that one."""
+        with self._reader() as session:
+            found = session.get(models.Server, columns["uuid"])
+        if found is None or any(getattr(found, k) != v for k, v in columns.items()):
+            return None
+        LOG.info("Server %s was created by an earlier run of this create", found.uuid)
+        return found
 
     def server_get(
         self, uuid: str, project_id: ProjectScope = ALL_PROJECTS, *, read_deleted: bool = False

@@ -27,12 +27,15 @@ from resize_sched import exception
 from resize_sched.db import journal as journals
 from resize_sched.db import models
 from resize_sched.db.session import (
+    INTEGRITY_ERRORS,
     SessionSource,
     check_values,
+    commit_may_have_landed,
     describe,
     describe_expected,
     match,
     retry_on_deadlock,
+    stamp_after,
     update_where,
 )
 
@@ -94,7 +97,7 @@ class ServerJournalApi(SessionSource):
                     return self._server_journal_append(
                         session, server_uuid, phase, before, target, expected, releasing
                     )
-            except sa.exc.IntegrityError:
+            except INTEGRITY_ERRORS:
                 # NOTE: a concurrent writer took the same seq; count again.
                 LOG.debug("Journal seq race on server %s (attempt %d)", server_uuid, attempt)
         raise exception.Conflict(reason=f"could not append to the journal of server {server_uuid}")
@@ -112,7 +115,14 @@ class ServerJournalApi(SessionSource):
         # NOTE: the row lock serialises appenders to one server's journal and
         # orders the check against a delete's compare-and-swap; the last seq
         # is read after it, in a plain statement (see migration_journal_api's note on
-        # MySQL's gap locks).
+        # MySQL's gap locks). On Galera the lock holds on its own node only:
+        # a delete (or any compare-and-swap of the server) committed on
+        # another node is not held back, and only writes certify against each
+        # other. So the server's row is written too (its updated_at moved on,
+        # below): of this append and a concurrent change of the server, one
+        # fails certification and runs again whole, and sees the other. Two
+        # appends on two nodes collide on the same row, and on the
+        # (server_uuid, seq) key as well.
         server = session.execute(
             sa.select(models.Server).where(models.Server.uuid == server_uuid).with_for_update()
         ).scalar_one_or_none()
@@ -129,6 +139,18 @@ class ServerJournalApi(SessionSource):
                 operation=f"journal its {phase}",
             )
         journal = models.ServerJournalEntry
+        if commit_may_have_landed():
+            # NOTE: an earlier run of this call may have committed this very
+            # entry (its connection was lost while committing): not twice.
+            mine = journals.last_intended_in(session, journal, server_uuid, phase, before, target)
+            if mine is not None:
+                return mine
+        session.execute(
+            sa.update(models.Server)
+            .where(models.Server.uuid == server_uuid)
+            .values(updated_at=stamp_after(server.updated_at))
+            .execution_options(synchronize_session=False)
+        )
         last = session.scalar(
             sa.select(sa.func.max(journal.seq)).where(journal.server_uuid == server_uuid)
         )

@@ -7,140 +7,246 @@ Sessions never outlive the call, and ``expire_on_commit`` is off, so the ORM
 objects returned are detached, fully loaded snapshots: change state through
 the API, never by setting attributes on them.
 
-A write transaction the database aborts to break a deadlock (or, on
-PostgreSQL, a serialization failure) is run again whole: every data API
-method that writes is decorated with :func:`retry_on_deadlock`, as Nova's
-are with oslo.db's ``wrap_db_retry(retry_on_deadlock=True)``.
+A write transaction the database aborts to break a deadlock (on Galera: a
+certification failure at COMMIT; on PostgreSQL: a serialization failure), or
+whose connection is lost, is run again whole: every data API method that
+writes is decorated with :func:`retry_on_deadlock`, oslo.db's
+``wrap_db_retry(retry_on_deadlock=True, retry_on_disconnect=True)`` with
+oslo.db's exception filters on the engine (:mod:`resize_sched.db.engines`).
+
+A run whose connection was lost while it committed may have been committed
+all the same. The next run then finds its own work done: a compare-and-swap
+(:func:`update_where`, :func:`cas_update`) that finds the row already holding
+every value it would write counts as done instead of "not in the expected
+state", and the inserts that could be doubled look for their own row first
+(:func:`commit_may_have_landed`).
 """
 
 import contextlib
+import dataclasses
+import datetime
 import functools
-import random
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, ParamSpec, TypeVar
 
 import sqlalchemy as sa
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from sqlalchemy.orm import InstrumentedAttribute, Session, sessionmaker
 
 from resize_sched import exception
-from resize_sched.db import engines
+from resize_sched.db import engines, models
 
 LOG = logging.getLogger(__name__)
 
 # Columns no update may set.
 _IMMUTABLE = frozenset({"id", "uuid", "created_at", "updated_at"})
 
-# -- retry on deadlock -------------------------------------------------------------------
+# -- retry on deadlock or lost connection ------------------------------------------------
 
-#: MySQL/MariaDB error numbers: 1213 deadlock found, 1205 lock wait timeout
-#: (the statement, or with innodb_rollback_on_timeout the transaction, is
-#: rolled back; the caller's rollback undoes the rest).
-_MYSQL_DEADLOCK = frozenset({1205, 1213})
-#: PostgreSQL SQLSTATEs: 40P01 deadlock_detected, 40001 serialization_failure.
-_PG_DEADLOCK = frozenset({"40P01", "40001"})
 
-#: How many times a write transaction runs at most, and the back-off before
-#: each new attempt: ``_RETRY_DELAY * 2**(attempt - 1)`` seconds at most
-#: (never more than ``_RETRY_MAX_DELAY``), drawn at random from half of that
-#: up, so that the two losers of one deadlock do not meet again.
-RETRY_ATTEMPTS = 5
-_RETRY_DELAY = 0.05
-_RETRY_MAX_DELAY = 1.0
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """How often, and after how long, a failed write transaction runs again
+    (the ``[database] db_*retr*`` options).
+
+    :param max_retries: runs after the first one, at most.
+    :param retry_interval: seconds before the first new run.
+    :param inc_retry_interval: double the wait before each further run
+        (drawn at random below that ceiling after a deadlock).
+    :param max_retry_interval: the longest wait, in seconds.
+    """
+
+    max_retries: int = 10
+    retry_interval: float = 0.1
+    inc_retry_interval: bool = True
+    max_retry_interval: float = 2.0
+
+
+#: What a write raises when a row it adds or changes breaks a unique key or
+#: a foreign key: oslo.db's exceptions (its filters are on our engines;
+#: :mod:`resize_sched.db.engines`), and SQLAlchemy's own for an engine
+#: without them.
+INTEGRITY_ERRORS: tuple[type[Exception], ...] = (
+    db_exc.DBDuplicateEntry,
+    db_exc.DBReferenceError,
+    db_exc.DBConstraintError,
+    sa.exc.IntegrityError,
+)
+
+#: The policy of a :class:`SessionSource` that was given none.
+DEFAULT_RETRY = RetryPolicy()
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-# NOTE: a decorated method called from another one (server_update from
-# server_delete...) runs once: the outer one retries the whole.
+# NOTE: per thread: whether a decorated method is running (one called from
+# another, server_update from server_delete..., runs once: the outer one
+# retries the whole), which run of it this is, and whether an earlier run's
+# COMMIT may have landed though its answer was lost.
 _retrying = threading.local()
 
 
 def is_deadlock(exc: BaseException) -> bool:
     """Whether ``exc`` is the database aborting a transaction to break a
-    deadlock or a serialization conflict, so that running it again may succeed.
+    deadlock, a lock wait time-out, a serialization conflict or (Galera) a
+    certification failure, so that running it again may succeed.
 
     :param exc: an exception a data API call raised.
-    :returns: True for MySQL/MariaDB errors 1213 and 1205, PostgreSQL
-        SQLSTATE 40P01 and 40001 (any driver), wrapped in SQLAlchemy's
-        :class:`~sqlalchemy.exc.DBAPIError`.
+    :returns: True for oslo.db's :class:`~oslo_db.exception.DBDeadlock`
+        (MySQL/MariaDB errors 1213 and 1205, PostgreSQL's "deadlock
+        detected") and PostgreSQL SQLSTATE 40001 (serialization failure),
+        which oslo.db's filters leave as SQLAlchemy's error.
     """
+    if isinstance(exc, db_exc.DBDeadlock):
+        return True
+    if isinstance(exc, db_exc.DBError):
+        exc = exc.inner_exception  # type: ignore[assignment]
     if not isinstance(exc, sa.exc.DBAPIError) or exc.connection_invalidated:
         return False
-    orig = exc.orig
-    if orig is None:
-        return False
     # NOTE: psycopg 3 names it sqlstate, psycopg2 pgcode.
-    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
-    if sqlstate is not None:
-        return sqlstate in _PG_DEADLOCK
-    args = getattr(orig, "args", ())
-    return bool(args) and isinstance(args[0], int) and args[0] in _MYSQL_DEADLOCK
+    sqlstate = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    return sqlstate in _PG_RETRY
 
 
-def _backoff(attempt: int) -> float:
-    """Seconds to wait before attempt ``attempt + 1``, jittered."""
-    ceiling = min(_RETRY_DELAY * 2 ** (attempt - 1), _RETRY_MAX_DELAY)
-    return random.uniform(ceiling / 2, ceiling)
+#: PostgreSQL SQLSTATEs worth a new run beyond oslo.db's DBDeadlock:
+#: 40001 serialization_failure, 40P01 deadlock_detected.
+_PG_RETRY = frozenset({"40001", "40P01"})
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` says the connection went away or cannot be had: the
+    server died or restarted (MySQL 2006, 2013), cannot be reached (2003),
+    or a Galera node is not ready yet (1047 "WSREP has not yet prepared node
+    for application use"); PostgreSQL's closed or terminated connections.
+    oslo.db's exception filters make all of these
+    :class:`~oslo_db.exception.DBConnectionError`."""
+    return isinstance(exc, db_exc.DBConnectionError)
+
+
+def commit_may_have_landed() -> bool:
+    """Whether, in the data API call running on this thread, an earlier run
+    lost its connection while committing: the database may have committed
+    it. A compare-and-swap or an insert that finds its own work already done
+    then takes it as done (:func:`already_done`)."""
+    return bool(getattr(_retrying, "landed", False))
+
+
+def _reason(exc: BaseException) -> str:
+    inner = getattr(exc, "inner_exception", None) or exc
+    orig = getattr(inner, "orig", None) or inner
+    return (str(orig).splitlines() or [type(orig).__name__])[0]
+
+
+@functools.cache
+def _retrier(run: Callable[..., Any], policy: RetryPolicy) -> Callable[..., Any]:
+    """oslo.db's retry loop around ``run`` (built once per method and policy)."""
+    return oslo_db_api.wrap_db_retry(
+        max_retries=policy.max_retries,
+        retry_interval=policy.retry_interval,
+        inc_retry_interval=policy.inc_retry_interval,
+        max_retry_interval=policy.max_retry_interval,
+        retry_on_deadlock=True,
+        retry_on_disconnect=True,
+        exception_checker=is_deadlock,
+    )(run)
 
 
 def retry_on_deadlock(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run a data API write again, whole, when the database aborted its
-    transaction to break a deadlock (:func:`is_deadlock`).
+    """Run a data API write again, whole, when its transaction failed in a way
+    a new run may not: a deadlock, lock wait time-out or Galera
+    certification failure (:func:`is_deadlock`), or a connection lost or
+    refused (:func:`is_connection_lost`).
 
-    The transaction was rolled back, so nothing of the attempt stays: the
+    The loop is oslo.db's :func:`~oslo_db.api.wrap_db_retry`, with the
+    policy of the object the method belongs to (its ``retry_policy``, from
+    the ``[database]`` options; :data:`DEFAULT_RETRY` otherwise). The
+    transaction was rolled back (or, for a connection lost while
+    committing, may have landed: :func:`commit_may_have_landed`), so the
     method must open its own transactions (:meth:`SessionSource._writer`)
     and do nothing outside them that cannot be done twice (no RPC, no
-    Placement call). Up to :data:`RETRY_ATTEMPTS` runs, with a short
-    jittered back-off; each retry is logged at INFO, the last failure at
-    WARNING, and the error is raised again.
+    Placement call). A decorated method called from another one runs once:
+    the outermost one retries the whole. Each new run is logged at INFO
+    ("database deadlock" or "database connection lost", "retrying"), the
+    last failure at WARNING, and the error is raised again.
     """
+    name = method.__qualname__
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        _retrying.attempt += 1
+        engines.commit_interrupted()  # what an earlier call left is not ours
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            if is_connection_lost(exc):
+                what = "database connection lost"
+                if engines.commit_interrupted():
+                    _retrying.landed = True
+            elif is_deadlock(exc):
+                what = "database deadlock"
+            else:
+                raise
+            attempts = _retrying.policy.max_retries + 1
+            if _retrying.attempt < attempts:
+                LOG.info(
+                    "%s: %s (attempt %d of %d), retrying the transaction: %s",
+                    name,
+                    what,
+                    _retrying.attempt,
+                    attempts,
+                    _reason(exc),
+                )
+            else:
+                LOG.warning(
+                    "%s: %s, giving up after %d attempts: %s",
+                    name,
+                    what,
+                    _retrying.attempt,
+                    _reason(exc),
+                )
+            raise
 
     @functools.wraps(method)
     def retried(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         if getattr(_retrying, "active", False):
             return method(*args, **kwargs)
-        _retrying.active = True
+        policy = getattr(args[0], "retry_policy", DEFAULT_RETRY) if args else DEFAULT_RETRY
+        if not isinstance(policy, RetryPolicy):
+            policy = DEFAULT_RETRY
+        _retrying.active, _retrying.attempt, _retrying.landed = True, 0, False
+        _retrying.policy = policy
         try:
-            attempt = 1
-            while True:
-                try:
-                    return method(*args, **kwargs)
-                except sa.exc.DBAPIError as exc:
-                    if not is_deadlock(exc):
-                        raise
-                    reason = (str(exc.orig).splitlines() or [type(exc.orig).__name__])[0]
-                    if attempt >= RETRY_ATTEMPTS:
-                        LOG.warning(
-                            "%s: database deadlock, giving up after %d attempts: %s",
-                            method.__qualname__,
-                            attempt,
-                            reason,
-                        )
-                        raise
-                    delay = _backoff(attempt)
-                    LOG.info(
-                        "%s: database deadlock (attempt %d of %d), retrying in %.2fs: %s",
-                        method.__qualname__,
-                        attempt,
-                        RETRY_ATTEMPTS,
-                        delay,
-                        reason,
-                    )
-                    time.sleep(delay)
-                    attempt += 1
+            result: _R = _retrier(run, policy)(*args, **kwargs)
+            return result
         finally:
-            _retrying.active = False
+            _retrying.active, _retrying.landed = False, False
 
     return retried
+
+
+def stamp_after(previous: datetime.datetime | None) -> datetime.datetime:
+    """Now, or a microsecond after ``previous`` if that is not earlier: a new
+    ``updated_at`` that surely changes the row.
+
+    A transaction that must conflict with every other writer of a row (on
+    Galera, certification only compares the rows each transaction changed)
+    writes this to it; an UPDATE that leaves a row as it was changes nothing
+    and conflicts with nothing.
+    """
+    now = models.utcnow()
+    if previous is not None and now <= previous:
+        return previous + datetime.timedelta(microseconds=1)
+    return now
 
 
 class SessionSource:
     """Owns the engine and the two session factories."""
 
     engine: sa.Engine
+    #: how :func:`retry_on_deadlock` runs this object's writes again
+    retry_policy: RetryPolicy = DEFAULT_RETRY
 
     def _init_sessions(self, engine: sa.Engine) -> None:
         self.engine = engine
@@ -230,6 +336,8 @@ def update_where(
     row = session.scalars(
         sa.select(model).where(key == uuid).execution_options(populate_existing=True)
     ).first()
+    if not result.rowcount and already_done(row, values):
+        return 1, row
     return result.rowcount, row
 
 
@@ -325,7 +433,32 @@ def cas_update(
         sa.select(model).where(where).execution_options(populate_existing=True),
         {CAS_KEY: uuid},
     ).first()
+    if not result.rowcount and already_done(row, values):
+        return 1, row
     return result.rowcount, row
+
+
+def already_done(row: Any, values: Mapping[str, Any]) -> bool:
+    """Whether a compare-and-swap that changed nothing was in fact done by an
+    earlier run of this very call, whose COMMIT landed though its
+    connection was lost (:func:`commit_may_have_landed`): the row holds every
+    value the swap writes.
+
+    Only ever true in such a run. Values that are SQL expressions (computed
+    by the database) cannot be compared and are left out; a swap that
+    writes nothing else is never taken as done.
+    """
+    if row is None or not commit_may_have_landed():
+        return False
+    compared = {k: v for k, v in values.items() if not isinstance(v, sa.ClauseElement)}
+    if not compared or not all(getattr(row, k) == v for k, v in compared.items()):
+        return False
+    LOG.info(
+        "%r already holds what this write sets: its earlier run committed though the "
+        "connection was lost; taken as done",
+        row,
+    )
+    return True
 
 
 def describe(obj: object, keys: Iterable[str]) -> str:

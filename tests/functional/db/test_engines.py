@@ -4,11 +4,12 @@ import datetime
 import pathlib
 import time
 
-import sqlalchemy as sa
+from oslo_db import exception as db_exc
 
 from resize_sched import conf as rs_conf
 from resize_sched.db import models
 from resize_sched.db.api import Database
+from resize_sched.db.session import INTEGRITY_ERRORS
 from tests.functional.fixtures import database as db_fixture
 
 
@@ -44,8 +45,9 @@ def test_foreign_keys_enforced(db: Database) -> None:
                     created_at=models.utcnow(),
                 )
             )
-    except sa.exc.IntegrityError:
-        pass
+    except INTEGRITY_ERRORS as exc:
+        # NOTE: oslo.db's filters name it: a reference to no row.
+        assert isinstance(exc, db_exc.DBReferenceError), exc
     else:
         raise AssertionError("orphan request spec accepted")
 
