@@ -43,13 +43,14 @@ _LINE = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{3}) \d+ (\w+) (\S+) (?:\[[^\]]*\] )?(.*)$"
 )
 _TRACE = re.compile(r"^rpc (sent|refused|received) (\S+)(?: (\S+) (\S+))?")
-#: The database layer's retry of a deadlock or a lost connection: today's
-#: resize_sched/db/session.py line, and oslo.db's wrap_db_retry (DEBUG).
+#: The database layer's retry of a deadlock or a lost connection
+#: (resize_sched/db/session.py), and oslo.db's wrap_db_retry (DEBUG).
 RETRY = re.compile(
-    r"database deadlock \(attempt|database disconnect|DB error|Performing DB retry"
-    r"|deadlock.*retry",
+    r"database (deadlock|connection lost) \(attempt|DB error|Performing DB retry",
     re.IGNORECASE,
 )
+#: The database layer giving up (counted with the errors).
+GAVE_UP = re.compile(r"database (deadlock|connection lost), giving up", re.IGNORECASE)
 
 
 @dataclass
@@ -169,7 +170,9 @@ def read_logs(logs: Mapping[str, pathlib.Path]) -> Trace:
             if RETRY.search(message):
                 trace.retries.append((when, name, message[:200]))
             logger = match[4]
-            if level in ("ERROR", "CRITICAL"):
+            if GAVE_UP.search(message):
+                trace.errors.append((when, name, message[:200]))
+            elif level in ("ERROR", "CRITICAL"):
                 broker = logger.startswith(("oslo.messaging", "oslo_messaging", "kombu", "amqp"))
                 (trace.broker_errors if broker else trace.errors).append(
                     (when, name, message[:200])

@@ -44,7 +44,19 @@ def _logs(tmp_path: pathlib.Path, base: float) -> dict[str, pathlib.Path]:
             base + 5.0,
             "WARNING",
             "resize_sched.db.session",
-            "ServerApi.save: database deadlock (attempt 1 of 5), retrying in 0.03s",
+            "ServerApi.save: database deadlock (attempt 1 of 5), retrying the transaction",
+        )
+        + _line(
+            base + 5.5,
+            "INFO",
+            "resize_sched.db.session",
+            "LeaseApi.take: database connection lost (attempt 2 of 5), retrying the transaction",
+        )
+        + _line(
+            base + 5.6,
+            "WARNING",
+            "resize_sched.db.session",
+            "LeaseApi.take: database connection lost, giving up after 5 attempts: gone",
         )
         + _line(base + 6.0, "DEBUG", "oslo_db.api", "DB error: (1213, 'Deadlock found')")
     )
@@ -60,8 +72,11 @@ def test_the_logs_give_each_cast_its_sender_and_receptions(tmp_path: pathlib.Pat
     assert trace.lost() == ["a4"]
     assert trace.redelivered() == ["a2"]
     assert [(r[1], r[2], r[3]) for r in trace.refused] == [("api", "resize_server", "a3")]
-    assert len(trace.retries) == 2
-    assert [(e[1], e[2]) for e in trace.errors] == [("api", "something broke")]
+    assert len(trace.retries) == 3
+    assert sorted((e[1], e[2][:14]) for e in trace.errors) == [
+        ("api", "something broke"[:14]),
+        ("conductor", "LeaseApi.take:"),
+    ]
     assert [(e[1], e[2]) for e in trace.broker_errors] == [("conductor", "AMQP unreachable")]
     assert trace.after_second("a2") == "conductor: a2: nothing to do"
     assert trace.after_second("a1") == ""
@@ -85,8 +100,8 @@ def test_a_window_counts_only_what_fell_in_it(tmp_path: pathlib.Path) -> None:
     assert (row["completed"], row["failed"], row["refused"]) == (2, 1, 1)
     assert (row["casts_sent"], row["casts_lost"], row["casts_redelivered"]) == (1, 0, 1)
     assert row["casts_refused"] == 1
-    assert row["db_retries"] == 2
-    assert (row["errors"], row["api_5xx"]) == (0, 1)  # the ERROR line is later
+    assert row["db_retries"] == 3
+    assert (row["errors"], row["api_5xx"]) == (1, 1)  # the give-up; the ERROR line is later
     # NOTE: the first operation sent after the clock and ended ok.
     assert row["first_ok_s"] == 5.8 and row["first_resize_s"] == 5.8
     later = faults.window_figures(base + 10.0, base + 20.0, events, trace)
