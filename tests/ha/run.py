@@ -153,7 +153,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def rabbit_options() -> str:
-    """The daemons' messaging and logging options for the HA run."""
+    """The daemons' messaging, Galera and logging options for the HA run."""
     levels = ",".join([*log_options.DEFAULT_LOG_LEVELS, "resize_sched.rpc.trace=DEBUG"])
     return (
         "[oslo_messaging_rabbit]\n"
@@ -164,6 +164,10 @@ def rabbit_options() -> str:
         "rabbit_retry_interval = 1\n"
         "rabbit_retry_backoff = 1\n"
         "rabbit_interval_max = 3\n"
+        # NOTE: the conductors and the API write on three different Galera
+        # nodes: reads wait for what the others committed (doc/install-guide.rst).
+        "[database]\n"
+        "mysql_wsrep_sync_wait = 3\n"
         "[DEFAULT]\n"
         f"default_log_levels = {levels}\n"
     )
