@@ -124,6 +124,10 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
     :param phase: the journal's label (``heal``, ``restore``).
     :returns: the migration, ``missing`` cleared.
     :raises ClaimRefused: still no room; nothing changed, the flags stay.
+    :raises ServerStateConflict: the server has a task (an offload);
+        nothing changed, the flags stay. A server offloaded
+        meanwhile holds nothing by design: the flags are cleared, nothing
+        restored.
     :raises PlacementError: any other refusal or failure, as from
         :meth:`~resize_sched.placement.executor.TransitionExecutor.apply`.
     """
@@ -137,6 +141,27 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
             migration.server_uuid,
         )
         return db.migration_update(migration.uuid, missing=None)
+    if server.status == models.STATUS_SHELVED_OFFLOADED or server.rp_uuid is None:
+        # NOTE: offloaded meanwhile: it holds nothing on any host by design
+        # (an unshelve claims anew), and room restored now would leak.
+        LOG.info(
+            "Migration %s: server %s is %s with no host; nothing to restore",
+            migration.uuid,
+            server.uuid,
+            server.status,
+        )
+        db.server_update(server.uuid, needs_heal=False)
+        return db.migration_update(migration.uuid, missing=None)
+    if server.task_state not in (None, models.TASK_DELETING):
+        # NOTE: a task of its own (an offload) decides what the server holds
+        # next; the restore waits for it to end. A delete is refused by the
+        # journal (a write that holds anything, once the server is deleting).
+        raise exception.ServerStateConflict(
+            server_id=server.uuid,
+            actual=f"{server.status} ({server.task_state})",
+            operation="restoring what a failed resize left missing",
+            expected="resting on its host with no task",
+        )
     migration = executor.apply(migration, phase, Holdings.from_dict(migration.missing))
     generations = (migration.holdings or {}).get("generations", {})
     migration = db.migration_update(migration.uuid, missing=None)
@@ -240,6 +265,8 @@ def _heal_server(
             client.put_allocations(uuid, write)
             generation = 1 if actual.generation is None else actual.generation + 1
             db.server_update(uuid, needs_heal=False, placement_generation=generation)
+    except exception.ServerStateConflict as exc:
+        return HealResult(uuid, server.host, MISSING, reason=str(exc))
     except _PER_CONSUMER_ERRORS as exc:
         if exc.kwargs.get("placement_code") == CONCURRENT_UPDATE:
             reason = "its allocations changed in Placement meanwhile; run heal again"

@@ -285,8 +285,6 @@ class HaRun(Soak):
         name = f"rs_ha_{uuid.uuid4().hex[:10]}"
         self.galera.create_database(name)
         urls = {daemon: self.galera_url(name, nodes) for daemon, nodes in PRIMARIES.items()}
-        for i in range(1, args.computes + 1):
-            urls[f"compute{i}"] = urls["api"]
         self.stack = Stack(
             self.workdir,
             "",

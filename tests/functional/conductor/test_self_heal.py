@@ -97,3 +97,37 @@ def test_flagged_server_deleted_meanwhile_is_not_given_room(make_cloud):
     assert cloud.db.migration_get(migration.uuid).missing is None
     assert cloud.holds(server.uuid) == {}
     assert cloud.usage("host1") == {}
+
+
+def test_flagged_server_offloaded_meanwhile_is_not_given_room(make_cloud):
+    # NOTE: seen in the HA run (doc/ha.rst): one conductor's sweep offloaded
+    # the shelved server while the other's retried the restore, which put
+    # its old flavor back on the host of a server left with no host.
+    cloud, server, migration, squatter = _refused_restore(make_cloud)
+    cloud.leave(squatter)
+    cloud.db.server_update(
+        server.uuid,
+        status=models.STATUS_SHELVED,
+        task_state=models.TASK_SHELVING_OFFLOADING,
+    )
+    _age(cloud, migration.uuid, 3600)
+    report = recovery.recover(_manager(cloud), idle_for=300)
+    # The offload decides: the restore waits, nothing written.
+    assert "shelving_offloading" in report.failed[migration.uuid]
+    assert cloud.holds(server.uuid) == {}
+    assert cloud.db.migration_get(migration.uuid).missing is not None
+    # Offloaded: no host, nothing to hold; the record of what was missing goes.
+    cloud.db.server_update(
+        server.uuid,
+        status=models.STATUS_SHELVED_OFFLOADED,
+        task_state=None,
+        host=None,
+        rp_uuid=None,
+    )
+    _age(cloud, migration.uuid, 3600)
+    report = recovery.recover(_manager(cloud), idle_for=300)
+    assert report.failed == {}
+    assert cloud.db.migration_get(migration.uuid).missing is None
+    assert not cloud.db.server_get(server.uuid).needs_heal
+    assert cloud.holds(server.uuid) == {}
+    assert cloud.usage("host1") == {}
