@@ -35,6 +35,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import pwd
 import random
 import re
 import secrets
@@ -564,6 +565,8 @@ class RabbitCluster:
 #: Our SST method (see the module's NOTE): the stock rsync one, as root.
 SST_METHOD = "rsync_asroot"
 _GALERA_PROVIDER = "/usr/lib/galera/libgalera_smm.so"
+#: The nodes run as whoever runs us (root in CI).
+_USER = pwd.getpwuid(os.getuid()).pw_name
 _RECOVERED = re.compile(r"WSREP: Recovered position:\s*(\S+:-?\d+)")
 
 
@@ -679,7 +682,7 @@ class GaleraCluster:
                 "[client]\n"
                 f"socket={node.socket}\n"
                 "[mariadbd]\n"
-                "user=root\n"
+                f"user={_USER}\n"
                 f"datadir={node.datadir}\n"
                 f"socket={node.socket}\n"
                 f"pid-file={node.directory / 'mysqld.pid'}\n"
@@ -793,7 +796,7 @@ class GaleraCluster:
                 [
                     self.install_db,
                     f"--defaults-file={first.defaults_file}",
-                    "--user=root",
+                    f"--user={_USER}",
                     "--auth-root-authentication-method=normal",
                     "--skip-test-db",
                 ],
