@@ -281,11 +281,18 @@ def test_a_compare_and_swap_whose_commit_landed_is_done_once(
         )
 
     failed = _fail_commits(monkeypatch, db, 1, land=True, error=_lost(dialect))
+    then: list[int] = []
     stopped = db.server_update(
-        server.uuid, expected={"task_state": None}, operation="stop", task_state="powering-off"
+        server.uuid,
+        expected={"task_state": None},
+        operation="stop",
+        then=lambda session: then.append(1),
+        task_state="powering-off",
     )
     assert len(failed) == 1
     assert stopped.task_state == "powering-off"
+    # NOTE: the work done with the swap was done once, in the commit that landed.
+    assert then == [1]
     with pytest.raises(exception.ServerStateConflict):
         db.server_update(
             server.uuid, expected={"task_state": None}, operation="stop", task_state="x"
