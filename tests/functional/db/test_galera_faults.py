@@ -330,6 +330,14 @@ def test_a_create_and_an_append_whose_commit_landed_are_not_doubled(
     assert [(e.id, e.seq) for e in db.journal_list(migration.uuid)] == [(moved.id, 1)]
     assert db.migration_get(migration.uuid).holdings == holdings
 
+    failed = _fail_commits(monkeypatch, db, 1, land=True, error=_lost(dialect))
+    second = _migration(db, server)
+    assert len(failed) == 1
+    assert [m.uuid for m in db.migration_list(server_uuid=server.uuid)] == [
+        migration.uuid,
+        second.uuid,
+    ]
+
     # NOTE: a uuid taken by another create is still refused.
     with pytest.raises(exception.Conflict):
         db.server_create(
