@@ -31,6 +31,7 @@ from resize_sched.db.session import (
     INTEGRITY_ERRORS,
     SessionSource,
     check_values,
+    commit_may_have_landed,
     match,
     retry_on_deadlock,
     update_where,
@@ -49,7 +50,6 @@ def _resources(value: Mapping[str, int], name: str) -> dict[str, int]:
 class MigrationApi(SessionSource):
     """Migration records: create, read, list, update."""
 
-    @retry_on_deadlock
     def migration_create(
         self,
         *,
@@ -84,7 +84,9 @@ class MigrationApi(SessionSource):
         check_migration_values({"status": status, "migration_type": migration_type})
         if not isinstance(claim_strategy, str) or not claim_strategy:
             raise exception.Invalid(reason="a migration needs the claim strategy in force")
-        migration = models.Migration(
+        # NOTE: the uuid is chosen once, outside the retried insert: a run
+        # again after a COMMIT whose answer was lost finds its own row.
+        columns = dict(
             uuid=uuid or str(uuidlib.uuid4()),
             server_uuid=server_uuid,
             project_id=project_id,
@@ -102,17 +104,32 @@ class MigrationApi(SessionSource):
             alternates=[],
             tried=[],
             requested_host=requested_host,
+            created_at=models.utcnow(),
         )
-        try:
-            with self._writer() as session:
-                if session.get(models.Server, server_uuid) is None:
-                    raise exception.ServerNotFound(server_id=server_uuid)
-                session.add(migration)
-        except INTEGRITY_ERRORS:
-            raise exception.Conflict(reason=f"migration {migration.uuid} already exists") from None
+        migration = self._migration_insert(columns)
         LOG.debug(
             "Created migration %s of server %s (%s)", migration.uuid, server_uuid, claim_strategy
         )
+        return migration
+
+    @retry_on_deadlock
+    def _migration_insert(self, columns: dict[str, Any]) -> models.Migration:
+        migration = models.Migration(**columns)
+        try:
+            with self._writer() as session:
+                if session.get(models.Server, columns["server_uuid"]) is None:
+                    raise exception.ServerNotFound(server_id=columns["server_uuid"])
+                session.add(migration)
+        except INTEGRITY_ERRORS:
+            if commit_may_have_landed():
+                with self._reader() as session:
+                    found = session.scalars(
+                        sa.select(models.Migration).where(models.Migration.uuid == columns["uuid"])
+                    ).first()
+                if found is not None and all(getattr(found, k) == v for k, v in columns.items()):
+                    LOG.info("Migration %s was created by an earlier run", found.uuid)
+                    return found
+            raise exception.Conflict(reason=f"migration {migration.uuid} already exists") from None
         return migration
 
     def migration_get(self, uuid: str) -> models.Migration:

@@ -29,6 +29,7 @@ from resize_sched.db.session import (
     commit_may_have_landed,
     describe,
     describe_expected,
+    found_done,
     match,
     retry_on_deadlock,
     text,
@@ -298,7 +299,9 @@ class ServerApi(SessionSource):
         conditions += [match(getattr(models.Server, k), v) for k, v in expected.items()]
         with self._writer() as session:
             changed, server = update_where(session, models.Server, uuid, conditions, values)
-            if changed and then is not None:
+            # NOTE: a swap found done by an earlier run (its commit landed,
+            # the answer lost) did its ``then`` in that commit.
+            if changed and then is not None and not found_done():
                 then(session)
         if server is None or (changed == 0 and server.deleted_at is not None):
             raise exception.ServerNotFound(server_id=uuid)

@@ -216,6 +216,7 @@ def retry_on_deadlock(method: Callable[_P, _R]) -> Callable[_P, _R]:
         if not isinstance(policy, RetryPolicy):
             policy = DEFAULT_RETRY
         _retrying.active, _retrying.attempt, _retrying.landed = True, 0, False
+        _retrying.found_done = False
         _retrying.policy = policy
         try:
             result: _R = _retrier(run, policy)(*args, **kwargs)
@@ -458,7 +459,17 @@ def already_done(row: Any, values: Mapping[str, Any]) -> bool:
         "connection was lost; taken as done",
         row,
     )
+    _retrying.found_done = True
     return True
+
+
+def found_done() -> bool:
+    """Whether the last compare-and-swap of this thread was taken as done by
+    :func:`already_done` (so that work done with it in the same commit, by the
+    earlier run, is not done again); asking clears it."""
+    done = bool(getattr(_retrying, "found_done", False))
+    _retrying.found_done = False
+    return done
 
 
 def describe(obj: object, keys: Iterable[str]) -> str:

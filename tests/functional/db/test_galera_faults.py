@@ -281,11 +281,18 @@ def test_a_compare_and_swap_whose_commit_landed_is_done_once(
         )
 
     failed = _fail_commits(monkeypatch, db, 1, land=True, error=_lost(dialect))
+    then: list[int] = []
     stopped = db.server_update(
-        server.uuid, expected={"task_state": None}, operation="stop", task_state="powering-off"
+        server.uuid,
+        expected={"task_state": None},
+        operation="stop",
+        then=lambda session: then.append(1),
+        task_state="powering-off",
     )
     assert len(failed) == 1
     assert stopped.task_state == "powering-off"
+    # NOTE: the work done with the swap was done once, in the commit that landed.
+    assert then == [1]
     with pytest.raises(exception.ServerStateConflict):
         db.server_update(
             server.uuid, expected={"task_state": None}, operation="stop", task_state="x"
@@ -322,6 +329,14 @@ def test_a_create_and_an_append_whose_commit_landed_are_not_doubled(
     assert len(failed) == 1
     assert [(e.id, e.seq) for e in db.journal_list(migration.uuid)] == [(moved.id, 1)]
     assert db.migration_get(migration.uuid).holdings == holdings
+
+    failed = _fail_commits(monkeypatch, db, 1, land=True, error=_lost(dialect))
+    second = _migration(db, server)
+    assert len(failed) == 1
+    assert [m.uuid for m in db.migration_list(server_uuid=server.uuid)] == [
+        migration.uuid,
+        second.uuid,
+    ]
 
     # NOTE: a uuid taken by another create is still refused.
     with pytest.raises(exception.Conflict):
