@@ -139,12 +139,13 @@ class BuildTask:
     def _schedule(self, server_uuid: str, said: list[str]) -> Any:
         server = self.db.server_get(server_uuid)
         spec = self.db.request_spec_get(server_uuid)
+        # NOTE: the amounts and traits come from the flavor the server has
+        # now, not from its request spec: a confirmed resize changes the
+        # first and not the second, and an unshelve from offloaded must claim
+        # the new flavor (for a build the two are the same).
         request = SchedulingRequest(
-            destination_request=dict(spec.resources),
-            **{
-                **flavor_filters(server.flavor),
-                "required_traits": frozenset(spec.required_traits),
-            },
+            destination_request=dict(rs.stored_request(server.flavor).resources),
+            **flavor_filters(server.flavor),
             ignore_hosts=frozenset(spec.ignore_hosts),
             force_hosts=self._forced_hosts(spec),
             **policy_fields(
