@@ -122,6 +122,9 @@ class Timed(NamedTuple):
     #: workers share the database)
     db_ms: float | None
     db_transactions: int | None
+    #: of those, the ones that write (commits), and the SQL statements sent
+    db_commits: int | None = None
+    db_statements: int | None = None
 
 
 class ResizeWorker:
@@ -194,6 +197,8 @@ class ResizeWorker:
             self.client.request_count,
             db_timer.ms_outside(self.timer) if db_timer else None,
             db_timer.count if db_timer else None,
+            db_timer.commits if db_timer else None,
+            db_timer.statements if db_timer else None,
         )
 
     def cycle(self, n: int, *, record: bool = True) -> bool:
@@ -229,6 +234,8 @@ class ResizeWorker:
                 figures.db_ms.append(timed.db_ms)
                 figures.own_outside_db_ms.append(max(0.0, own - timed.db_ms))
                 figures.db_transactions.append(timed.db_transactions)
+                figures.db_commits.append(timed.db_commits or 0)
+                figures.db_statements.append(timed.db_statements or 0)
             figures.same_host += dest.same_host
             if dest.same_host:
                 figures.in_place_ms.append(ms)
