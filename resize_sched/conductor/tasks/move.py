@@ -154,12 +154,18 @@ class MoveTask:
         expect: str | tuple[str, ...],
         name: str,
         body: Callable[[Any, StepRun], Any],
+        *,
+        take_late: bool = False,
     ) -> Any:
         """Run ``body(migration, run)`` if the step is due; else do nothing.
 
         The step takes the migration and opens its event in one transaction;
         its last write ends it (``migration_advance(..., ends=run)``), or one
         more transaction does when it fails or was not due after all.
+
+        :param take_late: the step starts with a read and takes the
+            migration with its first journal entry (a schedule: its first
+            write is one; see :mod:`resize_sched.db.steps`).
 
         :returns: what ``body`` returns, or None when the step was not due or
             lost the migration part-way (a delete, another step).
@@ -174,6 +180,7 @@ class MoveTask:
             name,
             event,
             load_request_spec=name in SCHEDULING_STEPS,
+            take_late=take_late,
         )
         try:
             migration = self.db.step_begin(run, expect)
@@ -231,7 +238,9 @@ class MoveTask:
         :raises RestoreFailed: as above, but even the old allocation could not
             be put back; the server is flagged for healing.
         """
-        return self._step(migration_uuid, self.SCHEDULING_STATUS, "schedule", self._schedule)
+        return self._step(
+            migration_uuid, self.SCHEDULING_STATUS, "schedule", self._schedule, take_late=True
+        )
 
     def _schedule(self, migration: Any, run: StepRun) -> Destination:
         strategy = self.deps.strategy(migration.claim_strategy)
@@ -557,8 +566,10 @@ class MoveTask:
         if server_error:
             server_values.update(fault_message=reason, fault_code=500)
         ending = {
-            "token": run.token,
-            "expected_status": self.FAILABLE_STATUSES,
+            # NOTE: before a late take (see MoveTask._step) only the status
+            # the step read: a duplicate that read the migration before
+            # another delivery claimed and handed it on must not fail it.
+            "expected_status": self.FAILABLE_STATUSES if run.taken else run.expected_status,
             "step": "fail",
             "status": ended,
             "error_kind": kind,
@@ -573,6 +584,7 @@ class MoveTask:
             server_values.update(needs_heal=True, fault_message=run.failure, fault_code=409)
             self.db.migration_advance(
                 migration.uuid,
+                token=run.owner,
                 error_reason=f"{reason}; restore refused: {exc}",
                 missing=Holdings(server=facts.original).to_dict(),
                 server_values=server_values,
@@ -588,6 +600,12 @@ class MoveTask:
         )
         if grouped(facts):
             server_values["group_providers"] = facts.group_providers
+        # NOTE: run.owner is None before a late take (see MoveTask._step):
+        # the advance then makes the take's compare-and-swap itself.
         return self.db.migration_advance(
-            migration.uuid, error_reason=reason, server_values=server_values, **ending
+            migration.uuid,
+            token=run.owner,
+            error_reason=reason,
+            server_values=server_values,
+            **ending,
         )
