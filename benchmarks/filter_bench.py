@@ -32,6 +32,7 @@ from dataclasses import replace
 from external_placement import ScratchDatabase
 
 from resize_sched import conf as rs_conf
+from resize_sched import resources as rs
 from resize_sched.db import models
 from resize_sched.db.api import Database
 from resize_sched.db.host_api import COMPUTE_BINARY
@@ -155,6 +156,8 @@ def main(argv: list[str]) -> int:
                     f"host{i}",
                     {rp: {}},
                     free={"VCPU": 200, "MEMORY_MB": 1000 + i, "DISK_GB": 1500 - i % 100},
+                    # NOTE: as the scheduler learns them, from the summaries
+                    total={rc: rs.capacity(record) for rc, record in INVENTORY.items()},
                 )
                 for i, rp in enumerate(uuids[:limit])
             ]
