@@ -282,9 +282,22 @@ class StepApi(SessionSource):
 
     @retry_on_deadlock
     def _step_end_untaken(self, run: steps.StepRun, error: BaseException) -> None:
-        """The event of a run that failed before its late take: ``Error``."""
+        """The event of a run that failed before its late take: ``Error``,
+        while the step is still due (the migration in the status the run
+        read, with no owner); a duplicate whose twin took the migration
+        meanwhile records nothing, as if it had found it taken at its start."""
         with self._writer() as session:
-            steps.end_in(session, run, run.server_uuid, error=error)
+            still_due = session.scalar(
+                sa.select(sa.func.count())
+                .select_from(models.Migration)
+                .where(
+                    models.Migration.uuid == run.migration_uuid,
+                    models.Migration.status.in_(run.expected_status),
+                    models.Migration.task_owner.is_(None),
+                )
+            )
+            if still_due:
+                steps.end_in(session, run, run.server_uuid, error=error)
 
     @retry_on_deadlock
     def migration_advance(

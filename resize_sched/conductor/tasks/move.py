@@ -549,6 +549,11 @@ class MoveTask:
         """Give the server exactly its old allocation back on the source and
         end the migration in ``ended`` (``error``; ``cancelled`` for an
         aborted live migration)."""
+        if not run.taken:
+            # NOTE: a schedule that wrote nothing yet (see MoveTask._step)
+            # takes the migration before failing it: a duplicate that read
+            # it before its twin claimed and handed it on stops here.
+            self.db.step_take(run)
         migration = self.db.migration_get(migration_uuid)
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
@@ -566,10 +571,7 @@ class MoveTask:
         if server_error:
             server_values.update(fault_message=reason, fault_code=500)
         ending = {
-            # NOTE: before a late take (see MoveTask._step) only the status
-            # the step read: a duplicate that read the migration before
-            # another delivery claimed and handed it on must not fail it.
-            "expected_status": self.FAILABLE_STATUSES if run.taken else run.expected_status,
+            "expected_status": self.FAILABLE_STATUSES,
             "step": "fail",
             "status": ended,
             "error_kind": kind,
@@ -584,7 +586,7 @@ class MoveTask:
             server_values.update(needs_heal=True, fault_message=run.failure, fault_code=409)
             self.db.migration_advance(
                 migration.uuid,
-                token=run.owner,
+                token=run.token,
                 error_reason=f"{reason}; restore refused: {exc}",
                 missing=Holdings(server=facts.original).to_dict(),
                 server_values=server_values,
@@ -600,11 +602,9 @@ class MoveTask:
         )
         if grouped(facts):
             server_values["group_providers"] = facts.group_providers
-        # NOTE: run.owner is None before a late take (see MoveTask._step):
-        # the advance then makes the take's compare-and-swap itself.
         return self.db.migration_advance(
             migration.uuid,
-            token=run.owner,
+            token=run.token,
             error_reason=reason,
             server_values=server_values,
             **ending,

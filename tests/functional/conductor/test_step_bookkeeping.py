@@ -8,6 +8,8 @@ migration given back.
 
 from typing import Any
 
+import pytest
+
 from resize_sched import exception
 from resize_sched.db import action_api
 from tests.functional.fixtures.cloud import Cloud, expect_no_valid_host
@@ -69,15 +71,18 @@ def test_an_entry_applied_mid_step_is_marked_by_the_next_intent(make_cloud: Any)
     cloud.check()
 
 
+@pytest.mark.parametrize("strategy", ["drop_and_reclaim", "max_flavor"])
 def test_a_step_that_fails_settles_its_entries_records_error_and_lets_go(
-    make_cloud: Any,
+    make_cloud: Any, strategy: str
 ) -> None:
-    # No room anywhere: the resize fails and the server gets its allocation back.
-    cloud, server, migration = _resize(make_cloud, "drop_and_reclaim", vcpus=1)
+    # No room anywhere: the resize fails and the server gets its allocation
+    # back (drop_and_reclaim wrote its drop; max_flavor fails having
+    # written nothing, so it takes the migration to fail it).
+    cloud, server, migration = _resize(make_cloud, strategy, vcpus=1)
     expect_no_valid_host(lambda: cloud.resizes.schedule(migration.uuid), "infeasible")
     row = cloud.db.migration_get(migration.uuid)
     assert (row.status, row.task_owner) == ("error", None)
-    assert {e.state for e in cloud.db.journal_list(migration.uuid)} == {"applied"}
+    assert {e.state for e in cloud.db.journal_list(migration.uuid)} <= {"applied"}
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Error")]
     cloud.check()
 
@@ -191,5 +196,30 @@ def test_a_delivery_that_read_before_another_claimed_fails_nothing(make_cloud: A
     assert [(e.phase, e.state) for e in cloud.db.journal_list(migration.uuid)] == [
         ("claim", "applied")
     ]
+    assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
+    cloud.check()
+
+
+def test_a_delivery_whose_query_failed_after_another_claimed_records_nothing(
+    make_cloud: Any,
+) -> None:
+    # Its twin took the migration while it queried; its own query then
+    # failed: the step was not due after all, so no Error is recorded.
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+    other: list[Any] = []
+
+    def the_other_delivery_first(selection: Any) -> None:
+        if not other:
+            other.append(None)  # the other's own query comes back here
+            other[0] = cloud.resizes.schedule(migration.uuid)
+            raise exception.PlacementUnavailable(
+                method="GET", url="/allocation_candidates", reason="timed out"
+            )
+
+    cloud.after_scheduling(the_other_delivery_first)
+    with pytest.raises(exception.PlacementUnavailable):
+        cloud.resizes.schedule(migration.uuid)
+    assert other[0] is not None
+    assert cloud.db.migration_get(migration.uuid).status == "migrating"
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
     cloud.check()
