@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from resize_sched import exception
@@ -167,21 +168,43 @@ class DatabaseTimer(_WallTimer):
     to after the commit, the ORM's work inside included. Transactions of
     every thread count, concurrent ones once, so the figure is one worker's
     only when that worker is the only one using the database; :attr:`count`
-    is the transactions opened.
+    is the transactions opened, :attr:`commits` those that write (each a
+    commit the database makes durable) and :attr:`statements` the SQL
+    statements sent in them (``BEGIN`` and ``COMMIT`` not counted).
 
     :param db: the database to time.
     """
 
     def __init__(self, db: Database) -> None:
         super().__init__()
+        self.commits = 0
+        self.statements = 0
         for name in ("_reader", "_writer"):
-            setattr(db, name, self._timed(getattr(db, name)))
+            setattr(db, name, self._timed(getattr(db, name), writes=name == "_writer"))
+        sa.event.listen(db.engine, "before_cursor_execute", self._statement)
+
+    def _statement(self, *_args: Any) -> None:
+        with self._lock:
+            self.statements += 1
+
+    def reset(self) -> None:
+        """Start counting from zero, commits and statements too."""
+        super().reset()
+        with self._lock:
+            self.commits = 0
+            self.statements = 0
 
     def _timed(
-        self, original: Callable[[], contextlib.AbstractContextManager[Session]]
+        self,
+        original: Callable[[], contextlib.AbstractContextManager[Session]],
+        *,
+        writes: bool,
     ) -> Callable[[], contextlib.AbstractContextManager[Session]]:
         @contextlib.contextmanager
         def timed() -> Iterator[Session]:
+            if writes:
+                with self._lock:
+                    self.commits += 1
             self._enter()
             try:
                 with original() as session:

@@ -69,6 +69,10 @@ class Figures:
     db_ms: list[float] = field(default_factory=list)
     own_outside_db_ms: list[float] = field(default_factory=list)
     db_transactions: list[int] = field(default_factory=list)
+    #: of those transactions, the ones that write (commits), and the SQL
+    #: statements sent in all of them
+    db_commits: list[int] = field(default_factory=list)
+    db_statements: list[int] = field(default_factory=list)
     #: schedule+claim of the resizes that stayed on their host
     in_place_ms: list[float] = field(default_factory=list)
     #: the first schedule of a fresh scheduler (not in the lists above)
@@ -128,6 +132,8 @@ class Figures:
             "db_ms",
             "own_outside_db_ms",
             "db_transactions",
+            "db_commits",
+            "db_statements",
             "in_place_ms",
         ):
             getattr(self, name).extend(getattr(other, name))
@@ -179,6 +185,8 @@ class Figures:
             "db_transactions": {
                 "schedule_to_claim_mean": _mean_or_none(self.db_transactions),
                 "schedule_to_claim_max": max(self.db_transactions, default=None),
+                "commits_mean": _mean_or_none(self.db_commits),
+                "statements_mean": _mean_or_none(self.db_statements),
             },
             "in_place_ms": _stats(self.in_place_ms),
             "first_schedule_ms": self.first_ms,

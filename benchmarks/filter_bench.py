@@ -20,6 +20,8 @@ them), so a resize costs the requests it did before.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import cProfile
 import statistics
 import sys
 import tempfile
@@ -27,7 +29,10 @@ import time
 import uuid
 from dataclasses import replace
 
+from external_placement import ScratchDatabase
+
 from resize_sched import conf as rs_conf
+from resize_sched import resources as rs
 from resize_sched.db import models
 from resize_sched.db.api import Database
 from resize_sched.db.host_api import COMPUTE_BINARY
@@ -117,14 +122,29 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100,1000,10000")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="record the nodes in a scratch database on this server "
+        "(mysql+pymysql://..., postgresql+psycopg://...; default: SQLite)",
+    )
+    parser.add_argument("--cases", default="default,zone,group", help="cases to run")
+    parser.add_argument(
+        "--profile", metavar="PATH", help="cProfile the runs, stats written to PATH"
+    )
     args = parser.parse_args(argv)
+    profiler = cProfile.Profile() if args.profile else None
     print(
         f"{'hosts':>6} {'candidates':>10} {'case':<8} {'kept':>5} "
         f"{'host states ms':>15} {'filters+weighers ms':>20}"
     )
     for size in (int(s) for s in args.sizes.split(",")):
-        with tempfile.TemporaryDirectory() as tmp:
-            db = Database(f"sqlite:///{tmp}/bench.sqlite")
+        with contextlib.ExitStack() as stack:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory())
+            url = f"sqlite:///{tmp}/bench.sqlite"
+            if args.db:
+                url = stack.enter_context(ScratchDatabase(args.db, tmp)).url
+            db = Database(url)
             db.sync()
             conf = rs_conf.new_conf()
             rs_conf.parse_args(conf, [], default_config_files=[])
@@ -136,6 +156,8 @@ def main(argv: list[str]) -> int:
                     f"host{i}",
                     {rp: {}},
                     free={"VCPU": 200, "MEMORY_MB": 1000 + i, "DISK_GB": 1500 - i % 100},
+                    # NOTE: as the scheduler learns them, from the summaries
+                    total={rc: rs.capacity(record) for rc, record in INVENTORY.items()},
                 )
                 for i, rp in enumerate(uuids[:limit])
             ]
@@ -146,19 +168,28 @@ def main(argv: list[str]) -> int:
                 ("zone", replace(base, availability_zone="az1"), ["AvailabilityZoneFilter"]),
                 ("group", replace(base, group=group), None),
             ]
+            wanted = args.cases.split(",")
             for name, request, extra in cases:
+                if name not in wanted:
+                    continue
                 if extra:
                     conf.set_override(
                         "enabled_filters",
                         [*conf.filter_scheduler.enabled_filters, *extra],
                         group="filter_scheduler",
                     )
+                if profiler is not None:
+                    profiler.enable()
                 build, judge, kept = _measure(db, conf, dests, request, args.repeat)
+                if profiler is not None:
+                    profiler.disable()
                 conf.clear_override("enabled_filters", group="filter_scheduler")
                 print(
                     f"{size:>6} {len(dests):>10} {name:<8} {kept:>5} {build:>15.1f} {judge:>20.2f}"
                 )
             db.dispose()
+    if profiler is not None:
+        profiler.dump_stats(args.profile)
     return 0
 
 

@@ -73,6 +73,8 @@ ROWS: list[tuple[str, Callable[[Figures], str]]] = [
     ("Placement requests, schedule->claim (mean)", lambda f: _mean(f.schedule_rt)),
     ("Placement requests, schedule->claim (max)", lambda f: str(max(f.schedule_rt, default=0))),
     ("our database transactions, schedule->claim (mean)", lambda f: _mean(f.db_transactions)),
+    ("  of which commits (mean)", lambda f: _mean(f.db_commits)),
+    ("  SQL statements in them (mean)", lambda f: _mean(f.db_statements)),
     ("Placement requests per confirm (mean)", lambda f: _mean(f.confirm_rt)),
     ("Placement requests per revert (mean)", lambda f: _mean(f.revert_rt)),
     ("first schedule of a process: requests", lambda f: str(f.first_rt)),
@@ -169,12 +171,13 @@ def print_scaling(by_size: dict[int, list[Figures]]) -> None:
     """One line per size and configuration: the figures issue 11 tracks."""
     print(
         "\nScaling (ms are p50; ours = schedule+claim minus time inside Placement; "
-        "db = of ours, with a transaction of our database open)"
+        "db = of ours, with a transaction of our database open; commits/statements "
+        "= our database's per schedule+claim, means)"
     )
     head = (
         f"{'hosts':>6}  {'configuration':<22}{'floor':>7}{'s+c':>7}{'ratio':>7}"
         f"{'in Pl.':>8}{'ours':>7}{'db':>7}{'in-place':>9}{'fail req':>9}{'fail ms':>9}"
-        f"{'bare q':>8}{'reqs':>6}"
+        f"{'bare q':>8}{'reqs':>6}{'commits':>8}{'stmts':>6}"
     )
     print(head)
     print("-" * len(head))
@@ -185,6 +188,7 @@ def print_scaling(by_size: dict[int, list[Figures]]) -> None:
                 f"{f.ratio():>6.2f}x{_ms(f.placement_ms):>8}{_ms(f.own_ms):>7}{_ms(f.db_ms):>7}"
                 f"{_ms(f.in_place_ms):>9}{_mean(f.failure_rt):>9}{_ms(f.failure_ms):>9}"
                 f"{_ms(f.floor.query_ms):>8}{_mean(f.schedule_rt):>6}"
+                f"{_mean(f.db_commits):>8}{_mean(f.db_statements):>6}"
             )
 
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
 import json
 import logging
 import os
@@ -122,6 +123,9 @@ class Timed(NamedTuple):
     #: workers share the database)
     db_ms: float | None
     db_transactions: int | None
+    #: of those, the ones that write (commits), and the SQL statements sent
+    db_commits: int | None = None
+    db_statements: int | None = None
 
 
 class ResizeWorker:
@@ -133,6 +137,7 @@ class ResizeWorker:
     :param figures: where to count.
     :param db_timer: times ``deps.db`` (it counts every thread's
         transactions: give it only to a worker alone on the database).
+    :param profiler: profiles each schedule+claim (this thread only).
     """
 
     def __init__(
@@ -142,8 +147,10 @@ class ResizeWorker:
         flavors: dict[str, Any],
         figures: Figures,
         db_timer: DatabaseTimer | None = None,
+        profiler: cProfile.Profile | None = None,
     ) -> None:
         self.db = deps.db
+        self.profiler = profiler
         self.client = deps.client
         self.timer = PlacementTimer(self.client)
         self.db_timer = db_timer
@@ -184,8 +191,14 @@ class ResizeWorker:
         self.timer.reset()
         if db_timer is not None:
             db_timer.reset()
+        if self.profiler is not None:
+            self.profiler.enable()
         started = time.perf_counter()
-        dest = self.resizes.schedule(migration_uuid)
+        try:
+            dest = self.resizes.schedule(migration_uuid)
+        finally:
+            if self.profiler is not None:
+                self.profiler.disable()
         elapsed = (time.perf_counter() - started) * 1000
         return Timed(
             dest,
@@ -194,6 +207,8 @@ class ResizeWorker:
             self.client.request_count,
             db_timer.ms_outside(self.timer) if db_timer else None,
             db_timer.count if db_timer else None,
+            db_timer.commits if db_timer else None,
+            db_timer.statements if db_timer else None,
         )
 
     def cycle(self, n: int, *, record: bool = True) -> bool:
@@ -229,6 +244,8 @@ class ResizeWorker:
                 figures.db_ms.append(timed.db_ms)
                 figures.own_outside_db_ms.append(max(0.0, own - timed.db_ms))
                 figures.db_transactions.append(timed.db_transactions)
+                figures.db_commits.append(timed.db_commits or 0)
+                figures.db_statements.append(timed.db_statements or 0)
             figures.same_host += dest.same_host
             if dest.same_host:
                 figures.in_place_ms.append(ms)
@@ -502,6 +519,7 @@ class Bench:
                     Figures(strategy, prefer_same_host, workers, self.hosts, subset),
                     # NOTE: the timer counts every thread's transactions.
                     self.db_timer if workers == 1 else None,
+                    cProfile.Profile() if workers == 1 and args.profile else None,
                 )
             )
         # The first schedule of a fresh scheduler, apart from the rest.
@@ -538,6 +556,10 @@ class Bench:
             for thread in threads:
                 thread.join()
         figures.elapsed_s = time.perf_counter() - started
+        if first.profiler is not None:
+            os.makedirs(args.profile, exist_ok=True)
+            name = f"{self.hosts}-{figures.label.replace(' ', '')}.prof"
+            first.profiler.dump_stats(os.path.join(args.profile, name))
         if args.trace_memory:
             figures.peak_mib = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
@@ -840,6 +862,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=20,
         help="resizes per client count (default 20)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="profile every schedule+claim of the 1-worker runs (cProfile, the "
+        "calling thread) and write DIR/<hosts>-<configuration>.prof",
     )
     parser.add_argument("--json", metavar="PATH", help="write every figure to PATH")
     args = parser.parse_args(argv)

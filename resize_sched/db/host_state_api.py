@@ -11,6 +11,7 @@ BuildFailureWeigher's count) with :meth:`HostStateApi.record_build_result`.
 """
 
 import datetime
+import functools
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -53,34 +54,50 @@ def _chunks(values: Iterable[str]) -> list[list[str]]:
     return [wanted[i : i + _CHUNK] for i in range(0, len(wanted), _CHUNK)]
 
 
-class HostStateApi(SessionSource):
-    """Compute nodes, aggregates and servers by host, for the scheduler."""
-
-    def host_state_nodes(self, uuids: Iterable[str]) -> dict[str, NodeRow]:
-        """The compute node of each provider with its service's flags.
-
-        :returns: provider uuid -> row; providers no service reported are absent.
-        """
-        node, service = models.ComputeNode, models.Service
-        select = sa.select(
+@functools.cache
+def _nodes_query(inventory: bool) -> sa.Select[Any]:
+    """The compute nodes whose uuids are bound to ``uuids`` (a list) with
+    their compute services' flags, and their inventories (else NULL) when
+    ``inventory``; built once (see :func:`resize_sched.db.session.cas_update`)."""
+    node, service = models.ComputeNode, models.Service
+    return (
+        sa.select(
             node.uuid,
             node.host,
             node.hypervisor_hostname,
             node.hypervisor_type,
-            node.inventory,
+            node.inventory if inventory else sa.null(),
             node.failed_builds,
             service.disabled,
             service.forced_down,
             service.last_seen_up,
-        ).join(
+        )
+        .join(
             service,
             sa.and_(service.host == node.host, service.binary == COMPUTE_BINARY),
             isouter=True,
         )
+        .where(node.uuid.in_(sa.bindparam("uuids", expanding=True)))
+    )
+
+
+class HostStateApi(SessionSource):
+    """Compute nodes, aggregates and servers by host, for the scheduler."""
+
+    def host_state_nodes(
+        self, uuids: Iterable[str], *, inventory: bool = True
+    ) -> dict[str, NodeRow]:
+        """The compute node of each provider with its service's flags.
+
+        :param inventory: also read the nodes' inventories (False: the rows'
+            ``inventory`` is empty).
+        :returns: provider uuid -> row; providers no service reported are absent.
+        """
+        select = _nodes_query(inventory)
         out: dict[str, NodeRow] = {}
         with self._reader() as session:
             for chunk in _chunks(uuids):
-                for row in session.execute(select.where(node.uuid.in_(chunk))):
+                for row in session.execute(select, {"uuids": chunk}):
                     uuid, host, hh, ht, inventory, failed, disabled, forced, seen = row
                     out[uuid] = NodeRow(
                         uuid,

@@ -21,7 +21,7 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from resize_sched import exception
 from resize_sched.db import journal as journals
-from resize_sched.db import models
+from resize_sched.db import models, steps
 from resize_sched.db.migration_checks import server_of_migration_ok
 from resize_sched.db.session import (
     INTEGRITY_ERRORS,
@@ -30,6 +30,7 @@ from resize_sched.db.session import (
     retry_on_deadlock,
     stamp_after,
 )
+from resize_sched.db.steps import StepRun
 
 LOG = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ class MigrationJournalApi(SessionSource):
         holdings: Mapping[str, Any] | None = None,
         applied: list[int] | None = None,
         seen: models.Migration | None = None,
+        take: StepRun | None = None,
     ) -> models.JournalEntry:
         """Record a transition about to be written to Placement.
 
@@ -159,6 +161,12 @@ class MigrationJournalApi(SessionSource):
             has not changed since (its ``updated_at``, status and owner are
             the same under the lock), the migration as updated is that copy
             with the new holdings, and is not read back.
+        :param take: a step run that takes the migration late
+            (:attr:`~resize_sched.db.steps.StepRun.take_late`), not taken
+            yet: the same transaction takes it first
+            (:func:`~resize_sched.db.steps.take_in`), in the statement that
+            records the holdings, instead of checking ``owner``; the run is
+            marked taken once it commits.
         :returns: the entry, ``intended``, numbered after the migration's last;
             with ``holdings``, its ``migration`` attribute is the migration
             as updated.
@@ -170,20 +178,33 @@ class MigrationJournalApi(SessionSource):
         for attempt in range(1, journals.SEQ_ATTEMPTS + 1):
             try:
                 with self._writer() as session:
-                    entry, updated = self._journal_append(
-                        session,
-                        migration_uuid,
-                        phase=phase,
-                        before=before,
-                        target=target,
-                        owner=owner,
-                        releasing=releasing,
-                        holdings=holdings,
-                        applied=applied,
-                        seen=seen,
-                        # NOTE: a retry reads the last seq on its own (below).
-                        seq_in_lock=attempt == 1,
-                    )
+                    if take is not None:
+                        entry, updated = self._journal_append_taking(
+                            session,
+                            take,
+                            phase=phase,
+                            before=before,
+                            target=target,
+                            holdings=holdings,
+                            seen=seen,
+                        )
+                    else:
+                        entry, updated = self._journal_append(
+                            session,
+                            migration_uuid,
+                            phase=phase,
+                            before=before,
+                            target=target,
+                            owner=owner,
+                            releasing=releasing,
+                            holdings=holdings,
+                            applied=applied,
+                            seen=seen,
+                            # NOTE: a retry reads the last seq on its own (below).
+                            seq_in_lock=attempt == 1,
+                        )
+                if take is not None:
+                    take.taken = True
                 if updated is not None:
                     entry.migration = updated  # type: ignore[attr-defined]
                 if applied:
@@ -192,6 +213,10 @@ class MigrationJournalApi(SessionSource):
             except INTEGRITY_ERRORS:
                 # NOTE: a concurrent writer took the same seq; count again.
                 LOG.debug("Journal seq race on migration %s (attempt %d)", migration_uuid, attempt)
+            finally:
+                if take is not None and not take.taken:
+                    # NOTE: the event the take opened was rolled back with it.
+                    take.event_id = None
         raise exception.Conflict(
             reason=f"could not append to the journal of migration {migration_uuid}"
         )
@@ -291,6 +316,110 @@ class MigrationJournalApi(SessionSource):
             .execution_options(populate_existing=True)
         ).one()
         return entry, updated
+
+    def _journal_append_taking(
+        self,
+        session: Any,
+        run: StepRun,
+        *,
+        phase: str,
+        before: Mapping[str, Any],
+        target: Mapping[str, Any],
+        holdings: Mapping[str, Any] | None,
+        seen: models.Migration | None,
+    ) -> tuple[models.JournalEntry, models.Migration | None]:
+        """Within ``session``: one attempt at :meth:`journal_intend` that
+        takes the migration for ``run`` first.
+
+        The take's compare-and-swap checks what the lock and
+        :meth:`_check_still_wanted` check otherwise (no other owner, the
+        server live with no delete asked for), locks the row, which
+        serialises appenders as the lock does, and records the holdings.
+        The seq is read after it, in a statement of its own.
+
+        :returns: the entry and, with ``holdings``, the migration as updated.
+        :raises resize_sched.exception.StepNotDue: the step is no longer due.
+        :raises sqlalchemy.exc.IntegrityError: another writer took the seq.
+        """
+        migration_uuid = run.migration_uuid
+        if commit_may_have_landed():
+            done = self._taken_by_earlier_run(session, run, phase, before, target)
+            if done is not None:
+                entry, migration = done
+                return entry, migration if holdings is not None else None
+        now = models.utcnow()
+        values: dict[str, Any] = {"updated_at": now}
+        recorded = None
+        if holdings is not None:
+            recorded = values["holdings"] = json.loads(json.dumps(dict(holdings)))
+        whole = isinstance(seen, models.Migration) and not sa.inspect(seen).unloaded
+        same = steps.take_in(
+            session, run, values, seen_at=seen.updated_at if whole and seen is not None else None
+        )
+        last_seq, insert, _record_holdings = _journal_statements()
+        last = session.scalar(last_seq, {"m_uuid": migration_uuid})
+        entry_values = {
+            "migration_uuid": migration_uuid,
+            "seq": (last or 0) + 1,
+            "phase": phase,
+            "before": dict(before),
+            "target": dict(target),
+            "state": models.JOURNAL_INTENDED,
+            "detail": None,
+            "created_at": now,
+        }
+        (entry_id,) = session.execute(insert, entry_values).inserted_primary_key
+        entry = _detached(models.JournalEntry(id=entry_id, updated_at=None, **entry_values))
+        if recorded is None:
+            return entry, None
+        if same:
+            # NOTE: the row is the one the run read but for what the take wrote.
+            assert seen is not None
+            return entry, _copy(seen, holdings=recorded, updated_at=now, task_owner=run.token)
+        updated = session.scalars(
+            sa.select(models.Migration)
+            .where(models.Migration.uuid == migration_uuid)
+            .execution_options(populate_existing=True)
+        ).one()
+        return entry, updated
+
+    @staticmethod
+    def _taken_by_earlier_run(
+        session: Any,
+        run: StepRun,
+        phase: str,
+        before: Mapping[str, Any],
+        target: Mapping[str, Any],
+    ) -> tuple[models.JournalEntry, models.Migration] | None:
+        """Within ``session``: the entry and migration an earlier run of a
+        taking append committed (its connection lost while committing), or
+        None when it did not land.
+
+        It landed when the run's token owns the migration and the journal's
+        last entry is this very write, still intended. The take's event was
+        opened by that commit: it is found open and reused.
+        """
+        migration = session.scalars(
+            sa.select(models.Migration)
+            .where(models.Migration.uuid == run.migration_uuid)
+            .execution_options(populate_existing=True)
+        ).first()
+        if migration is None or migration.task_owner != run.token:
+            return None
+        mine = journals.last_intended_in(
+            session, models.JournalEntry, run.migration_uuid, phase, before, target
+        )
+        if mine is None:
+            return None
+        LOG.info(
+            "Migration %s: taken by step %s and its %s entry written by an earlier run "
+            "whose commit landed; taken as done",
+            run.migration_uuid,
+            run.token,
+            phase,
+        )
+        steps.begin_in(session, run, migration.server_uuid, None)
+        return mine, migration
 
     @staticmethod
     def _check_still_wanted(

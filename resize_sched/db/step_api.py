@@ -48,20 +48,64 @@ def _server_by_migration() -> sa.ColumnElement[bool]:
 
 
 @functools.cache
-def _taken_query(with_spec: bool, event: str | None) -> sa.Select[Any]:
+def _taken_query(
+    with_spec: bool, event: str | None, with_server_ok: bool = False
+) -> sa.Select[Any]:
     """The migration by uuid (bound to ``uuid``), with its server's request
-    spec (or None) when ``with_spec``, and with the action and open event a
+    spec (or None) when ``with_spec``, with the action and open event a
     step's event goes to (``event``: ``host``, ``no host``; see
-    :func:`~resize_sched.db.action_api.step_event_columns`)."""
+    :func:`~resize_sched.db.action_api.step_event_columns`), and whether
+    its server is live with no delete asked for (``server_ok``) when
+    ``with_server_ok``."""
     spec = models.RequestSpec
     query = sa.select(models.Migration)
     if with_spec:
         query = query.add_columns(spec).outerjoin(
             spec, spec.server_uuid == models.Migration.server_uuid
         )
+    if with_server_ok:
+        query = query.add_columns(server_of_migration_ok().label("server_ok"))
     if event is not None:
         query = query.add_columns(*action_api.step_event_columns(event == "host"))
     return query.where(models.Migration.uuid == sa.bindparam("uuid"))
+
+
+def _event_kind(run: steps.StepRun) -> str | None:
+    """Which :func:`_taken_query` columns ``run``'s event needs."""
+    if run.event is None:
+        return None
+    return "host" if run.event.host is not None else "no host"
+
+
+def _taken_params(run: steps.StepRun) -> dict[str, Any]:
+    """The parameters :func:`_taken_query` binds for ``run``."""
+    params: dict[str, Any] = {"uuid": run.migration_uuid}
+    event = run.event
+    if event is not None:
+        params.update(action_api.step_event_params(event.event, event.actions, event.host))
+    return params
+
+
+def _read_into(run: steps.StepRun, row: Any) -> tuple[int | None, int | None] | None:
+    """Keep on ``run`` what a :func:`_taken_query` row brought (its server,
+    its request spec); returns the event's action and open event (None: the
+    run records no event), kept on the run too."""
+    migration = row[0]
+    if run.load_request_spec:
+        run.request_spec = row[1]
+    run.server_uuid = migration.server_uuid
+    run.found = None if run.event is None else (row[-2], row[-1])
+    return run.found
+
+
+def _not_due(migration: Any, server: Any, expected: list[str]) -> str:
+    """Why a step expecting ``expected`` is not due on ``migration``."""
+    if migration.status not in expected:
+        return f"it is {migration.status}, not {' or '.join(expected)}"
+    if migration.task_owner is not None:
+        return "another step is running it"
+    state = "deleted" if server is None or server.deleted_at else server.task_state
+    return f"its server is {state}"
 
 
 class StepApi(SessionSource):
@@ -100,6 +144,8 @@ class StepApi(SessionSource):
         """
         uuid = run.migration_uuid
         expected = status_list(expected_status)
+        if run.take_late:
+            return self._step_read(run, expected)
         with self._writer() as session:
             changed, migration = cas_update(
                 session,
@@ -119,15 +165,56 @@ class StepApi(SessionSource):
         if migration is None:
             raise exception.MigrationNotFound(migration_id=uuid)
         if changed == 0:
-            if migration.status not in expected:
-                reason = f"it is {migration.status}, not {' or '.join(expected)}"
-            elif migration.task_owner is not None:
-                reason = "another step is running it"
-            else:
-                state = "deleted" if server is None or server.deleted_at else server.task_state
-                reason = f"its server is {state}"
-            raise exception.StepNotDue(migration_id=uuid, step=run.name, reason=reason)
+            raise exception.StepNotDue(
+                migration_id=uuid, step=run.name, reason=_not_due(migration, server, expected)
+            )
+        run.taken = True
         return migration
+
+    def _step_read(self, run: steps.StepRun, expected: list[str]) -> models.Migration:
+        """:meth:`step_begin` for a run that takes the migration late: one
+        read that checks the step is due, as the take will, and brings what
+        the take would (the request spec, the event's action).
+
+        :raises resize_sched.exception.MigrationNotFound: no such migration.
+        :raises resize_sched.exception.StepNotDue: the step is not due.
+        """
+        with self._reader() as session:
+            row = session.execute(
+                _taken_query(run.load_request_spec, _event_kind(run), with_server_ok=True),
+                _taken_params(run),
+            ).first()
+            if row is None:
+                raise exception.MigrationNotFound(migration_id=run.migration_uuid)
+            migration = row[0]
+            if migration.status in expected and migration.task_owner is None and row.server_ok:
+                _read_into(run, row)
+                run.expected_status = tuple(expected)
+                return migration
+            server = session.get(models.Server, migration.server_uuid)
+        raise exception.StepNotDue(
+            migration_id=run.migration_uuid,
+            step=run.name,
+            reason=_not_due(migration, server, expected),
+        )
+
+    @retry_on_deadlock
+    def step_take(self, run: steps.StepRun) -> None:
+        """Take the migration now for a run that was to take it late
+        (nothing when it owns it already): a transaction of its own, for a
+        write that is not a journal entry.
+
+        :raises resize_sched.exception.StepNotDue: the step is no longer due.
+        """
+        if run.taken:
+            return
+        try:
+            with self._writer() as session:
+                steps.take_in(session, run)
+        except BaseException:
+            run.event_id = None  # rolled back with the take
+            raise
+        run.taken = True
 
     @staticmethod
     def _taken(
@@ -140,18 +227,10 @@ class StepApi(SessionSource):
         :returns: the migration, and (action id, open event id) or None
             when the run records no event.
         """
-        params: dict[str, Any] = {"uuid": run.migration_uuid}
-        event = run.event
-        kind = None
-        if event is not None:
-            kind = "host" if event.host is not None else "no host"
-            params.update(action_api.step_event_params(event.event, event.actions, event.host))
-        row = session.execute(_taken_query(run.load_request_spec, kind), params).one()
-        migration = row[0]
-        if run.load_request_spec:
-            run.request_spec = row[1]
-        run.server_uuid = migration.server_uuid
-        return migration, (None if event is None else (row[-2], row[-1]))
+        row = session.execute(
+            _taken_query(run.load_request_spec, _event_kind(run)), _taken_params(run)
+        ).one()
+        return row[0], _read_into(run, row)
 
     def migration_release(self, uuid: str, /, *, token: str) -> None:
         """Give the migration back after a step, if ``token`` still owns it."""
@@ -173,6 +252,13 @@ class StepApi(SessionSource):
         """
         if run.ended:
             return
+        if not run.taken:
+            # NOTE: a late take that never came: there is nothing to give
+            # back, and nothing to record unless the step failed.
+            if error is not None and not not_due and run.event is not None:
+                self._step_end_untaken(run, error)
+            run.ended = True
+            return
         with self._writer() as session:
             session.execute(
                 sa.update(models.Migration)
@@ -193,6 +279,25 @@ class StepApi(SessionSource):
             steps.end_in(session, run, server_uuid, error=error, not_due=not_due)
         run.ended = True
         run.applied.clear()
+
+    @retry_on_deadlock
+    def _step_end_untaken(self, run: steps.StepRun, error: BaseException) -> None:
+        """The event of a run that failed before its late take: ``Error``,
+        while the step is still due (the migration in the status the run
+        read, with no owner); a duplicate whose twin took the migration
+        meanwhile records nothing, as if it had found it taken at its start."""
+        with self._writer() as session:
+            still_due = session.scalar(
+                sa.select(sa.func.count())
+                .select_from(models.Migration)
+                .where(
+                    models.Migration.uuid == run.migration_uuid,
+                    models.Migration.status.in_(run.expected_status),
+                    models.Migration.task_owner.is_(None),
+                )
+            )
+            if still_due:
+                steps.end_in(session, run, run.server_uuid, error=error)
 
     @retry_on_deadlock
     def migration_advance(
@@ -254,7 +359,11 @@ class StepApi(SessionSource):
         if ends is not None:
             if token is not None and token != ends.token:
                 raise exception.Invalid(reason="a step run ends with its own token")
-            token = ends.token
+            # NOTE: a run that was to take the migration late and wrote
+            # nothing ends with the take's compare-and-swap: no owner.
+            token = ends.owner
+            if not ends.taken:
+                expected = [status for status in expected if status in ends.expected_status]
             server_uuid = ends.server_uuid
             values["task_owner"] = None
         with self._writer() as session:

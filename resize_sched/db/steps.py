@@ -19,14 +19,28 @@ for a schedule; none of it needs a commit of its own:
   (:meth:`~resize_sched.db.step_api.StepApi.step_end`).
 
 A schedule that claims at once is thus three commits: take, intent, advance.
+
+A step whose first write is a journal entry may take the migration with that
+write instead (:attr:`StepRun.take_late`, a schedule): it starts with a read
+that checks the step is due (the same conditions, no lock), and the entry's
+transaction takes the migration first, by the same compare-and-swap, and
+opens the event there; nothing reaches Placement before that commit, so two
+deliveries still write at most once (the second finds the migration taken
+and stops). A step that ends without writing anything ends with the same
+compare-and-swap (no owner, the expected status). A schedule that claims at
+once is then two commits: intent (with the take), advance.
 """
 
+import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
+from resize_sched import exception
 from resize_sched.db import journal as journals
 from resize_sched.db import models
 from resize_sched.db.action_api import ERROR, SUCCESS, ActionApi, failure_text
+from resize_sched.db.migration_checks import server_of_migration_ok
+from resize_sched.db.session import cas_update
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,8 @@ class StepRun:
     :param load_request_spec: the step schedules: the transaction that takes
         the migration also reads its server's request spec
         (:attr:`request_spec`), so scheduling needs no read of its own.
+    :param take_late: the step starts with a read, and takes the migration
+        in the transaction of its first write (see above).
     """
 
     migration_uuid: str
@@ -57,6 +73,14 @@ class StepRun:
     name: str
     event: StepEvent | None = None
     load_request_spec: bool = False
+    take_late: bool = False
+    #: the run owns the migration (its ``task_owner`` is :attr:`token`)
+    taken: bool = False
+    #: with ``take_late``, once read: the statuses the take expects, and the
+    #: action and open event the read found for the event
+    #: (:func:`resize_sched.db.action_api.step_event_columns`)
+    expected_status: tuple[str, ...] = ()
+    found: tuple[int | None, int | None] | None = None
     #: the event this run opened (None: none opened, or one already open reused)
     event_id: int | None = None
     #: the migration's server, once the run has taken the migration
@@ -72,6 +96,12 @@ class StepRun:
     #: (:mod:`resize_sched.words`), set by the step before it raises; the
     #: event records it instead of the error's own text
     failure: str | None = None
+
+    @property
+    def owner(self) -> str | None:
+        """The ``task_owner`` the migration has while this run holds it:
+        :attr:`token` once taken, None before a late take."""
+        return self.token if self.taken else None
 
     @property
     def request_spec_loaded(self) -> bool:
@@ -103,6 +133,52 @@ def begin_in(
         run.event_id = ActionApi.open_event_in(
             session, server_uuid, event.event, event.actions, event.host, *found
         )
+
+
+def take_in(
+    session: Any,
+    run: StepRun,
+    values: dict[str, Any] | None = None,
+    seen_at: datetime.datetime | None = None,
+) -> bool:
+    """Within ``session``: the late take of a run (:attr:`StepRun.take_late`).
+
+    The compare-and-swap :meth:`~resize_sched.db.step_api.StepApi.step_begin`
+    makes (still in one of the statuses the run read, no owner, the server
+    live with no delete asked for), with ``values`` (more migration columns)
+    set by the same statement, and the run's event opened. The caller marks
+    the run :attr:`~StepRun.taken` once the transaction commits.
+
+    :param seen_at: the ``updated_at`` of the row the run read: the take
+        first expects it too, and tells whether the row is still as read.
+    :returns: whether the row was still as read (``seen_at``) when taken.
+    :raises resize_sched.exception.StepNotDue: the step is no longer due;
+        the caller's transaction must be rolled back.
+    """
+    columns = {"task_owner": run.token, **(values or {})}
+    expected: list[tuple[str, Any]] = [("status", run.expected_status), ("task_owner", None)]
+    for same in (True, False) if seen_at is not None else (False,):
+        changed, migration = cas_update(
+            session,
+            models.Migration,
+            run.migration_uuid,
+            columns,
+            expected=[*expected, ("updated_at", seen_at)] if same else expected,
+            fixed=(server_of_migration_ok(),),
+            reload=False,
+        )
+        if changed:
+            assert run.server_uuid is not None, "a late take follows the step's read"
+            begin_in(session, run, run.server_uuid, run.found)
+            return same
+    if migration is None:
+        raise exception.MigrationNotFound(migration_id=run.migration_uuid)
+    reason = (
+        "another step or a delete took the migration over"
+        if migration.task_owner is not None or migration.status in run.expected_status
+        else f"it is {migration.status}"
+    )
+    raise exception.StepNotDue(migration_id=run.migration_uuid, step=run.name, reason=reason)
 
 
 def end_in(

@@ -230,7 +230,7 @@ class TransitionExecutor(ServerTransitions):
                     return self.db.migration_update(
                         migration.uuid, owner=owner, holdings=current.to_dict()
                     )
-                return self._remember(migration, current, owner)
+                return self._remember(migration, current, run)
             done = Known(
                 goal,
                 _next_generation(
@@ -257,6 +257,9 @@ class TransitionExecutor(ServerTransitions):
                 holdings=done.to_dict(),
                 applied=ledger,
                 seen=migration,
+                # NOTE: a step that takes its migration late takes it here,
+                # with its first intent (see resize_sched.db.steps).
+                take=run if run is not None and not run.taken else None,
             )
             expected = True
             try:
@@ -324,7 +327,7 @@ class TransitionExecutor(ServerTransitions):
             updated = getattr(entry, "migration", None)
             if updated is not None:
                 return updated
-            return self._remember(migration, done, owner)
+            return self._remember(migration, done, run)
         raise exception.PlacementConflict(
             method="POST",
             url="/allocations",
@@ -484,11 +487,16 @@ class TransitionExecutor(ServerTransitions):
             # NOTE: whoever took the migration over reads or writes its own.
             LOG.debug("Migration %s: taken over; its holdings are the new owner's", migration.uuid)
 
-    def _remember(self, migration: Any, known: Known, owner: str | None) -> Any:
+    def _remember(self, migration: Any, known: Known, run: StepRun | None) -> Any:
         if migration.holdings == known.to_dict():
             return migration
+        if run is not None and not run.taken:
+            # NOTE: a step that was to take its migration with its first
+            # intent writes something else first: it takes it now.
+            self.db.step_take(run)
         # NOTE: only while the step still owns the migration; one that lost
         # it (StepNotDue) must not overwrite what the new owner knows.
+        owner = run.token if run is not None else None
         return self.db.migration_update(migration.uuid, owner=owner, holdings=known.to_dict())
 
     def release(self, migration: Any) -> Any:

@@ -171,6 +171,15 @@ def free_in(summary: Mapping[str, Any] | None) -> dict[str, float]:
     }
 
 
+def capacity_in(summary: Mapping[str, Any] | None) -> dict[str, float]:
+    """What a provider summary says the provider can hold in all, class by
+    class (its capacity: ``(total - reserved) * allocation_ratio``)."""
+    return {
+        rc: record.get("capacity", 0)
+        for rc, record in ((summary or {}).get("resources") or {}).items()
+    }
+
+
 def build_host_states(
     db: Any,
     destinations: Iterable[Destination],
@@ -180,14 +189,20 @@ def build_host_states(
 
     :param db: the database (None: only what the summaries say is known).
     Each host's free amounts are its :attr:`Destination.free` (from
-    Placement's provider summaries, or what judging a resize's source read).
+    Placement's provider summaries, or what judging a resize's source read),
+    and its capacities its :attr:`Destination.total` when known (from the
+    summaries), else its compute node's inventory's.
 
     :param needs: the extra facts to read (:data:`AGGREGATES`, :data:`SERVERS`).
     """
     dests = list(destinations)
     nodes: dict[str, NodeRow] = {}
     if db is not None and dests:
-        nodes = db.host_state_nodes(d.provider for d in dests)
+        # NOTE: the inventories (a JSON document a host, most of the read)
+        # only when some host's capacity is not known from Placement.
+        nodes = db.host_state_nodes(
+            (d.provider for d in dests), inventory=any(d.total is None for d in dests)
+        )
     names = {d.host for d in dests}
     aggregates: dict[str, list[AggregateRow]] = {}
     servers: dict[str, set[str]] = {}
@@ -199,7 +214,10 @@ def build_host_states(
     states = []
     for dest in dests:
         node = nodes.get(dest.provider)
-        total = {rc: rs.capacity(r) for rc, r in node.inventory.items()} if node else {}
+        if dest.total is not None:
+            total = dest.total
+        else:
+            total = {rc: rs.capacity(r) for rc, r in node.inventory.items()} if node else {}
         states.append(
             HostState(
                 dest.provider,

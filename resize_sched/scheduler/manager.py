@@ -90,7 +90,12 @@ from resize_sched.placement.client import (
 from resize_sched.resources import Allocations, Resources
 from resize_sched.scheduler import hosts
 from resize_sched.scheduler.filters import FilterChain
-from resize_sched.scheduler.host_state import HostState, build_host_states, free_in
+from resize_sched.scheduler.host_state import (
+    HostState,
+    build_host_states,
+    capacity_in,
+    free_in,
+)
 from resize_sched.scheduler.request import Destination, SchedulingRequest, Selection
 from resize_sched.scheduler.source import _FREE_SOURCE_WEIGHT, SourceMixin
 from resize_sched.scheduler.verdict import (
@@ -395,7 +400,8 @@ class Scheduler(VerdictMixin, SourceMixin):
         names = self._host_names(firsts)
         out: list[tuple[float, Destination]] = []
         for root, (index, allocation_request) in firsts.items():
-            free = free_in(summaries.get(root))
+            summary = summaries.get(root)
+            free = free_in(summary)
             weight = multiplier * free.get(rs.MEMORY_MB, 0)
             same_host = root == request.source
             mappings = None
@@ -404,7 +410,13 @@ class Scheduler(VerdictMixin, SourceMixin):
                 found = candidates.mappings[index] if index < len(candidates.mappings) else {}
                 mappings = {suffix: list(rps) for suffix, rps in found.items()}
             dest = Destination(
-                root, names[root], allocation_request, same_host, mappings, free=free
+                root,
+                names[root],
+                allocation_request,
+                same_host,
+                mappings,
+                free=free,
+                total=capacity_in(summary),
             )
             out.append((weight, dest))
         return out

@@ -23,7 +23,10 @@ class Destination:
 
     ``free`` is what the scheduler learned the host's root has free, class by
     class (Placement's capacity less usage), for the filters and weighers
-    (None: not known, e.g. a source that needs nothing more).
+    (None: not known, e.g. a source that needs nothing more). ``total`` is
+    what it can hold in all, class by class (Placement's capacity), when the
+    scheduler learned it with ``free`` (None: the host state reads it from
+    the compute node's inventory).
     """
 
     provider: str
@@ -32,6 +35,7 @@ class Destination:
     same_host: bool = False
     mappings: dict[str, list[str]] | None = None
     free: Mapping[str, float] | None = field(default=None, compare=False)
+    total: Mapping[str, float] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -154,12 +154,18 @@ class MoveTask:
         expect: str | tuple[str, ...],
         name: str,
         body: Callable[[Any, StepRun], Any],
+        *,
+        take_late: bool = False,
     ) -> Any:
         """Run ``body(migration, run)`` if the step is due; else do nothing.
 
         The step takes the migration and opens its event in one transaction;
         its last write ends it (``migration_advance(..., ends=run)``), or one
         more transaction does when it fails or was not due after all.
+
+        :param take_late: the step starts with a read and takes the
+            migration with its first journal entry (a schedule: its first
+            write is one; see :mod:`resize_sched.db.steps`).
 
         :returns: what ``body`` returns, or None when the step was not due or
             lost the migration part-way (a delete, another step).
@@ -174,6 +180,7 @@ class MoveTask:
             name,
             event,
             load_request_spec=name in SCHEDULING_STEPS,
+            take_late=take_late,
         )
         try:
             migration = self.db.step_begin(run, expect)
@@ -231,7 +238,9 @@ class MoveTask:
         :raises RestoreFailed: as above, but even the old allocation could not
             be put back; the server is flagged for healing.
         """
-        return self._step(migration_uuid, self.SCHEDULING_STATUS, "schedule", self._schedule)
+        return self._step(
+            migration_uuid, self.SCHEDULING_STATUS, "schedule", self._schedule, take_late=True
+        )
 
     def _schedule(self, migration: Any, run: StepRun) -> Destination:
         strategy = self.deps.strategy(migration.claim_strategy)
@@ -540,6 +549,11 @@ class MoveTask:
         """Give the server exactly its old allocation back on the source and
         end the migration in ``ended`` (``error``; ``cancelled`` for an
         aborted live migration)."""
+        if not run.taken:
+            # NOTE: a schedule that wrote nothing yet (see MoveTask._step)
+            # takes the migration before failing it: a duplicate that read
+            # it before its twin claimed and handed it on stops here.
+            self.db.step_take(run)
         migration = self.db.migration_get(migration_uuid)
         strategy = self.deps.strategy(migration.claim_strategy)
         facts = facts_of(migration)
@@ -557,7 +571,6 @@ class MoveTask:
         if server_error:
             server_values.update(fault_message=reason, fault_code=500)
         ending = {
-            "token": run.token,
             "expected_status": self.FAILABLE_STATUSES,
             "step": "fail",
             "status": ended,
@@ -573,6 +586,7 @@ class MoveTask:
             server_values.update(needs_heal=True, fault_message=run.failure, fault_code=409)
             self.db.migration_advance(
                 migration.uuid,
+                token=run.token,
                 error_reason=f"{reason}; restore refused: {exc}",
                 missing=Holdings(server=facts.original).to_dict(),
                 server_values=server_values,
@@ -589,5 +603,9 @@ class MoveTask:
         if grouped(facts):
             server_values["group_providers"] = facts.group_providers
         return self.db.migration_advance(
-            migration.uuid, error_reason=reason, server_values=server_values, **ending
+            migration.uuid,
+            token=run.token,
+            error_reason=reason,
+            server_values=server_values,
+            **ending,
         )

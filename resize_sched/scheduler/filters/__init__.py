@@ -59,10 +59,18 @@ class BaseHostFilter:
         """Whether ``host_state`` may take ``request``."""
         raise NotImplementedError
 
+    def passes_every_host(self, request: SchedulingRequest) -> bool:
+        """Whether every host passes for ``request``, whatever its state (the
+        request asks nothing this filter checks): then :meth:`filter_all`
+        looks at no host. False by default."""
+        return False
+
     def filter_all(
         self, host_states: Iterable[HostState], request: SchedulingRequest
     ) -> list[HostState]:
         """The host states that pass, in their order."""
+        if self.passes_every_host(request):
+            return list(host_states)
         return [h for h in host_states if self.host_passes(h, request)]
 
     @property

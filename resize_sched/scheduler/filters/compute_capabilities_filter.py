@@ -26,6 +26,12 @@ class ComputeCapabilitiesFilter(BaseHostFilter):
 
     run_filter_once_per_request = True
 
+    def passes_every_host(self, request: SchedulingRequest) -> bool:
+        """A flavor with no unscoped and no ``capabilities:`` extra spec
+        passes everywhere."""
+        specs = (request.flavor or {}).get("extra_specs") or {}
+        return all(":" in key and key.split(":", 1)[0] != _SCOPE for key in specs)
+
     def host_passes(self, host_state: HostState, request: SchedulingRequest) -> bool:
         specs = (request.flavor or {}).get("extra_specs") or {}
         for key, requirement in specs.items():

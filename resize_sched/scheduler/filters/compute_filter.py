@@ -1,5 +1,8 @@
 """ComputeFilter: only hosts whose compute service is enabled and up."""
 
+import datetime
+from collections.abc import Iterable
+
 from oslo_log import log as logging
 
 from resize_sched.scheduler.filters import BaseHostFilter
@@ -20,14 +23,29 @@ class ComputeFilter(BaseHostFilter):
 
     run_filter_once_per_request = True
 
+    def filter_all(
+        self, host_states: Iterable[HostState], request: SchedulingRequest
+    ) -> list[HostState]:
+        """The host states that pass, judged at one moment (the clock and
+        the option read once for all hosts)."""
+        down_time = self._down_time()
+        now = datetime.datetime.now(datetime.UTC)
+        return [h for h in host_states if self._passes(h, down_time, now)]
+
     def host_passes(self, host_state: HostState, request: SchedulingRequest) -> bool:
+        return self._passes(host_state, self._down_time(), None)
+
+    def _down_time(self) -> float:
+        return self.conf.service_down_time if self.conf is not None else 60
+
+    @staticmethod
+    def _passes(host_state: HostState, down_time: float, now: datetime.datetime | None) -> bool:
         if not host_state.service_known:
             return True
         if host_state.disabled:
             LOG.debug("%s: its compute service is disabled", host_state.host)
             return False
-        down_time = self.conf.service_down_time if self.conf is not None else 60
-        if not host_state.is_up(down_time):
+        if not host_state.is_up(down_time, now):
             LOG.warning("%s: its compute service is down", host_state.host)
             return False
         return True

@@ -35,6 +35,14 @@ class ImagePropertiesFilter(BaseHostFilter):
 
     run_filter_once_per_request = True
 
+    def passes_every_host(self, request: SchedulingRequest) -> bool:
+        """An image that sets none of the properties compared passes everywhere."""
+        props = request.image_properties or {}
+        return not any(
+            props.get(name) or props.get(_ALIASES[name])
+            for name in ("hw_architecture", "img_hv_type", "hw_vm_mode")
+        ) and not props.get("img_hv_requested_version")
+
     def host_passes(self, host_state: HostState, request: SchedulingRequest) -> bool:
         props = request.image_properties or {}
 

@@ -16,6 +16,11 @@ class ServerGroupAffinityFilter(BaseHostFilter):
     anywhere. On a move ``hosts`` holds the moved server's own host, so its
     source passes (as Nova's ``instance_group.hosts``)."""
 
+    def passes_every_host(self, request: SchedulingRequest) -> bool:
+        """No affinity group with a host yet: every host passes."""
+        group = request.group
+        return group is None or group.policy != "affinity" or not group.hosts
+
     def host_passes(self, host_state: HostState, request: SchedulingRequest) -> bool:
         group = request.group
         if group is None or group.policy != "affinity" or not group.hosts:

@@ -27,6 +27,11 @@ class ServerGroupAntiAffinityFilter(BaseHostFilter):
             else frozenset()
         )
 
+    def passes_every_host(self, request: SchedulingRequest) -> bool:
+        """No anti-affinity group: every host passes."""
+        group = request.group
+        return group is None or group.policy != "anti-affinity"
+
     def host_passes(self, host_state: HostState, request: SchedulingRequest) -> bool:
         group = request.group
         if group is None or group.policy != "anti-affinity":

@@ -8,6 +8,8 @@ every message is delivered twice and late. After each run Placement must hold
 exactly what the remaining servers' flavors add up to.
 """
 
+from typing import Any
+
 import pytest
 
 from resize_sched import actions, exception
@@ -227,12 +229,26 @@ def test_foreign_write_to_the_server_is_repaired_by_confirm(place):
 
 
 def test_duplicate_resize_server_while_the_first_runs_is_a_no_op():
-    """Case 6: a second resize_server delivered while the first is mid-claim."""
+    """Case 6: a second resize_server delivered while the first is mid-claim.
+
+    The schedule takes the migration with its claim's intent: the second
+    delivery, which runs whole between the first's query and its claim,
+    claims, and the first finds the migration taken at its intent and
+    stops there, having written nothing.
+    """
     with fresh_run("max_flavor", "other", "confirm") as run:
         steps = run.messages()
         steps[0][1]()
-        run.cloud.after_scheduling(lambda selection: steps[1][1]())
+        delivered: list[bool] = []
+
+        def second_delivery(selection: Any) -> None:
+            if not delivered:  # the second delivery's own query comes back here
+                delivered.append(True)
+                steps[1][1]()
+
+        run.cloud.after_scheduling(second_delivery)
         steps[1][1]()
+        assert delivered
         assert len(run.compute.sent("prep_resize")) == 1
         entries = run.cloud.db.journal_list(run.migration_uuid)
         assert [e.phase for e in entries if e.state == "applied"] == ["claim"]

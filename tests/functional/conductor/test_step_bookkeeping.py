@@ -1,13 +1,16 @@
 """A conductor step's bookkeeping rides on its own transactions (db/steps.py).
 
 The real Placement and database: a schedule that claims at once commits
-three times (take, intent, advance) and runs 12 statements, and whatever
+twice (intent with the take, advance) and runs 12 statements, and whatever
 way a step ends, its journal entries are settled, its event recorded and its
 migration given back.
 """
 
 from typing import Any
 
+import pytest
+
+from resize_sched import exception
 from resize_sched.db import action_api
 from tests.functional.fixtures.cloud import Cloud, expect_no_valid_host
 
@@ -31,12 +34,12 @@ def _events(cloud: Cloud, server_uuid: str) -> list[tuple[str, str | None]]:
     return [(e.event, e.result) for e in cloud.db.action_events(action.id)]
 
 
-def test_a_schedule_that_claims_at_once_is_three_commits(make_cloud: Any) -> None:
+def test_a_schedule_that_claims_at_once_is_two_commits(make_cloud: Any) -> None:
     cloud, server, migration = _resize(make_cloud, "max_flavor")
     with cloud.commits(writes_only=True) as commits:
         dest = cloud.resizes.schedule(migration.uuid)
     assert dest is not None and dest.same_host
-    assert commits[0] == 3  # take + event, intent + holdings, advance + mark + event + release
+    assert commits[0] == 2  # take + event + intent + holdings, advance + mark + event + release
     row = cloud.db.migration_get(migration.uuid)
     assert (row.status, row.task_owner) == ("migrating", None)
     assert [(e.phase, e.state) for e in cloud.db.journal_list(migration.uuid)] == [
@@ -63,20 +66,23 @@ def test_an_entry_applied_mid_step_is_marked_by_the_next_intent(make_cloud: Any)
     # At the claim's intent the prepare entry is applied already: one
     # transaction marked it and journaled the claim.
     assert seen == [["intended"], ["applied", "intended"]]
-    assert commits[0] == 4
+    assert commits[0] == 3  # the prepare's intent takes the migration
     assert [e.state for e in cloud.db.journal_list(migration.uuid)] == ["applied", "applied"]
     cloud.check()
 
 
+@pytest.mark.parametrize("strategy", ["drop_and_reclaim", "max_flavor"])
 def test_a_step_that_fails_settles_its_entries_records_error_and_lets_go(
-    make_cloud: Any,
+    make_cloud: Any, strategy: str
 ) -> None:
-    # No room anywhere: the resize fails and the server gets its allocation back.
-    cloud, server, migration = _resize(make_cloud, "drop_and_reclaim", vcpus=1)
+    # No room anywhere: the resize fails and the server gets its allocation
+    # back (drop_and_reclaim wrote its drop; max_flavor fails having
+    # written nothing, so it takes the migration to fail it).
+    cloud, server, migration = _resize(make_cloud, strategy, vcpus=1)
     expect_no_valid_host(lambda: cloud.resizes.schedule(migration.uuid), "infeasible")
     row = cloud.db.migration_get(migration.uuid)
     assert (row.status, row.task_owner) == ("error", None)
-    assert {e.state for e in cloud.db.journal_list(migration.uuid)} == {"applied"}
+    assert {e.state for e in cloud.db.journal_list(migration.uuid)} <= {"applied"}
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Error")]
     cloud.check()
 
@@ -102,7 +108,7 @@ def test_a_second_delivery_changes_nothing(make_cloud: Any) -> None:
     before = cloud.db.journal_list(migration.uuid)
     with cloud.commits(writes_only=True) as commits:
         assert cloud.resizes.schedule(migration.uuid) is None
-    assert commits[0] == 1  # the compare-and-swap that finds it not due, and nothing more
+    assert commits[0] == 0  # the read that finds it not due, and nothing more
     assert len(cloud.db.journal_list(migration.uuid)) == len(before)
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
     assert cloud.db.migration_get(migration.uuid).task_owner is None
@@ -116,20 +122,19 @@ def test_a_schedule_that_claims_at_once_runs_few_statements(make_cloud: Any) -> 
     assert dest is not None
     verbs = [s.split(" ", 2)[:2] for s in statements]
     assert verbs == [
-        # take: the compare-and-swap, the migration read back with its
-        # request spec, action and open event, the event, the action's
-        # updated_at
-        ["UPDATE", "migrations"],
+        # the step's read: the migration with its request spec, whether its
+        # server is live, the action and open event
         ["SELECT", "migrations.id,"],
-        ["INSERT", "INTO"],
-        ["UPDATE", "instance_actions"],
         # the policies: the source host's zone, which a move stays in
         ["SELECT", "aggregate_metadata.value,"],
-        # intent: the migration locked (with its journal's last seq), the
-        # entry, the holdings (not read back)
-        ["SELECT", "migrations.id,"],
-        ["INSERT", "INTO"],
+        # intent: the take's compare-and-swap with the holdings (not read
+        # back), the event, the action's updated_at, the journal's last
+        # seq, the entry
         ["UPDATE", "migrations"],
+        ["INSERT", "INTO"],
+        ["UPDATE", "instance_actions"],
+        ["SELECT", "max(migration_journal.seq)"],
+        ["INSERT", "INTO"],
         # advance: the migration (not read back), its server, the entry's
         # mark, the event, the action's updated_at
         ["UPDATE", "migrations"],
@@ -138,8 +143,83 @@ def test_a_schedule_that_claims_at_once_runs_few_statements(make_cloud: Any) -> 
         ["UPDATE", "instance_action_events"],
         ["UPDATE", "instance_actions"],
     ], "\n".join(statements)
-    assert len(statements) == 13
-    assert "request_specs" in statements[1] and "instance_action_events" in statements[1]
-    assert "migration_journal" in statements[5]
+    assert len(statements) == 12
+    assert "request_specs" in statements[0] and "instance_action_events" in statements[0]
+    assert "holdings" in statements[2] and "task_owner" in statements[2]
+    assert "migration_journal" in statements[6]
+    assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
+    cloud.check()
+
+
+def test_a_delivery_that_read_before_another_claimed_writes_nothing(make_cloud: Any) -> None:
+    # The schedule takes its migration with its first intent: a second
+    # delivery that read the migration while it was still pre-migrating
+    # finds it taken (then handed on) at that intent, and stops there.
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+    other: list[Any] = []
+
+    def the_other_delivery_first(selection: Any) -> None:
+        if not other:
+            other.append(None)  # the other's own query comes back here
+            other[0] = cloud.resizes.schedule(migration.uuid)
+
+    cloud.after_scheduling(the_other_delivery_first)
+    assert cloud.resizes.schedule(migration.uuid) is None
+    assert other[0] is not None
+    row = cloud.db.migration_get(migration.uuid)
+    assert (row.status, row.task_owner, row.dest_host) == ("migrating", None, "host1")
+    assert [(e.phase, e.state) for e in cloud.db.journal_list(migration.uuid)] == [
+        ("claim", "applied")
+    ]
+    assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
+    cloud.check()
+
+
+def test_a_delivery_that_read_before_another_claimed_fails_nothing(make_cloud: Any) -> None:
+    # The late delivery finds no host (the other took the room): its
+    # failure must not end the resize the other claimed and handed on.
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+    other: list[Any] = []
+
+    def the_other_delivery_first(selection: Any) -> None:
+        if not other:
+            other.append(None)  # the other's own query comes back here
+            other[0] = cloud.resizes.schedule(migration.uuid)
+            raise exception.NoValidHost(kind="deferred", reason="the other delivery took it")
+
+    cloud.after_scheduling(the_other_delivery_first)
+    assert cloud.resizes.schedule(migration.uuid) is None
+    assert other[0] is not None
+    row = cloud.db.migration_get(migration.uuid)
+    assert (row.status, row.task_owner, row.error_kind) == ("migrating", None, None)
+    assert cloud.db.server_get(server.uuid).status == "RESIZE"
+    assert [(e.phase, e.state) for e in cloud.db.journal_list(migration.uuid)] == [
+        ("claim", "applied")
+    ]
+    assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
+    cloud.check()
+
+
+def test_a_delivery_whose_query_failed_after_another_claimed_records_nothing(
+    make_cloud: Any,
+) -> None:
+    # Its twin took the migration while it queried; its own query then
+    # failed: the step was not due after all, so no Error is recorded.
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+    other: list[Any] = []
+
+    def the_other_delivery_first(selection: Any) -> None:
+        if not other:
+            other.append(None)  # the other's own query comes back here
+            other[0] = cloud.resizes.schedule(migration.uuid)
+            raise exception.PlacementUnavailable(
+                method="GET", url="/allocation_candidates", reason="timed out"
+            )
+
+    cloud.after_scheduling(the_other_delivery_first)
+    with pytest.raises(exception.PlacementUnavailable):
+        cloud.resizes.schedule(migration.uuid)
+    assert other[0] is not None
+    assert cloud.db.migration_get(migration.uuid).status == "migrating"
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
     cloud.check()

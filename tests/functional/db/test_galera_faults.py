@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from resize_sched import exception
-from resize_sched.db import models, session
+from resize_sched.db import models, session, steps
 from resize_sched.db.api import Database
 from tests.functional.db.conftest import BACKENDS
 
@@ -343,6 +343,36 @@ def test_a_create_and_an_append_whose_commit_landed_are_not_doubled(
         db.server_create(
             name="other", project_id="p1", user_id="u1", flavor=server.flavor, uuid=created.uuid
         )
+
+
+@pytest.mark.parametrize("backend", SERVERS, indirect=True)
+def test_a_late_take_whose_commit_landed_is_done_once(
+    quick: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = quick
+    server = _server(db)
+    migration = _migration(db, server)
+    dialect = db.engine.dialect.name
+    # NOTE: a schedule's step reads first and takes the migration with its
+    # first journal entry, in one commit.
+    run = steps.StepRun(migration.uuid, "step-1", "schedule", take_late=True)
+    db.step_begin(run, "pre-migrating")
+    assert not run.taken
+
+    failed = _fail_commits(monkeypatch, db, 1, land=True, error=_lost(dialect))
+    holdings = {"server": {}, "migration": {SOURCE_RP: {"VCPU": 2}}, "generations": {}}
+    entry = db.journal_intend(
+        migration.uuid, phase="claim", before={}, target={"m": 1}, holdings=holdings, take=run
+    )
+    assert len(failed) == 1
+    assert run.taken
+    assert [(e.id, e.seq) for e in db.journal_list(migration.uuid)] == [(entry.id, 1)]
+    taken = db.migration_get(migration.uuid)
+    assert (taken.task_owner, taken.holdings) == ("step-1", holdings)
+    # NOTE: exactly one step owns it: another run's take is still refused.
+    other = steps.StepRun(migration.uuid, "step-2", "schedule", take_late=True)
+    with pytest.raises(exception.StepNotDue):
+        db.step_begin(other, "pre-migrating")
 
 
 # -- (d) writes instead of cross-node locks ----------------------------------------------
