@@ -116,6 +116,32 @@ def _unchanged_since(seen: Any, uuid: str, locked: Any) -> bool:
     )
 
 
+def _insert_entry(
+    session: Any,
+    insert: Any,
+    migration_uuid: str,
+    last: int | None,
+    phase: str,
+    before: Mapping[str, Any],
+    target: Mapping[str, Any],
+    now: Any,
+) -> models.JournalEntry:
+    """Within ``session``: insert the ``intended`` entry numbered after
+    ``last`` and return it, detached, as written."""
+    values = {
+        "migration_uuid": migration_uuid,
+        "seq": (last or 0) + 1,
+        "phase": phase,
+        "before": dict(before),
+        "target": dict(target),
+        "state": models.JOURNAL_INTENDED,
+        "detail": None,
+        "created_at": now,
+    }
+    (entry_id,) = session.execute(insert, values).inserted_primary_key
+    return _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
+
+
 class MigrationJournalApi(SessionSource):
     """The migration journal and the holdings recorded with it."""
 
@@ -280,18 +306,7 @@ class MigrationJournalApi(SessionSource):
         last = migration.last_seq if seq_in_lock else session.scalar(last_seq, params)
         now = models.utcnow()
         stamp = stamp_after(migration.updated_at)
-        values = {
-            "migration_uuid": migration_uuid,
-            "seq": (last or 0) + 1,
-            "phase": phase,
-            "before": dict(before),
-            "target": dict(target),
-            "state": models.JOURNAL_INTENDED,
-            "detail": None,
-            "created_at": now,
-        }
-        (entry_id,) = session.execute(insert, values).inserted_primary_key
-        entry = _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
+        entry = _insert_entry(session, insert, migration_uuid, last, phase, before, target, now)
         journals.mark_applied_in(session, models.JournalEntry, applied or [])
         if holdings is None:
             session.execute(
@@ -358,18 +373,7 @@ class MigrationJournalApi(SessionSource):
         )
         last_seq, insert, _record_holdings = _journal_statements()
         last = session.scalar(last_seq, {"m_uuid": migration_uuid})
-        entry_values = {
-            "migration_uuid": migration_uuid,
-            "seq": (last or 0) + 1,
-            "phase": phase,
-            "before": dict(before),
-            "target": dict(target),
-            "state": models.JOURNAL_INTENDED,
-            "detail": None,
-            "created_at": now,
-        }
-        (entry_id,) = session.execute(insert, entry_values).inserted_primary_key
-        entry = _detached(models.JournalEntry(id=entry_id, updated_at=None, **entry_values))
+        entry = _insert_entry(session, insert, migration_uuid, last, phase, before, target, now)
         if recorded is None:
             return entry, None
         if same:
