@@ -116,6 +116,17 @@ def _unchanged_since(seen: Any, uuid: str, locked: Any) -> bool:
     )
 
 
+def _read_migration(session: Any, uuid: str, *, required: bool = True) -> Any:
+    """Within ``session``: the migration ``uuid`` as it is now (not as the
+    session last loaded it); None when absent and not ``required``."""
+    rows = session.scalars(
+        sa.select(models.Migration)
+        .where(models.Migration.uuid == uuid)
+        .execution_options(populate_existing=True)
+    )
+    return rows.one() if required else rows.first()
+
+
 def _insert_entry(
     session: Any,
     insert: Any,
@@ -325,12 +336,7 @@ class MigrationJournalApi(SessionSource):
             # so it needs no reading back.
             assert seen is not None
             return entry, _copy(seen, holdings=recorded, updated_at=stamp)
-        updated = session.scalars(
-            sa.select(models.Migration)
-            .where(models.Migration.uuid == migration_uuid)
-            .execution_options(populate_existing=True)
-        ).one()
-        return entry, updated
+        return entry, _read_migration(session, migration_uuid)
 
     def _journal_append_taking(
         self,
@@ -380,12 +386,7 @@ class MigrationJournalApi(SessionSource):
             # NOTE: the row is the one the run read but for what the take wrote.
             assert seen is not None
             return entry, _copy(seen, holdings=recorded, updated_at=now, task_owner=run.token)
-        updated = session.scalars(
-            sa.select(models.Migration)
-            .where(models.Migration.uuid == migration_uuid)
-            .execution_options(populate_existing=True)
-        ).one()
-        return entry, updated
+        return entry, _read_migration(session, migration_uuid)
 
     @staticmethod
     def _taken_by_earlier_run(
@@ -403,11 +404,7 @@ class MigrationJournalApi(SessionSource):
         last entry is this very write, still intended. The take's event was
         opened by that commit: it is found open and reused.
         """
-        migration = session.scalars(
-            sa.select(models.Migration)
-            .where(models.Migration.uuid == run.migration_uuid)
-            .execution_options(populate_existing=True)
-        ).first()
+        migration = _read_migration(session, run.migration_uuid, required=False)
         if migration is None or migration.task_owner != run.token:
             return None
         mine = journals.last_intended_in(
