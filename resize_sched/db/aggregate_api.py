@@ -71,6 +71,34 @@ class ZoneMap:
     host_zone: str | None = None
 
 
+def zone_map_in(session: Session, host: str | None = None) -> ZoneMap:
+    """Within ``session``: :meth:`AggregateApi.zone_aggregates` (a step's
+    read brings it with the migration: see
+    :attr:`resize_sched.db.steps.StepRun.zones`)."""
+    zones: dict[str, list[str]] = {}
+    host_zone = None
+    members = (
+        sa.select(models.AggregateHost.id)
+        .where(
+            models.AggregateHost.aggregate_id == models.Aggregate.id,
+            models.AggregateHost.host == host,
+        )
+        .exists()
+        if host is not None
+        else sa.false()
+    )
+    for zone, uuid, has_host in session.execute(
+        sa.select(models.AggregateMetadata.value, models.Aggregate.uuid, members)
+        .join(models.Aggregate, models.Aggregate.id == models.AggregateMetadata.aggregate_id)
+        .where(models.AggregateMetadata.key == ZONE_KEY)
+        .order_by(models.Aggregate.id)
+    ):
+        zones.setdefault(zone, []).append(uuid)
+        if has_host:
+            host_zone = zone
+    return ZoneMap(zones, host_zone)
+
+
 def _views(session: Session, aggregates: Iterable[models.Aggregate]) -> list[AggregateView]:
     """The aggregates with their hosts and metadata (two more queries in all)."""
     rows = list(aggregates)
@@ -408,31 +436,8 @@ class AggregateApi(SessionSource):
 
         :param host: a host whose zone to tell (a moved server's source).
         """
-        zones: dict[str, list[str]] = {}
-        host_zone = None
         with self._reader() as session:
-            members = (
-                sa.select(models.AggregateHost.id)
-                .where(
-                    models.AggregateHost.aggregate_id == models.Aggregate.id,
-                    models.AggregateHost.host == host,
-                )
-                .exists()
-                if host is not None
-                else sa.false()
-            )
-            for zone, uuid, has_host in session.execute(
-                sa.select(models.AggregateMetadata.value, models.Aggregate.uuid, members)
-                .join(
-                    models.Aggregate, models.Aggregate.id == models.AggregateMetadata.aggregate_id
-                )
-                .where(models.AggregateMetadata.key == ZONE_KEY)
-                .order_by(models.Aggregate.id)
-            ):
-                zones.setdefault(zone, []).append(uuid)
-                if has_host:
-                    host_zone = zone
-        return ZoneMap(zones, host_zone)
+            return zone_map_in(session, host)
 
     def tenant_aggregates(self, project_id: str) -> list[str]:
         """The uuids of the aggregates whose ``filter_tenant_id*`` metadata

@@ -9,8 +9,10 @@ without a Placement request per provider; the ``os-services`` and
 ``os-hypervisors`` APIs read both.
 """
 
+import datetime
+import functools
 import uuid as uuidlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 import sqlalchemy as sa
@@ -351,6 +353,65 @@ def compute_node_inventories(
     return out
 
 
+class NodeRow(NamedTuple):
+    """A compute node and its compute service, as one host state needs them."""
+
+    uuid: str
+    host: str
+    hypervisor_hostname: str
+    hypervisor_type: str
+    inventory: dict[str, Any]
+    failed_builds: int
+    #: None: no service row (its service never reported)
+    disabled: bool | None
+    forced_down: bool
+    last_seen_up: datetime.datetime | None
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> "NodeRow":
+        """The node of a :func:`select_node_rows` row."""
+        uuid, host, hh, ht, inventory, failed, disabled, forced, seen = row
+        return cls(
+            uuid,
+            host,
+            hh,
+            ht or "fake",
+            inventory or {},
+            failed or 0,
+            None if disabled is None else bool(disabled),
+            bool(forced),
+            seen,
+        )
+
+
+@functools.cache
+def select_node_rows(inventory: bool = True) -> sa.Select[Any]:
+    """Compute nodes (by provider uuid, bound to ``uuids``, expanding) with
+    their compute services' flags, and their inventories (else NULL) when
+    ``inventory``: the columns of :class:`NodeRow`. Built once (see
+    :func:`resize_sched.db.session.cas_update`)."""
+    node, service = models.ComputeNode, models.Service
+    return (
+        sa.select(
+            node.uuid,
+            node.host,
+            node.hypervisor_hostname,
+            node.hypervisor_type,
+            node.inventory if inventory else sa.null(),
+            node.failed_builds,
+            service.disabled,
+            service.forced_down,
+            service.last_seen_up,
+        )
+        .join(
+            service,
+            sa.and_(service.host == node.host, service.binary == COMPUTE_BINARY),
+            isouter=True,
+        )
+        .where(node.uuid.in_(sa.bindparam("uuids", expanding=True)))
+    )
+
+
 class ReportedNode(NamedTuple):
     """A compute node as its service last reported it (a resize's source, or
     any host the scheduler judges without asking Placement)."""
@@ -364,6 +425,9 @@ class ReportedNode(NamedTuple):
     #: what our settled servers there hold, at the least (read for a
     #: resize's source only; see :func:`compute_node_for_source`)
     settled: dict[str, int] = {}
+    #: the node as its host state reads it (read for a resize's source
+    #: only): a host state built for the source reads nothing more
+    state: NodeRow | None = None
 
 
 def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
@@ -383,15 +447,13 @@ def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
     """
     server = models.Server
     with db._reader() as session:
-        row = session.execute(
-            _select_reported_nodes().where(models.ComputeNode.uuid == rp_uuid)
-        ).first()
+        row = session.execute(select_node_rows(), {"uuids": [rp_uuid]}).first()
         if row is None:
             return None
-        uuid, host, inventory, disabled = row
+        state = NodeRow.of(row)
         flavors = session.scalars(
             sa.select(server.flavor).where(
-                server.host == host,
+                server.host == state.host,
                 server.rp_uuid == rp_uuid,
                 # NOTE: a stopped server keeps its room, as in Nova.
                 server.status.in_(("ACTIVE", "SHUTOFF")),
@@ -404,7 +466,9 @@ def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
         for flavor in flavors:
             for rc, amount in resources.stored_request(flavor).resources.items():
                 settled[rc] = settled.get(rc, 0) + amount
-    return ReportedNode(uuid, host, inventory or {}, bool(disabled), settled)
+    return ReportedNode(
+        state.uuid, state.host, state.inventory, bool(state.disabled), settled, state
+    )
 
 
 def reported_compute_nodes(db: HostApi) -> list[ReportedNode]:

@@ -10,35 +10,18 @@ The build flow keeps ``compute_nodes.failed_builds`` (the
 BuildFailureWeigher's count) with :meth:`HostStateApi.record_build_result`.
 """
 
-import datetime
-import functools
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from resize_sched.db import models
-from resize_sched.db.host_api import COMPUTE_BINARY
+from resize_sched.db.host_api import NodeRow, select_node_rows
 from resize_sched.db.session import SessionSource, retry_on_deadlock
 
 #: Values per ``IN (...)``.
 _CHUNK = 500
-
-
-class NodeRow(NamedTuple):
-    """A compute node and its compute service, as one host state needs them."""
-
-    uuid: str
-    host: str
-    hypervisor_hostname: str
-    hypervisor_type: str
-    inventory: dict[str, Any]
-    failed_builds: int
-    #: None: no service row (its service never reported)
-    disabled: bool | None
-    forced_down: bool
-    last_seen_up: datetime.datetime | None
 
 
 class AggregateRow(NamedTuple):
@@ -54,33 +37,6 @@ def _chunks(values: Iterable[str]) -> list[list[str]]:
     return [wanted[i : i + _CHUNK] for i in range(0, len(wanted), _CHUNK)]
 
 
-@functools.cache
-def _nodes_query(inventory: bool) -> sa.Select[Any]:
-    """The compute nodes whose uuids are bound to ``uuids`` (a list) with
-    their compute services' flags, and their inventories (else NULL) when
-    ``inventory``; built once (see :func:`resize_sched.db.session.cas_update`)."""
-    node, service = models.ComputeNode, models.Service
-    return (
-        sa.select(
-            node.uuid,
-            node.host,
-            node.hypervisor_hostname,
-            node.hypervisor_type,
-            node.inventory if inventory else sa.null(),
-            node.failed_builds,
-            service.disabled,
-            service.forced_down,
-            service.last_seen_up,
-        )
-        .join(
-            service,
-            sa.and_(service.host == node.host, service.binary == COMPUTE_BINARY),
-            isouter=True,
-        )
-        .where(node.uuid.in_(sa.bindparam("uuids", expanding=True)))
-    )
-
-
 class HostStateApi(SessionSource):
     """Compute nodes, aggregates and servers by host, for the scheduler."""
 
@@ -93,23 +49,12 @@ class HostStateApi(SessionSource):
             ``inventory`` is empty).
         :returns: provider uuid -> row; providers no service reported are absent.
         """
-        select = _nodes_query(inventory)
+        select = select_node_rows(inventory)
         out: dict[str, NodeRow] = {}
         with self._reader() as session:
             for chunk in _chunks(uuids):
                 for row in session.execute(select, {"uuids": chunk}):
-                    uuid, host, hh, ht, inventory, failed, disabled, forced, seen = row
-                    out[uuid] = NodeRow(
-                        uuid,
-                        host,
-                        hh,
-                        ht or "fake",
-                        inventory or {},
-                        failed or 0,
-                        None if disabled is None else bool(disabled),
-                        bool(forced),
-                        seen,
-                    )
+                    out[row[0]] = NodeRow.of(row)
         return out
 
     def host_aggregates(self, hosts: Iterable[str]) -> dict[str, list[AggregateRow]]:

@@ -224,6 +224,8 @@ class MigrationJournalApi(SessionSource):
                             target=target,
                             holdings=holdings,
                             seen=seen,
+                            # NOTE: a retry reads the last seq (below).
+                            seq_as_read=attempt == 1,
                         )
                     else:
                         entry, updated = self._journal_append(
@@ -348,6 +350,7 @@ class MigrationJournalApi(SessionSource):
         target: Mapping[str, Any],
         holdings: Mapping[str, Any] | None,
         seen: models.Migration | None,
+        seq_as_read: bool = False,
     ) -> tuple[models.JournalEntry, models.Migration | None]:
         """Within ``session``: one attempt at :meth:`journal_intend` that
         takes the migration for ``run`` first.
@@ -356,7 +359,9 @@ class MigrationJournalApi(SessionSource):
         :meth:`_check_still_wanted` check otherwise (no other owner, the
         server live with no delete asked for), locks the row, which
         serialises appenders as the lock does, and records the holdings.
-        The seq is read after it, in a statement of its own.
+        The seq is the one the run's read brought when the row is still as
+        read and ``seq_as_read``; else it is read after the take, in a
+        statement of its own.
 
         :returns: the entry and, with ``holdings``, the migration as updated.
         :raises resize_sched.exception.StepNotDue: the step is no longer due.
@@ -378,7 +383,14 @@ class MigrationJournalApi(SessionSource):
             session, run, values, seen_at=seen.updated_at if whole and seen is not None else None
         )
         last_seq, insert, _record_holdings = _journal_statements()
-        last = session.scalar(last_seq, {"m_uuid": migration_uuid})
+        if same and seq_as_read and run.last_seq is not None:
+            # NOTE: the row is as the run read it, so no entry was appended
+            # since (each append moves its updated_at on): the seq read then
+            # is the last. Were it not, the insert would fail on the
+            # (migration_uuid, seq) key and the next attempt read it here.
+            last = run.last_seq
+        else:
+            last = session.scalar(last_seq, {"m_uuid": migration_uuid})
         entry = _insert_entry(session, insert, migration_uuid, last, phase, before, target, now)
         if recorded is None:
             return entry, None

@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from resize_sched import exception
-from resize_sched.db import action_api, models, steps
+from resize_sched.db import action_api, aggregate_api, models, steps
 from resize_sched.db.migration_checks import (
     check_migration_values,
     server_not_deleting_clauses,
@@ -55,8 +55,9 @@ def _taken_query(
     spec (or None) when ``with_spec``, with the action and open event a
     step's event goes to (``event``: ``host``, ``no host``; see
     :func:`~resize_sched.db.action_api.step_event_columns`), and whether
-    its server is live with no delete asked for (``server_ok``) when
-    ``with_server_ok``."""
+    its server is live with no delete asked for (``server_ok``) and its
+    journal's last seq (``last_seq``) when ``with_server_ok`` (the read of
+    a late take)."""
     spec = models.RequestSpec
     query = sa.select(models.Migration)
     if with_spec:
@@ -64,7 +65,15 @@ def _taken_query(
             spec, spec.server_uuid == models.Migration.server_uuid
         )
     if with_server_ok:
-        query = query.add_columns(server_of_migration_ok().label("server_ok"))
+        journal = models.JournalEntry
+        query = query.add_columns(
+            server_of_migration_ok().label("server_ok"),
+            sa.select(sa.func.max(journal.seq))
+            .where(journal.migration_uuid == models.Migration.uuid)
+            .correlate(models.Migration)
+            .scalar_subquery()
+            .label("last_seq"),
+        )
     if event is not None:
         query = query.add_columns(*action_api.step_event_columns(event == "host"))
     return query.where(models.Migration.uuid == sa.bindparam("uuid"))
@@ -96,6 +105,19 @@ def _read_into(run: steps.StepRun, row: Any) -> tuple[int | None, int | None] | 
     run.server_uuid = migration.server_uuid
     run.found = None if run.event is None else (row[-2], row[-1])
     return run.found
+
+
+def _read_zones_into(session: Any, run: steps.StepRun, migration: Any) -> None:
+    """Keep on ``run`` the zones a move's scheduling asks about, read in the
+    step's read (one statement more there, one transaction fewer after): the
+    zone the request spec asks for, else the source host's
+    (:func:`resize_sched.conductor.tasks.policy.zone_fields`)."""
+    spec = run.request_spec
+    asked = spec.availability_zone if spec is not None else None
+    if asked is None and not migration.source_host:
+        return
+    host = None if asked is not None else migration.source_host
+    run.zones = (host, aggregate_api.zone_map_in(session, host))
 
 
 def _not_due(migration: Any, server: Any, expected: list[str]) -> str:
@@ -190,6 +212,9 @@ class StepApi(SessionSource):
             if migration.status in expected and migration.task_owner is None and row.server_ok:
                 _read_into(run, row)
                 run.expected_status = tuple(expected)
+                run.last_seq = row.last_seq or 0
+                if run.load_request_spec:
+                    _read_zones_into(session, run, migration)
                 return migration
             server = session.get(models.Server, migration.server_uuid)
         raise exception.StepNotDue(

@@ -81,6 +81,14 @@ class StepRun:
     #: (:func:`resize_sched.db.action_api.step_event_columns`)
     expected_status: tuple[str, ...] = ()
     found: tuple[int | None, int | None] | None = None
+    #: with ``take_late``, once read: the migration's journal's last seq
+    #: then (0: none), which the take's entry follows when the row is still
+    #: as read (every append moves the row's ``updated_at`` on)
+    last_seq: int | None = None
+    #: with ``take_late`` and ``load_request_spec``, once read: the host
+    #: asked about (None: only the zones) and the zones' aggregates, for the
+    #: move's scheduling request (None: not read)
+    zones: tuple[str | None, Any] | None = None
     #: the event this run opened (None: none opened, or one already open reused)
     event_id: int | None = None
     #: the migration's server, once the run has taken the migration

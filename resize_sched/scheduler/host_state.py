@@ -191,17 +191,21 @@ def build_host_states(
     Each host's free amounts are its :attr:`Destination.free` (from
     Placement's provider summaries, or what judging a resize's source read),
     and its capacities its :attr:`Destination.total` when known (from the
-    summaries), else its compute node's inventory's.
+    summaries), else its compute node's inventory's. A destination that
+    carries its node (:attr:`Destination.node`) is not read again.
 
     :param needs: the extra facts to read (:data:`AGGREGATES`, :data:`SERVERS`).
     """
     dests = list(destinations)
-    nodes: dict[str, NodeRow] = {}
-    if db is not None and dests:
+    nodes: dict[str, NodeRow] = {d.provider: d.node for d in dests if d.node is not None}
+    unread = [d for d in dests if d.node is None]
+    if db is not None and unread:
         # NOTE: the inventories (a JSON document a host, most of the read)
         # only when some host's capacity is not known from Placement.
-        nodes = db.host_state_nodes(
-            (d.provider for d in dests), inventory=any(d.total is None for d in dests)
+        nodes.update(
+            db.host_state_nodes(
+                (d.provider for d in unread), inventory=any(d.total is None for d in unread)
+            )
         )
     names = {d.host for d in dests}
     aggregates: dict[str, list[AggregateRow]] = {}

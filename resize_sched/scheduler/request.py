@@ -26,7 +26,10 @@ class Destination:
     (None: not known, e.g. a source that needs nothing more). ``total`` is
     what it can hold in all, class by class (Placement's capacity), when the
     scheduler learned it with ``free`` (None: the host state reads it from
-    the compute node's inventory).
+    the compute node's inventory). ``node`` is the host's compute node and
+    service row when the scheduler has read them already (a resize's source:
+    :class:`~resize_sched.db.host_api.NodeRow`); its host state then reads
+    nothing more.
     """
 
     provider: str
@@ -36,6 +39,7 @@ class Destination:
     mappings: dict[str, list[str]] | None = None
     free: Mapping[str, float] | None = field(default=None, compare=False)
     total: Mapping[str, float] | None = field(default=None, compare=False)
+    node: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -334,7 +334,15 @@ class SourceMixin(SharedSourceMixin):
     ) -> tuple[float, Destination]:
         source = node.uuid
         weight = self.conf.filter_scheduler.ram_weight_multiplier * free.get(rs.MEMORY_MB, 0)
-        dest = Destination(source, node.host, rs.on(source, amounts), same_host=True, free=free)
+        dest = Destination(
+            source,
+            node.host,
+            rs.on(source, amounts),
+            same_host=True,
+            free=free,
+            # NOTE: the node as read to judge it: its host state reads nothing.
+            node=node.state,
+        )
         return (weight, dest)
 
     def _source_usable(self, request: SchedulingRequest) -> bool:

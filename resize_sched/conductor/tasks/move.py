@@ -397,6 +397,7 @@ class MoveTask:
                 flavor=migration.new_flavor,
                 moving=True,
                 conf=conf,
+                zones=run.zones if run is not None else None,
             ),
         )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from oslo_config import cfg
 
+from resize_sched.db.aggregate_api import ZoneMap
 from resize_sched.db.api import Database
 from resize_sched.scheduler.request import GroupPolicy
 
@@ -49,6 +50,7 @@ def policy_fields(
     flavor: Mapping[str, Any],
     moving: bool,
     conf: cfg.ConfigOpts | None = None,
+    zones: tuple[str | None, ZoneMap] | None = None,
 ) -> dict[str, Any]:
     """The policy fields of :class:`~resize_sched.scheduler.request.SchedulingRequest`
     for placing ``server`` (a build: ``moving`` false) or moving it.
@@ -58,6 +60,8 @@ def policy_fields(
     :param flavor: the flavor snapshot asked for (the new one of a resize).
     :param conf: the service's options (the default zone, tenant isolation);
         None: their defaults.
+    :param zones: the zones as already read (the host asked about, and the
+        map): see :func:`zone_fields`.
     """
     hints = dict(spec.scheduler_hints or {}) if spec is not None else {}
     fields: dict[str, Any] = {
@@ -69,7 +73,7 @@ def policy_fields(
         "flavor": dict(flavor),
     }
     fields.update(group_fields(db, server, hints, moving=moving))
-    zone = zone_fields(db, server, spec, moving=moving, conf=conf)
+    zone = zone_fields(db, server, spec, moving=moving, conf=conf, zones=zones)
     tenant = tenant_fields(db, server, conf)
     member_of = (*zone.pop("policy_member_of", ()), *tenant.pop("policy_member_of", ()))
     fields.update(zone)
@@ -160,17 +164,24 @@ def zone_fields(
     *,
     moving: bool,
     conf: cfg.ConfigOpts | None = None,
+    zones: tuple[str | None, ZoneMap] | None = None,
 ) -> dict[str, Any]:
     """``availability_zone`` and the zone's aggregates as ``policy_member_of``.
 
     The zone is the one asked at create (the request spec's); a move of a
     server created without one stays in the zone of its host, as it was
-    placed. One database query, only when there is a zone to ask for.
+    placed. One database query, only when there is a zone to ask for and
+    ``zones`` (the host asked about, and what the step's read found) does
+    not answer it already.
     """
     asked = spec.availability_zone if spec is not None else None
     if asked is None and not (moving and server.host):
         return {}
-    found = db.zone_aggregates(host=None if asked is not None else server.host)
+    host = None if asked is not None else server.host
+    if zones is not None and zones[0] == host:
+        found = zones[1]
+    else:
+        found = db.zone_aggregates(host=host)
     default_zone = _default_zone(conf)
     zone = asked or found.host_zone or default_zone
     member_of = zone_member_of(zone, found.zones, default_zone)

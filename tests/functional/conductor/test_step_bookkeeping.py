@@ -1,7 +1,7 @@
 """A conductor step's bookkeeping rides on its own transactions (db/steps.py).
 
 The real Placement and database: a schedule that claims at once commits
-twice (intent with the take, advance) and runs 12 statements, and whatever
+twice (intent with the take, advance) and runs 11 statements, and whatever
 way a step ends, its journal entries are settled, its event recorded and its
 migration given back.
 """
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from resize_sched import exception
-from resize_sched.db import action_api
+from resize_sched.db import action_api, models
 from tests.functional.fixtures.cloud import Cloud, expect_no_valid_host
 
 OLD = {"vcpus": 1, "memory_mb": 1024, "disk_gb": 10}
@@ -123,17 +123,16 @@ def test_a_schedule_that_claims_at_once_runs_few_statements(make_cloud: Any) -> 
     verbs = [s.split(" ", 2)[:2] for s in statements]
     assert verbs == [
         # the step's read: the migration with its request spec, whether its
-        # server is live, the action and open event
+        # server is live, the action and open event, the journal's last seq
         ["SELECT", "migrations.id,"],
         # the policies: the source host's zone, which a move stays in
         ["SELECT", "aggregate_metadata.value,"],
         # intent: the take's compare-and-swap with the holdings (not read
-        # back), the event, the action's updated_at, the journal's last
-        # seq, the entry
+        # back), the event, the action's updated_at, the entry (numbered
+        # after the seq read, the row being still as read)
         ["UPDATE", "migrations"],
         ["INSERT", "INTO"],
         ["UPDATE", "instance_actions"],
-        ["SELECT", "max(migration_journal.seq)"],
         ["INSERT", "INTO"],
         # advance: the migration (not read back), its server, the entry's
         # mark, the event, the action's updated_at
@@ -143,10 +142,11 @@ def test_a_schedule_that_claims_at_once_runs_few_statements(make_cloud: Any) -> 
         ["UPDATE", "instance_action_events"],
         ["UPDATE", "instance_actions"],
     ], "\n".join(statements)
-    assert len(statements) == 12
+    assert len(statements) == 11
     assert "request_specs" in statements[0] and "instance_action_events" in statements[0]
+    assert "max(migration_journal.seq)" in statements[0]
     assert "holdings" in statements[2] and "task_owner" in statements[2]
-    assert "migration_journal" in statements[6]
+    assert "migration_journal" in statements[5]
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
     cloud.check()
 
@@ -222,4 +222,73 @@ def test_a_delivery_whose_query_failed_after_another_claimed_records_nothing(
     assert other[0] is not None
     assert cloud.db.migration_get(migration.uuid).status == "migrating"
     assert _events(cloud, server.uuid) == [("conductor_migrate_server", "Success")]
+    cloud.check()
+
+
+def _append_behind_the_step(cloud: Cloud, migration_uuid: str, *, touch_row: bool) -> None:
+    """An entry appended to the journal after the step's read: through the
+    journal (which moves the migration's ``updated_at`` on) or, breaking
+    that rule, straight into the table."""
+    if touch_row:
+        cloud.db.journal_intend(migration_uuid, phase="audit", before={}, target={})
+        return
+    with cloud.db._writer() as session:
+        session.add(
+            models.JournalEntry(
+                migration_uuid=migration_uuid,
+                seq=1,
+                phase="audit",
+                before={},
+                target={},
+                state=models.JOURNAL_APPLIED,
+            )
+        )
+
+
+@pytest.mark.parametrize("touch_row", [True, False], ids=["through the journal", "raw"])
+def test_an_entry_appended_after_the_read_is_numbered_after(
+    make_cloud: Any, touch_row: bool
+) -> None:
+    # The take numbers its entry after the seq its read brought only while
+    # the row is as read; an append since moved the row on, so the seq is
+    # read again. Even an insert that did not (raw) cannot be overwritten:
+    # the (migration_uuid, seq) key refuses the stale number and the next
+    # attempt reads it.
+    cloud, server, migration = _resize(make_cloud, "max_flavor")
+
+    def append(selection: Any) -> None:
+        _append_behind_the_step(cloud, migration.uuid, touch_row=touch_row)
+
+    cloud.after_scheduling(append)
+    assert cloud.resizes.schedule(migration.uuid) is not None
+    assert [(e.seq, e.phase, e.state) for e in cloud.db.journal_list(migration.uuid)] == [
+        (1, "audit", "intended" if touch_row else "applied"),
+        (2, "claim", "applied"),
+    ]
+    assert cloud.db.migration_get(migration.uuid).status == "migrating"
+
+
+@pytest.mark.parametrize("prefer", [True, False], ids=["prefer_same_host", "every host"])
+def test_the_source_judged_from_its_node_is_not_read_again(make_cloud: Any, prefer: bool) -> None:
+    # The source's compute node, read to judge it, makes its host state:
+    # the filters' read covers the other hosts only.
+    cloud = make_cloud(
+        "max_flavor", resize={"allow_same_host": True, "prefer_same_host": prefer}
+    )
+    cloud.add_host("host1", vcpus=8, memory_mb=8192, disk_gb=100)
+    cloud.add_host("host2", vcpus=2, memory_mb=2048, disk_gb=20)
+    server = cloud.boot("vm", cloud.flavor("old", **OLD), host="host1")
+    migration = cloud.resizes.begin(server.uuid, cloud.flavor("new", **NEW).flavorid)
+    asked: list[set[str]] = []
+    real = cloud.db.host_state_nodes
+
+    def host_state_nodes(uuids: Any, **kwargs: Any) -> Any:
+        uuids = list(uuids)
+        asked.append(set(uuids))
+        return real(uuids, **kwargs)
+
+    cloud.db.host_state_nodes = host_state_nodes  # type: ignore[method-assign]
+    dest = cloud.resizes.schedule(migration.uuid)
+    assert dest is not None and dest.host == "host1" and dest.same_host
+    assert all(cloud.hosts["host1"] not in uuids for uuids in asked), asked
     cloud.check()

@@ -204,6 +204,27 @@ def test_migration_to_another_host_stays_in_the_zone(make_cloud: Any, strategy: 
     assert cloud.usage("host1") == {} and cloud.usage("big") == {}
 
 
+@pytest.mark.parametrize("asked", [False, True], ids=["host's zone", "zone asked"])
+def test_a_resize_reads_its_zone_with_its_migration(make_cloud: Any, asked: bool) -> None:
+    # The step's one read brings the zones with the migration: no read of
+    # its own before the query, and the zone binds all the same.
+    cloud = make_cloud("max_flavor", resize={"allow_same_host": False})
+    for name in ("host1", "host2", "host3"):
+        cloud.add_host(name, vcpus=8, memory_mb=16384, disk_gb=500)
+    _zone(cloud, "az1", "host1", "host3")
+    server = _boot(cloud, cloud.flavor("old", **_sizes(OLD)), "az1" if asked else None, "host1")
+    migration = cloud.resizes.begin(server.uuid, cloud.flavor("new", **_sizes(NEW)).flavorid)
+    zone_reads = []
+    real = cloud.db.zone_aggregates
+    cloud.db.zone_aggregates = lambda *a, **k: zone_reads.append(k) or real(*a, **k)  # type: ignore[method-assign]
+    with cloud.commits() as transactions:
+        cloud._wrap_scheduler(before=lambda: zone_reads.append(transactions[0]))
+        dest = cloud.resizes.schedule(migration.uuid)
+    assert zone_reads == [1]  # one transaction (the step's read) before the query
+    assert dest is not None and dest.host == "host3"
+    assert cloud.holds(server.uuid) == cloud.on("host3", NEW)
+
+
 def test_default_zone_server_never_moves_into_a_zone(make_cloud: Any) -> None:
     cloud = make_cloud("max_flavor", resize={"allow_same_host": False})
     cloud.add_host("host1", vcpus=8, memory_mb=16384, disk_gb=500)
