@@ -272,9 +272,7 @@ def test_an_entry_appended_after_the_read_is_numbered_after(
 def test_the_source_judged_from_its_node_is_not_read_again(make_cloud: Any, prefer: bool) -> None:
     # The source's compute node, read to judge it, makes its host state:
     # the filters' read covers the other hosts only.
-    cloud = make_cloud(
-        "max_flavor", resize={"allow_same_host": True, "prefer_same_host": prefer}
-    )
+    cloud = make_cloud("max_flavor", resize={"allow_same_host": True, "prefer_same_host": prefer})
     cloud.add_host("host1", vcpus=8, memory_mb=8192, disk_gb=100)
     cloud.add_host("host2", vcpus=2, memory_mb=2048, disk_gb=20)
     server = cloud.boot("vm", cloud.flavor("old", **OLD), host="host1")
