@@ -26,6 +26,7 @@ from resize_sched.db.migration_checks import server_of_migration_ok
 from resize_sched.db.session import (
     INTEGRITY_ERRORS,
     SessionSource,
+    cas_update,
     commit_may_have_landed,
     retry_on_deadlock,
     stamp_after,
@@ -95,6 +96,19 @@ def _copy(row: models.Migration, **changes: Any) -> models.Migration:
     }
     values.update(changes)
     return _detached(models.Migration(**values))
+
+
+def _whole(seen: Any) -> bool:
+    """Whether ``seen`` is a migration row with every column loaded."""
+    return isinstance(seen, models.Migration) and not sa.inspect(seen).unloaded
+
+
+def _known_seq(run: StepRun | None, owner: str | None) -> int | None:
+    """The last seq ``run`` knows, when it is the step that owns the
+    migration (``owner``) and has appended or read it; else None."""
+    if run is None or owner is None or run.owner != owner:
+        return None
+    return run.last_seq
 
 
 def _unchanged_since(seen: Any, uuid: str, locked: Any) -> bool:
@@ -170,6 +184,7 @@ class MigrationJournalApi(SessionSource):
         applied: list[int] | None = None,
         seen: models.Migration | None = None,
         take: StepRun | None = None,
+        run: StepRun | None = None,
     ) -> models.JournalEntry:
         """Record a transition about to be written to Placement.
 
@@ -204,6 +219,10 @@ class MigrationJournalApi(SessionSource):
             (:func:`~resize_sched.db.steps.take_in`), in the statement that
             records the holdings, instead of checking ``owner``; the run is
             marked taken once it commits.
+        :param run: the step writing (``owner`` is its token): the seq of
+            each entry it appends is kept on it (:attr:`StepRun.last_seq`),
+            so that its next append, while the row is as ``seen``, needs
+            neither lock nor read (:meth:`_journal_append`).
         :returns: the entry, ``intended``, numbered after the migration's last;
             with ``holdings``, its ``migration`` attribute is the migration
             as updated.
@@ -241,9 +260,12 @@ class MigrationJournalApi(SessionSource):
                             seen=seen,
                             # NOTE: a retry reads the last seq on its own (below).
                             seq_in_lock=attempt == 1,
+                            known_seq=_known_seq(run, owner) if attempt == 1 else None,
                         )
                 if take is not None:
                     take.taken = True
+                for step in {id(r): r for r in (take, run) if r is not None}.values():
+                    step.last_seq = entry.seq
                 if updated is not None:
                     entry.migration = updated  # type: ignore[attr-defined]
                 if applied:
@@ -274,14 +296,36 @@ class MigrationJournalApi(SessionSource):
         applied: list[int] | None,
         seen: models.Migration | None,
         seq_in_lock: bool,
+        known_seq: int | None = None,
     ) -> tuple[models.JournalEntry, models.Migration | None]:
         """Within ``session``: one attempt at :meth:`journal_intend`.
 
         :param seq_in_lock: read the last seq in the statement that locks
             the migration (one statement less) instead of after it.
+        :param known_seq: the last seq as the step ``owner`` left it (its
+            own last entry's): when the row is still as ``seen`` (no write
+            since, so no entry: every append moves ``updated_at`` on), one
+            compare-and-swap checks what the lock would and records the new
+            ``updated_at`` and holdings, and the entry follows that seq.
         :returns: the entry and, with ``holdings``, the migration as updated.
         :raises oslo_db.exception.DBDuplicateEntry: another writer took the seq.
         """
+        if known_seq is not None and _whole(seen) and not commit_may_have_landed():
+            done = self._append_unchanged(
+                session,
+                migration_uuid,
+                phase=phase,
+                before=before,
+                target=target,
+                owner=owner,
+                releasing=releasing,
+                holdings=holdings,
+                applied=applied,
+                seen=seen,
+                last=known_seq,
+            )
+            if done is not None:
+                return done
         # NOTE: locking the migration row serialises appenders to one journal
         # (MySQL, PostgreSQL; SQLite has one writer anyway). The read of the
         # last seq is plain, never a locking read: on MySQL a locking read
@@ -339,6 +383,54 @@ class MigrationJournalApi(SessionSource):
             assert seen is not None
             return entry, _copy(seen, holdings=recorded, updated_at=stamp)
         return entry, _read_migration(session, migration_uuid)
+
+    @staticmethod
+    def _append_unchanged(
+        session: Any,
+        migration_uuid: str,
+        *,
+        phase: str,
+        before: Mapping[str, Any],
+        target: Mapping[str, Any],
+        owner: str | None,
+        releasing: bool,
+        holdings: Mapping[str, Any] | None,
+        applied: list[int] | None,
+        seen: Any,
+        last: int,
+    ) -> tuple[models.JournalEntry, models.Migration | None] | None:
+        """Within ``session``: :meth:`_journal_append` for a row still as
+        ``seen``, or None (nothing written) when it is not.
+
+        The compare-and-swap expects the owner and the ``updated_at`` seen,
+        and a live server unless the transition releases: what the lock and
+        :meth:`_check_still_wanted` check. It writes the row as the lock's
+        path does (Galera certifies it against any other writer), and locks
+        it, so the entry's seq, after ``last``, is taken by no one else.
+        """
+        stamp = stamp_after(seen.updated_at)
+        values: dict[str, Any] = {"updated_at": stamp}
+        recorded = None
+        if holdings is not None:
+            recorded = values["holdings"] = json.loads(json.dumps(dict(holdings)))
+        changed, _ = cas_update(
+            session,
+            models.Migration,
+            migration_uuid,
+            values,
+            expected=[("task_owner", owner), ("updated_at", seen.updated_at)],
+            fixed=() if releasing else (server_of_migration_ok(),),
+            reload=False,
+        )
+        if not changed:
+            return None
+        _last_seq, insert, _record = _journal_statements()
+        now = models.utcnow()
+        entry = _insert_entry(session, insert, migration_uuid, last, phase, before, target, now)
+        journals.mark_applied_in(session, models.JournalEntry, applied or [])
+        if recorded is None:
+            return entry, None
+        return entry, _copy(seen, holdings=recorded, updated_at=stamp)
 
     def _journal_append_taking(
         self,

@@ -81,9 +81,10 @@ class StepRun:
     #: (:func:`resize_sched.db.action_api.step_event_columns`)
     expected_status: tuple[str, ...] = ()
     found: tuple[int | None, int | None] | None = None
-    #: with ``take_late``, once read: the migration's journal's last seq
-    #: then (0: none), which the take's entry follows when the row is still
-    #: as read (every append moves the row's ``updated_at`` on)
+    #: the migration's journal's last seq as the run knows it: read with a
+    #: late take's read (0: none), then its own last entry's. Its next entry
+    #: follows it while the row is as the run last saw it (every append
+    #: moves the row's ``updated_at`` on)
     last_seq: int | None = None
     #: with ``take_late`` and ``load_request_spec``, once read: the host
     #: asked about (None: only the zones) and the zones' aggregates, for the

@@ -260,6 +260,7 @@ class TransitionExecutor(ServerTransitions):
                 # NOTE: a step that takes its migration late takes it here,
                 # with its first intent (see resize_sched.db.steps).
                 take=run if run is not None and not run.taken else None,
+                run=run,
             )
             expected = True
             try:

@@ -290,3 +290,47 @@ def test_the_source_judged_from_its_node_is_not_read_again(make_cloud: Any, pref
     assert dest is not None and dest.host == "host1" and dest.same_host
     assert all(cloud.hosts["host1"] not in uuids for uuids in asked), asked
     cloud.check()
+
+
+#: how the journal's locking read of the migration starts
+_LOCK = "SELECT migrations.id, migrations.task_owner, migrations.server_uuid"
+
+
+def test_a_second_intent_of_the_step_locks_nothing(make_cloud: Any) -> None:
+    # drop_and_reclaim writes twice: its drop (the take's intent), then the
+    # claim. The claim's intent finds the row as the drop left it, so one
+    # compare-and-swap stands for the lock and the seq is the drop's next.
+    cloud, server, migration = _resize(make_cloud, "drop_and_reclaim")
+    with cloud.statements() as statements:
+        dest = cloud.resizes.schedule(migration.uuid)
+    assert dest is not None
+    assert not [s for s in statements if s.startswith(_LOCK)], "\n".join(statements)
+    assert not [s for s in statements if s.startswith("SELECT max(migration_journal.seq)")]
+    assert [(e.seq, e.phase, e.state) for e in cloud.db.journal_list(migration.uuid)] == [
+        (1, "prepare", "applied"),
+        (2, "claim", "applied"),
+    ]
+    cloud.check()
+
+
+def test_a_second_intent_after_another_write_locks_and_reads(make_cloud: Any) -> None:
+    # Another write between the drop and the claim (here an entry of its
+    # own) moved the row on: the claim's intent takes the lock's way, reads
+    # the seq there and follows it.
+    cloud, server, migration = _resize(make_cloud, "drop_and_reclaim")
+
+    def append(selection: Any) -> None:
+        _append_behind_the_step(cloud, migration.uuid, touch_row=True)
+
+    cloud.after_scheduling(append)
+    with cloud.statements() as statements:
+        dest = cloud.resizes.schedule(migration.uuid)
+    assert dest is not None
+    assert [s for s in statements if s.startswith(_LOCK)], "\n".join(statements)
+    assert [(e.seq, e.phase) for e in cloud.db.journal_list(migration.uuid)] == [
+        (1, "prepare"),
+        (2, "audit"),
+        (3, "claim"),
+    ]
+    assert cloud.db.migration_get(migration.uuid).status == "migrating"
+    cloud.check()
