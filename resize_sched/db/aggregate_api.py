@@ -14,10 +14,12 @@ each (:meth:`AggregateApi.zone_aggregates`,
 :meth:`AggregateApi.tenant_aggregates`), never Placement.
 """
 
+import functools
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from oslo_log import log as logging
@@ -71,28 +73,37 @@ class ZoneMap:
     host_zone: str | None = None
 
 
+@functools.cache
+def _zone_query(with_host: bool) -> sa.Select[Any]:
+    """Every zone aggregate's zone and uuid, in order, and whether the host
+    bound to ``host`` is in it (``with_host``; else false); built once (see
+    :func:`resize_sched.db.session.cas_update`)."""
+    members = (
+        sa.select(models.AggregateHost.id)
+        .where(
+            models.AggregateHost.aggregate_id == models.Aggregate.id,
+            models.AggregateHost.host == sa.bindparam("host"),
+        )
+        .exists()
+        if with_host
+        else sa.false()
+    )
+    return (
+        sa.select(models.AggregateMetadata.value, models.Aggregate.uuid, members)
+        .join(models.Aggregate, models.Aggregate.id == models.AggregateMetadata.aggregate_id)
+        .where(models.AggregateMetadata.key == ZONE_KEY)
+        .order_by(models.Aggregate.id)
+    )
+
+
 def zone_map_in(session: Session, host: str | None = None) -> ZoneMap:
     """Within ``session``: :meth:`AggregateApi.zone_aggregates` (a step's
     read brings it with the migration: see
     :attr:`resize_sched.db.steps.StepRun.zones`)."""
     zones: dict[str, list[str]] = {}
     host_zone = None
-    members = (
-        sa.select(models.AggregateHost.id)
-        .where(
-            models.AggregateHost.aggregate_id == models.Aggregate.id,
-            models.AggregateHost.host == host,
-        )
-        .exists()
-        if host is not None
-        else sa.false()
-    )
-    for zone, uuid, has_host in session.execute(
-        sa.select(models.AggregateMetadata.value, models.Aggregate.uuid, members)
-        .join(models.Aggregate, models.Aggregate.id == models.AggregateMetadata.aggregate_id)
-        .where(models.AggregateMetadata.key == ZONE_KEY)
-        .order_by(models.Aggregate.id)
-    ):
+    rows = session.execute(_zone_query(host is not None), {"host": host})
+    for zone, uuid, has_host in rows:
         zones.setdefault(zone, []).append(uuid)
         if has_host:
             host_zone = zone
