@@ -23,6 +23,13 @@ from resize_sched.db.session import SessionSource, retry_on_deadlock
 #: Values per ``IN (...)``.
 _CHUNK = 500
 
+#: Provider uuids per ``IN (...)`` of the compute node read: a whole
+#: candidates answer (``[scheduler] max_placement_results``, 1,000 by
+#: default) in one statement, where each statement costs the server its own
+#: parse and plan. SQLite keeps :data:`_CHUNK`: builds older than 3.32
+#: refuse more than 999 bound values.
+_NODE_CHUNK = 1000
+
 
 class AggregateRow(NamedTuple):
     """An aggregate a host is in, with its metadata."""
@@ -32,9 +39,9 @@ class AggregateRow(NamedTuple):
     metadata: dict[str, str]
 
 
-def _chunks(values: Iterable[str]) -> list[list[str]]:
+def _chunks(values: Iterable[str], size: int = _CHUNK) -> list[list[str]]:
     wanted = sorted(set(values))
-    return [wanted[i : i + _CHUNK] for i in range(0, len(wanted), _CHUNK)]
+    return [wanted[i : i + size] for i in range(0, len(wanted), size)]
 
 
 class HostStateApi(SessionSource):
@@ -51,10 +58,12 @@ class HostStateApi(SessionSource):
         """
         select = select_node_rows(inventory)
         out: dict[str, NodeRow] = {}
+        of = NodeRow.of
         with self._reader() as session:
-            for chunk in _chunks(uuids):
+            size = _CHUNK if session.get_bind().dialect.name == "sqlite" else _NODE_CHUNK
+            for chunk in _chunks(uuids, size):
                 for row in session.execute(select, {"uuids": chunk}):
-                    out[row[0]] = NodeRow.of(row)
+                    out[row[0]] = of(row)
         return out
 
     def host_aggregates(self, hosts: Iterable[str]) -> dict[str, list[AggregateRow]]:

@@ -180,6 +180,22 @@ def capacity_in(summary: Mapping[str, Any] | None) -> dict[str, float]:
     }
 
 
+def free_and_capacity(
+    summary: Mapping[str, Any] | None,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """:func:`free_in` and :func:`capacity_in` of one summary, in one pass
+    (the scheduler wants both for every candidate)."""
+    free: dict[str, float] = {}
+    capacity: dict[str, float] = {}
+    resources = summary.get("resources") if summary else None
+    if resources:
+        for rc, record in resources.items():
+            cap = record.get("capacity", 0)
+            free[rc] = cap - record.get("used", 0)
+            capacity[rc] = cap
+    return free, capacity
+
+
 def build_host_states(
     db: Any,
     destinations: Iterable[Destination],
@@ -215,31 +231,48 @@ def build_host_states(
             aggregates = db.host_aggregates(names)
         if SERVERS in needs:
             servers = db.servers_on_hosts(names)
+    # NOTE: one host state per candidate, a thousand per request at most:
+    # set through __new__ rather than the keyword arguments of __init__,
+    # which cost as much again (the same values, the same copies).
+    new = HostState.__new__
+    empty: frozenset[str] = frozenset()
     states = []
     for dest in dests:
         node = nodes.get(dest.provider)
+        host = dest.host
+        state = new(HostState)
+        state.uuid = dest.provider
+        state.host = host
+        state.free = dict(dest.free) if dest.free else {}
         if dest.total is not None:
-            total = dest.total
+            state.total = dict(dest.total)
+        elif node is not None:
+            state.total = {rc: rs.capacity(r) for rc, r in node.inventory.items()}
         else:
-            total = {rc: rs.capacity(r) for rc, r in node.inventory.items()} if node else {}
-        states.append(
-            HostState(
-                dest.provider,
-                dest.host,
-                free=dest.free,
-                total=total,
-                service_known=node is not None and node.disabled is not None,
-                disabled=bool(node and node.disabled),
-                forced_down=bool(node and node.forced_down),
-                last_seen_up=node.last_seen_up if node else None,
-                hypervisor_type=node.hypervisor_type if node else "fake",
-                hypervisor_hostname=node.hypervisor_hostname if node else None,
-                failed_builds=node.failed_builds if node else 0,
-                aggregates=aggregates.get(dest.host, ()),
-                servers=servers.get(dest.host, ()),
-                same_host=dest.same_host,
-            )
-        )
+            state.total = {}
+        if node is not None:
+            state.service_known = node.disabled is not None
+            state.disabled = bool(node.disabled)
+            state.forced_down = bool(node.forced_down)
+            state.last_seen_up = node.last_seen_up
+            state.hypervisor_type = node.hypervisor_type
+            state.hypervisor_hostname = node.hypervisor_hostname or host
+            state.failed_builds = node.failed_builds
+        else:
+            state.service_known = False
+            state.disabled = False
+            state.forced_down = False
+            state.last_seen_up = None
+            state.hypervisor_type = "fake"
+            state.hypervisor_hostname = host
+            state.failed_builds = 0
+        found = aggregates.get(host)
+        state.aggregates = list(found) if found else []
+        servers_on = servers.get(host)
+        state.servers = frozenset(servers_on) if servers_on else empty
+        state.same_host = dest.same_host
+        state._metadata = None
+        states.append(state)
     return states
 
 

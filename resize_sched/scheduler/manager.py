@@ -93,8 +93,7 @@ from resize_sched.scheduler.filters import FilterChain
 from resize_sched.scheduler.host_state import (
     HostState,
     build_host_states,
-    capacity_in,
-    free_in,
+    free_and_capacity,
 )
 from resize_sched.scheduler.request import Destination, SchedulingRequest, Selection
 from resize_sched.scheduler.source import _FREE_SOURCE_WEIGHT, SourceMixin
@@ -256,17 +255,14 @@ class Scheduler(VerdictMixin, SourceMixin):
                 passed += self._policies([found], request, removed)
         else:
             candidates = self._query(wanted, request)
-            scored = self._score(candidates, request, keep_source=one_query)
+            firsts = self._firsts(candidates)
+            scored = self._score(candidates, request, keep_source=one_query, firsts=firsts)
             if source_allowed and not one_query:
                 # NOTE: a source that needs nothing more and is among the
                 # candidates already passed every check the query makes
                 # (owned, enabled, traits, aggregates): it needs no request
                 # of its own.
-                seen = any(
-                    self._root_of(ar, candidates) == source
-                    for ar in candidates.allocation_requests
-                )
-                found = self._ask_source(request, seen=seen)
+                found = self._ask_source(request, seen=source in firsts)
                 if found is not None:
                     scored.append(found)
             before = len(scored)
@@ -382,43 +378,72 @@ class Scheduler(VerdictMixin, SourceMixin):
 
     # -- filtering and weighing ---------------------------------------------------
 
-    def _score(
-        self, candidates: Candidates, request: SchedulingRequest, *, keep_source: bool
-    ) -> list[tuple[float, Destination]]:
-        """One destination per host (its first allocation request), with its
-        preliminary weight (free RAM times the RAM multiplier: what the
-        source's judgement compares) and its free amounts."""
-        multiplier = self.conf.filter_scheduler.ram_weight_multiplier
+    @classmethod
+    def _firsts(cls, candidates: Candidates) -> dict[str, tuple[int, Allocations]]:
+        """Each host's first allocation request (with its index), in
+        Placement's order: root provider -> (index, allocation request)."""
+        root_of = cls._root_of
         summaries = candidates.provider_summaries
         firsts: dict[str, tuple[int, Allocations]] = {}
         for index, allocation_request in enumerate(candidates.allocation_requests):
-            root = self._root_of(allocation_request, candidates)
+            if len(allocation_request) == 1:
+                # NOTE: the common case, a candidate all on one provider: its
+                # tree's root, whatever its traits (a sharing provider alone
+                # is its own root), as _root_of would say, without the loop.
+                for rp in allocation_request:
+                    summary = summaries.get(rp)
+                    root = (summary.get("root_provider_uuid") if summary else None) or rp
+            else:
+                root = root_of(allocation_request, candidates)
             if root not in firsts:
                 firsts[root] = (index, allocation_request)
-        if not keep_source:
-            firsts.pop(request.source, None)  # type: ignore[arg-type]
+        return firsts
+
+    def _score(
+        self,
+        candidates: Candidates,
+        request: SchedulingRequest,
+        *,
+        keep_source: bool,
+        firsts: dict[str, tuple[int, Allocations]] | None = None,
+    ) -> list[tuple[float, Destination]]:
+        """One destination per host (its first allocation request), with its
+        preliminary weight (free RAM times the RAM multiplier: what the
+        source's judgement compares) and its free amounts.
+
+        :param firsts: :meth:`_firsts` of ``candidates``, when the caller
+            has it already.
+        """
+        multiplier = self.conf.filter_scheduler.ram_weight_multiplier
+        summaries = candidates.provider_summaries
+        if firsts is None:
+            firsts = self._firsts(candidates)
+        if not keep_source and request.source in firsts:
+            firsts = dict(firsts)
+            del firsts[request.source]  # type: ignore[arg-type]
         names = self._host_names(firsts)
+        grouped = bool(request.groups or request.source_groups)
+        all_mappings = candidates.mappings
+        source = request.source
+        memory = rs.MEMORY_MB
         out: list[tuple[float, Destination]] = []
         for root, (index, allocation_request) in firsts.items():
-            summary = summaries.get(root)
-            free = free_in(summary)
-            weight = multiplier * free.get(rs.MEMORY_MB, 0)
-            same_host = root == request.source
+            free, total = free_and_capacity(summaries.get(root))
             mappings = None
-            if request.groups or request.source_groups:
+            if grouped:
                 # NOTE: which provider took which group; recorded with the claim.
-                found = candidates.mappings[index] if index < len(candidates.mappings) else {}
+                found = all_mappings[index] if index < len(all_mappings) else {}
                 mappings = {suffix: list(rps) for suffix, rps in found.items()}
             dest = Destination(
                 root,
                 names[root],
                 allocation_request,
-                same_host,
+                root == source,
                 mappings,
                 free=free,
-                total=capacity_in(summary),
+                total=total,
             )
-            out.append((weight, dest))
+            out.append((multiplier * free.get(memory, 0), dest))
         return out
 
     @staticmethod

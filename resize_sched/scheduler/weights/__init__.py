@@ -121,8 +121,9 @@ class WeigherChain:
                 continue
             scaled = normalize(w.weigh_objects(host_states, request), w.minval, w.maxval)
             multiplier = w.weight_multiplier()
-            for i, value in enumerate(scaled):
-                totals[i] += multiplier * value
+            totals = [
+                total + multiplier * value for total, value in zip(totals, scaled, strict=True)
+            ]
         return totals
 
     def only(self, name: str, request: SchedulingRequest) -> bool:
