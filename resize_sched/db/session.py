@@ -270,6 +270,12 @@ class SessionSource:
             yield session
 
 
+@functools.cache
+def _columns(model: type) -> frozenset[str]:
+    """The names of ``model``'s columns (read once per model)."""
+    return frozenset(sa.inspect(model).columns.keys())
+
+
 def check_values(
     model: type, values: Mapping[str, Any], *, what: str, compared: bool = False
 ) -> None:
@@ -282,7 +288,9 @@ def check_values(
         expectations), so immutable columns are allowed.
     :raises resize_sched.exception.Invalid: an unknown or immutable column.
     """
-    columns = set(sa.inspect(model).columns.keys())
+    if not values:
+        return
+    columns = _columns(model)
     fixed = frozenset() if compared else _IMMUTABLE
     bad = sorted(k for k in values if k not in columns or k in fixed)
     if bad:
