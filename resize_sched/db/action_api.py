@@ -32,6 +32,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from oslo_log import log as logging
+from sqlalchemy.orm import aliased
 
 from resize_sched import exception
 from resize_sched.db import ERRORS, models
@@ -91,15 +92,73 @@ def failure_text(exc: BaseException) -> tuple[str, str]:
     return message, text[-_MAX_TRACEBACK:]
 
 
+def _server_newest_first(
+    action: Any, server_uuid: Any
+) -> tuple[sa.ColumnElement[bool], tuple[Any, Any]]:
+    """The WHERE clause and ORDER BY for "the actions of ``server_uuid``,
+    newest first" (``action``: :class:`~resize_sched.db.models.InstanceAction`
+    or an alias; ``server_uuid``: a value, a bound parameter or a column of
+    an outer query).
+
+    Written so that only the index on ``(server_uuid, id)`` gives rows in
+    that order, newest of the server first. Asked for ``server_uuid = ?
+    ORDER BY id DESC LIMIT 1``, MariaDB and PostgreSQL may walk the primary
+    key backwards instead, until a row of the server turns up: for a server
+    whose actions are old, most of the table, on every step. PostgreSQL
+    does so even with that index whenever it cannot see which server it is
+    (a column of the outer query, a prepared statement's generic plan) and
+    the table has few servers. Ordering by ``server_uuid`` too takes the
+    primary key out of the running; asking for it as a range of one value
+    (``>=`` and ``<=``) rather than with ``=`` keeps PostgreSQL from dropping
+    it from the ORDER BY as a constant. (Not ``BETWEEN``: MariaDB turns that
+    back into ``=`` and then sorts the server's rows instead of reading the
+    index in order.)
+    """
+    return (
+        sa.and_(action.server_uuid >= server_uuid, action.server_uuid <= server_uuid),
+        (action.server_uuid.desc(), action.id.desc()),
+    )
+
+
 @functools.cache
 def _action_and_open_event(with_host: bool, with_request_id: bool) -> sa.Select[Any]:
     """One query for :meth:`ActionApi._find_action` and
     :meth:`ActionApi._open_event` together: its first row is ``(action id, id
     of an open event or None)``, none when there is no such action. Bound:
     ``server_uuid``, ``actions``, ``event``, ``host``, ``request_id``.
+
+    The action's id is found first, by itself, and only that action is
+    joined to its events: each way of finding it (the step's own request,
+    else the newest) is one ``LIMIT 1`` that an index answers in a row or
+    two. Sorting the join of all of them instead reads every matching
+    action of the server, with its events, to keep one.
     """
     action = models.InstanceAction
     events = models.InstanceActionEvent
+    other = aliased(action, name="candidate")
+    actions = other.action.in_(sa.bindparam("actions", expanding=True))
+    of_server, newest_first = _server_newest_first(other, sa.bindparam("server_uuid"))
+    chosen: sa.ColumnElement[Any] = (
+        sa.select(other.id)
+        .where(of_server, actions)
+        .order_by(*newest_first)
+        .limit(1)
+        .scalar_subquery()
+    )
+    if with_request_id:
+        # NOTE: the action of the step's own request first, else the newest.
+        own = (
+            sa.select(other.id)
+            .where(
+                other.server_uuid == sa.bindparam("server_uuid"),
+                other.request_id == sa.bindparam("request_id"),
+                actions,
+            )
+            .order_by(other.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        chosen = sa.func.coalesce(own, chosen)
     joined = [
         events.action_id == action.id,
         events.event == sa.bindparam("event"),
@@ -107,20 +166,12 @@ def _action_and_open_event(with_host: bool, with_request_id: bool) -> sa.Select[
     ]
     if with_host:
         joined.append(sa.or_(events.host == sa.bindparam("host"), events.host.is_(None)))
-    order: list[Any] = []
-    if with_request_id:
-        # NOTE: the action of the step's own request first, else the newest.
-        order.append(sa.case((action.request_id == sa.bindparam("request_id"), 0), else_=1))
-    order += [action.id.desc(), events.id.desc()]
     return (
         sa.select(action.id, events.id)
         .select_from(action)
         .outerjoin(events, sa.and_(*joined))
-        .where(
-            action.server_uuid == sa.bindparam("server_uuid"),
-            action.action.in_(sa.bindparam("actions", expanding=True)),
-        )
-        .order_by(*order)
+        .where(action.id == chosen)
+        .order_by(events.id.desc())
         .limit(1)
     )
 
@@ -135,13 +186,11 @@ def step_event_columns(with_host: bool) -> tuple[sa.Label[Any], sa.Label[Any]]:
     """
     action = models.InstanceAction
     events = models.InstanceActionEvent
+    of_server, newest_first = _server_newest_first(action, models.Migration.server_uuid)
     newest = (
         sa.select(action.id)
-        .where(
-            action.server_uuid == models.Migration.server_uuid,
-            action.action.in_(sa.bindparam("ev_actions", expanding=True)),
-        )
-        .order_by(action.id.desc())
+        .where(of_server, action.action.in_(sa.bindparam("ev_actions", expanding=True)))
+        .order_by(*newest_first)
         .limit(1)
         # NOTE: explicitly, or the copy nested in the next one is not
         # correlated (it would read every migration).
@@ -315,17 +364,23 @@ class ActionApi(SessionSource):
     def _find_action(
         session: Any, server_uuid: str, actions: tuple[str, ...], request_id: str | None
     ) -> models.InstanceAction | None:
-        query = sa.select(models.InstanceAction).where(
-            models.InstanceAction.server_uuid == server_uuid,
-            models.InstanceAction.action.in_(actions),
-        )
+        action = models.InstanceAction
+        named = action.action.in_(actions)
+        # NOTE: LIMIT 1, not just first(): the driver would otherwise fetch
+        # every matching action of the server to hand back one.
         if request_id is not None:
             found = session.scalars(
-                query.where(models.InstanceAction.request_id == request_id)
+                sa.select(action)
+                .where(action.server_uuid == server_uuid, action.request_id == request_id, named)
+                .order_by(action.id.desc())
+                .limit(1)
             ).first()
             if found is not None:
                 return found
-        return session.scalars(query.order_by(models.InstanceAction.id.desc())).first()
+        of_server, newest_first = _server_newest_first(action, server_uuid)
+        return session.scalars(
+            sa.select(action).where(of_server, named).order_by(*newest_first).limit(1)
+        ).first()
 
     @staticmethod
     def _open_event(
@@ -343,7 +398,9 @@ class ActionApi(SessionSource):
                     models.InstanceActionEvent.host.is_(None),
                 )
             )
-        return session.scalars(query.order_by(models.InstanceActionEvent.id.desc())).first()
+        return session.scalars(
+            query.order_by(models.InstanceActionEvent.id.desc()).limit(1)
+        ).first()
 
     @staticmethod
     def _finished_event(session: Any, action_id: int, event: str, host: str | None) -> bool:

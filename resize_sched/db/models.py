@@ -646,7 +646,14 @@ class InstanceAction(TimestampMixin, Base):
     ``os-instance-actions`` shows it."""
 
     __tablename__ = "instance_actions"
-    __table_args__ = (sa.Index(None, "server_uuid", "request_id"),)
+    __table_args__ = (
+        sa.Index(None, "server_uuid", "request_id"),
+        # NOTE: a server's newest action among some names (every step looks
+        # it up) is the first row of this one read backwards; without it
+        # the databases walk the primary key through other servers' actions
+        # (see action_api._server_newest_first).
+        sa.Index(None, "server_uuid", "id"),
+    )
 
     id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     server_uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False)
