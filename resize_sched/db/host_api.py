@@ -423,14 +423,17 @@ class ReportedNode(NamedTuple):
     #: the compute service row's flag
     disabled: bool
     #: what our settled servers there hold, at the least (read for a
-    #: resize's source only; see :func:`compute_node_for_source`)
+    #: resize's source judged beside other hosts only; see
+    #: :func:`compute_node_for_source`)
     settled: dict[str, int] = {}
     #: the node as its host state reads it (read for a resize's source
     #: only): a host state built for the source reads nothing more
     state: NodeRow | None = None
 
 
-def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
+def compute_node_for_source(
+    db: HostApi, rp_uuid: str, *, settled: bool = False
+) -> ReportedNode | None:
     """A resize source's compute node as its service last reported it.
 
     One light read for the scheduler: the host name, the inventory, whether
@@ -442,33 +445,42 @@ def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
     Placement's usage there is at least that (other consumers, resizes in
     flight and a server still building only add to it).
 
+    :param settled: read ``settled`` (a second statement); else it is empty.
+
     :returns: the node, or None when no compute service of this deployment
         reported the provider.
     """
-    server = models.Server
     with db._reader() as session:
         row = session.execute(select_node_rows(), {"uuids": [rp_uuid]}).first()
         if row is None:
             return None
         state = NodeRow.of(row)
-        flavors = session.scalars(
-            sa.select(server.flavor).where(
-                server.host == state.host,
-                server.rp_uuid == rp_uuid,
-                # NOTE: a stopped server keeps its room, as in Nova.
-                server.status.in_(("ACTIVE", "SHUTOFF")),
-                server.task_state.is_(None),
-                server.deleted_at.is_(None),
-                server.needs_heal.is_(False),
-            )
-        )
-        settled: dict[str, int] = {}
-        for flavor in flavors:
-            for rc, amount in resources.stored_request(flavor).resources.items():
-                settled[rc] = settled.get(rc, 0) + amount
+        settled_by_rc: dict[str, int] = {}
+        if settled:
+            _settled_into(session, state.host, rp_uuid, settled_by_rc)
     return ReportedNode(
-        state.uuid, state.host, state.inventory, bool(state.disabled), settled, state
+        state.uuid, state.host, state.inventory, bool(state.disabled), settled_by_rc, state
     )
+
+
+def _settled_into(session: Session, host: str, rp_uuid: str, settled: dict[str, int]) -> None:
+    """Within ``session``: add to ``settled`` what our settled servers on
+    ``host`` (provider ``rp_uuid``) hold (see :func:`compute_node_for_source`)."""
+    server = models.Server
+    flavors = session.scalars(
+        sa.select(server.flavor).where(
+            server.host == host,
+            server.rp_uuid == rp_uuid,
+            # NOTE: a stopped server keeps its room, as in Nova.
+            server.status.in_(("ACTIVE", "SHUTOFF")),
+            server.task_state.is_(None),
+            server.deleted_at.is_(None),
+            server.needs_heal.is_(False),
+        )
+    )
+    for flavor in flavors:
+        for rc, amount in resources.stored_request(flavor).resources.items():
+            settled[rc] = settled.get(rc, 0) + amount
 
 
 def reported_compute_nodes(db: HostApi) -> list[ReportedNode]:

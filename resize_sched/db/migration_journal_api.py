@@ -13,6 +13,7 @@ Holdings are JSON shaped ``{"server": {rp: {rc: n}}, "migration": {rp: {rc: n}},
 import functools
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -98,6 +99,29 @@ def _copy(row: models.Migration, **changes: Any) -> models.Migration:
     return _detached(models.Migration(**values))
 
 
+@dataclass(frozen=True)
+class _Append:
+    """What one :meth:`MigrationJournalApi.journal_intend` appends, and the
+    checks it asks for (see its parameters)."""
+
+    migration_uuid: str
+    phase: str
+    before: Mapping[str, Any]
+    target: Mapping[str, Any]
+    owner: str | None = None
+    releasing: bool = False
+    holdings: Mapping[str, Any] | None = None
+    applied: list[int] | None = None
+    seen: Any = None
+
+    def insert_in(self, session: Any, last: int | None, now: Any) -> models.JournalEntry:
+        """Within ``session``: the entry, numbered after ``last``."""
+        insert = _journal_statements()[1]
+        return _insert_entry(
+            session, insert, self.migration_uuid, last, self.phase, self.before, self.target, now
+        )
+
+
 def _whole(seen: Any) -> bool:
     """Whether ``seen`` is a migration row with every column loaded."""
     return isinstance(seen, models.Migration) and not sa.inspect(seen).unloaded
@@ -118,7 +142,7 @@ def _unchanged_since(seen: Any, uuid: str, locked: Any) -> bool:
     (or copied by :func:`_copy`) with the same one, status and owner is the
     row as it is.
     """
-    if not isinstance(seen, models.Migration) or sa.inspect(seen).unloaded:
+    if not _whole(seen):
         return False
     return (
         seen.uuid == uuid
@@ -231,33 +255,21 @@ class MigrationJournalApi(SessionSource):
         :raises resize_sched.exception.Invalid: before/target not mappings.
         """
         journals.check_intent(phase, before, target)
+        append = _Append(
+            migration_uuid, phase, before, target, owner, releasing, holdings, applied, seen
+        )
         for attempt in range(1, journals.SEQ_ATTEMPTS + 1):
             try:
                 with self._writer() as session:
                     if take is not None:
+                        # NOTE: a retry reads the last seq (below).
                         entry, updated = self._journal_append_taking(
-                            session,
-                            take,
-                            phase=phase,
-                            before=before,
-                            target=target,
-                            holdings=holdings,
-                            seen=seen,
-                            # NOTE: a retry reads the last seq (below).
-                            seq_as_read=attempt == 1,
+                            session, take, append, seq_as_read=attempt == 1
                         )
                     else:
                         entry, updated = self._journal_append(
                             session,
-                            migration_uuid,
-                            phase=phase,
-                            before=before,
-                            target=target,
-                            owner=owner,
-                            releasing=releasing,
-                            holdings=holdings,
-                            applied=applied,
-                            seen=seen,
+                            append,
                             # NOTE: a retry reads the last seq on its own (below).
                             seq_in_lock=attempt == 1,
                             known_seq=_known_seq(run, owner) if attempt == 1 else None,
@@ -285,16 +297,8 @@ class MigrationJournalApi(SessionSource):
     def _journal_append(
         self,
         session: Any,
-        migration_uuid: str,
+        append: _Append,
         *,
-        phase: str,
-        before: Mapping[str, Any],
-        target: Mapping[str, Any],
-        owner: str | None,
-        releasing: bool,
-        holdings: Mapping[str, Any] | None,
-        applied: list[int] | None,
-        seen: models.Migration | None,
         seq_in_lock: bool,
         known_seq: int | None = None,
     ) -> tuple[models.JournalEntry, models.Migration | None]:
@@ -310,22 +314,11 @@ class MigrationJournalApi(SessionSource):
         :returns: the entry and, with ``holdings``, the migration as updated.
         :raises oslo_db.exception.DBDuplicateEntry: another writer took the seq.
         """
-        if known_seq is not None and _whole(seen) and not commit_may_have_landed():
-            done = self._append_unchanged(
-                session,
-                migration_uuid,
-                phase=phase,
-                before=before,
-                target=target,
-                owner=owner,
-                releasing=releasing,
-                holdings=holdings,
-                applied=applied,
-                seen=seen,
-                last=known_seq,
-            )
+        if known_seq is not None and _whole(append.seen) and not commit_may_have_landed():
+            done = self._append_unchanged(session, append, known_seq)
             if done is not None:
                 return done
+        migration_uuid, holdings = append.migration_uuid, append.holdings
         # NOTE: locking the migration row serialises appenders to one journal
         # (MySQL, PostgreSQL; SQLite has one writer anyway). The read of the
         # last seq is plain, never a locking read: on MySQL a locking read
@@ -350,21 +343,25 @@ class MigrationJournalApi(SessionSource):
         migration = session.execute(_journal_lock_query(seq_in_lock), params).first()
         if migration is None:
             raise exception.MigrationNotFound(migration_id=migration_uuid)
-        self._check_still_wanted(migration_uuid, migration, phase, owner, releasing)
-        last_seq, insert, record_holdings = _journal_statements()
+        self._check_still_wanted(migration, append)
+        last_seq, _insert, record_holdings = _journal_statements()
         if commit_may_have_landed():
             # NOTE: an earlier run of this call may have committed this very
             # entry (its connection was lost while committing): not twice.
             mine = journals.last_intended_in(
-                session, models.JournalEntry, migration_uuid, phase, before, target
+                session,
+                models.JournalEntry,
+                migration_uuid,
+                append.phase,
+                append.before,
+                append.target,
             )
             if mine is not None:
                 return mine, session.get(models.Migration, migration.id) if holdings else None
         last = migration.last_seq if seq_in_lock else session.scalar(last_seq, params)
-        now = models.utcnow()
         stamp = stamp_after(migration.updated_at)
-        entry = _insert_entry(session, insert, migration_uuid, last, phase, before, target, now)
-        journals.mark_applied_in(session, models.JournalEntry, applied or [])
+        entry = append.insert_in(session, last, models.utcnow())
+        journals.mark_applied_in(session, models.JournalEntry, append.applied or [])
         if holdings is None:
             session.execute(
                 sa.update(models.Migration)
@@ -377,27 +374,15 @@ class MigrationJournalApi(SessionSource):
         session.execute(
             record_holdings, {**params, "new_holdings": recorded, "new_updated_at": stamp}
         )
-        if _unchanged_since(seen, migration_uuid, migration):
+        if _unchanged_since(append.seen, migration_uuid, migration):
             # NOTE: the row is the caller's but for what was just written,
             # so it needs no reading back.
-            assert seen is not None
-            return entry, _copy(seen, holdings=recorded, updated_at=stamp)
+            return entry, _copy(append.seen, holdings=recorded, updated_at=stamp)
         return entry, _read_migration(session, migration_uuid)
 
     @staticmethod
     def _append_unchanged(
-        session: Any,
-        migration_uuid: str,
-        *,
-        phase: str,
-        before: Mapping[str, Any],
-        target: Mapping[str, Any],
-        owner: str | None,
-        releasing: bool,
-        holdings: Mapping[str, Any] | None,
-        applied: list[int] | None,
-        seen: Any,
-        last: int,
+        session: Any, append: _Append, last: int
     ) -> tuple[models.JournalEntry, models.Migration | None] | None:
         """Within ``session``: :meth:`_journal_append` for a row still as
         ``seen``, or None (nothing written) when it is not.
@@ -408,41 +393,31 @@ class MigrationJournalApi(SessionSource):
         path does (Galera certifies it against any other writer), and locks
         it, so the entry's seq, after ``last``, is taken by no one else.
         """
+        seen = append.seen
         stamp = stamp_after(seen.updated_at)
         values: dict[str, Any] = {"updated_at": stamp}
         recorded = None
-        if holdings is not None:
-            recorded = values["holdings"] = json.loads(json.dumps(dict(holdings)))
+        if append.holdings is not None:
+            recorded = values["holdings"] = json.loads(json.dumps(dict(append.holdings)))
         changed, _ = cas_update(
             session,
             models.Migration,
-            migration_uuid,
+            append.migration_uuid,
             values,
-            expected=[("task_owner", owner), ("updated_at", seen.updated_at)],
-            fixed=() if releasing else (server_of_migration_ok(),),
+            expected=[("task_owner", append.owner), ("updated_at", seen.updated_at)],
+            fixed=() if append.releasing else (server_of_migration_ok(),),
             reload=False,
         )
         if not changed:
             return None
-        _last_seq, insert, _record = _journal_statements()
-        now = models.utcnow()
-        entry = _insert_entry(session, insert, migration_uuid, last, phase, before, target, now)
-        journals.mark_applied_in(session, models.JournalEntry, applied or [])
+        entry = append.insert_in(session, last, models.utcnow())
+        journals.mark_applied_in(session, models.JournalEntry, append.applied or [])
         if recorded is None:
             return entry, None
         return entry, _copy(seen, holdings=recorded, updated_at=stamp)
 
     def _journal_append_taking(
-        self,
-        session: Any,
-        run: StepRun,
-        *,
-        phase: str,
-        before: Mapping[str, Any],
-        target: Mapping[str, Any],
-        holdings: Mapping[str, Any] | None,
-        seen: models.Migration | None,
-        seq_as_read: bool = False,
+        self, session: Any, run: StepRun, append: _Append, *, seq_as_read: bool = False
     ) -> tuple[models.JournalEntry, models.Migration | None]:
         """Within ``session``: one attempt at :meth:`journal_intend` that
         takes the migration for ``run`` first.
@@ -459,9 +434,11 @@ class MigrationJournalApi(SessionSource):
         :raises resize_sched.exception.StepNotDue: the step is no longer due.
         :raises sqlalchemy.exc.IntegrityError: another writer took the seq.
         """
-        migration_uuid = run.migration_uuid
+        migration_uuid, holdings, seen = run.migration_uuid, append.holdings, append.seen
         if commit_may_have_landed():
-            done = self._taken_by_earlier_run(session, run, phase, before, target)
+            done = self._taken_by_earlier_run(
+                session, run, append.phase, append.before, append.target
+            )
             if done is not None:
                 entry, migration = done
                 return entry, migration if holdings is not None else None
@@ -470,11 +447,9 @@ class MigrationJournalApi(SessionSource):
         recorded = None
         if holdings is not None:
             recorded = values["holdings"] = json.loads(json.dumps(dict(holdings)))
-        whole = isinstance(seen, models.Migration) and not sa.inspect(seen).unloaded
-        same = steps.take_in(
-            session, run, values, seen_at=seen.updated_at if whole and seen is not None else None
-        )
-        last_seq, insert, _record_holdings = _journal_statements()
+        seen_at = seen.updated_at if _whole(seen) else None
+        same = steps.take_in(session, run, values, seen_at=seen_at)
+        last_seq = _journal_statements()[0]
         if same and seq_as_read and run.last_seq is not None:
             # NOTE: the row is as the run read it, so no entry was appended
             # since (each append moves its updated_at on): the seq read then
@@ -483,12 +458,11 @@ class MigrationJournalApi(SessionSource):
             last = run.last_seq
         else:
             last = session.scalar(last_seq, {"m_uuid": migration_uuid})
-        entry = _insert_entry(session, insert, migration_uuid, last, phase, before, target, now)
+        entry = append.insert_in(session, last, now)
         if recorded is None:
             return entry, None
         if same:
             # NOTE: the row is the one the run read but for what the take wrote.
-            assert seen is not None
             return entry, _copy(seen, holdings=recorded, updated_at=now, task_owner=run.token)
         return entry, _read_migration(session, migration_uuid)
 
@@ -527,18 +501,17 @@ class MigrationJournalApi(SessionSource):
         return mine, migration
 
     @staticmethod
-    def _check_still_wanted(
-        migration_uuid: str, migration: Any, phase: str, owner: str | None, releasing: bool
-    ) -> None:
-        if owner is not None and migration.task_owner != owner:
+    def _check_still_wanted(migration: Any, append: _Append) -> None:
+        uuid, phase = append.migration_uuid, append.phase
+        if append.owner is not None and migration.task_owner != append.owner:
             raise exception.StepNotDue(
-                migration_id=migration_uuid,
+                migration_id=uuid,
                 step=phase,
                 reason="another step or a delete took the migration over",
             )
-        if not releasing and not migration.server_live:
+        if not append.releasing and not migration.server_live:
             raise exception.StepNotDue(
-                migration_id=migration_uuid, step=phase, reason="its server is being deleted"
+                migration_id=uuid, step=phase, reason="its server is being deleted"
             )
 
     @retry_on_deadlock

@@ -240,7 +240,7 @@ class Scheduler(VerdictMixin, SourceMixin):
             # source no service reports, its own candidates query.
             candidates, answer = self._both(
                 lambda: self._query(wanted, request),
-                lambda: self._about_source(request, source_amounts),
+                lambda: self._about_source(request, source_amounts, settled=True),
             )
             scored = self._score(candidates, request, keep_source=False)
             before = len(scored)

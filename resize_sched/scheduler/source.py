@@ -109,14 +109,21 @@ class SourceMixin(SharedSourceMixin):
             return answer.judged
         return self._judge_from_usage(request, amounts, answer.node)
 
-    def _about_source(self, request: SchedulingRequest, amounts: Resources) -> _SourceAnswer:
+    def _about_source(
+        self, request: SchedulingRequest, amounts: Resources, *, settled: bool = False
+    ) -> _SourceAnswer:
         """The source's compute node when it can be judged from it, else
-        Placement's answer for the source alone (``in_tree``)."""
+        Placement's answer for the source alone (``in_tree``).
+
+        :param settled: read what our settled servers hold there too (the
+            source is to be judged beside the other hosts: see
+            :meth:`_weight_bound`).
+        """
         if request.source_groups:
             return _SourceAnswer(judged=self._judge_groups(request, amounts))
         if set(request.source_placement) - {request.source}:
             return _SourceAnswer(judged=self._judge_tree(request))
-        node = self._reported_source(request)
+        node = self._reported_source(request, settled=settled)
         if node is not None and node.disabled and not lacks_a_class(node, amounts):
             LOG.debug("Source %s is disabled", node.host)
             return _SourceAnswer()  # judged: it takes no new work
@@ -228,7 +235,9 @@ class SourceMixin(SharedSourceMixin):
         placement = rs.normalize_allocations(request.source_placement)
         return (weight, Destination(source, host, placement, same_host=True, free=free))
 
-    def _reported_source(self, request: SchedulingRequest) -> host_api.ReportedNode | None:
+    def _reported_source(
+        self, request: SchedulingRequest, *, settled: bool = False
+    ) -> host_api.ReportedNode | None:
         """The source's compute node, when the source can be judged from it
         (if its root has every class asked for: see
         :func:`~resize_sched.scheduler.pools.lacks_a_class`).
@@ -246,7 +255,7 @@ class SourceMixin(SharedSourceMixin):
         assert source is not None
         if self.db is None or _asks_placement_only(request):
             return None
-        node = host_api.compute_node_for_source(self.db, source)
+        node = host_api.compute_node_for_source(self.db, source, settled=settled)
         if node is None:
             return None
         self._names[source] = node.host
