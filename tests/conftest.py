@@ -4,6 +4,13 @@ import logging
 
 import pytest
 
+# NOTE: a handler whose stream was an earlier test's captured stderr, now
+# closed, fails when a thread that test left behind (an oslo.messaging
+# heartbeat retrying a deleted virtual host) logs; logging would print the
+# traceback into whichever test runs then. Tests assert on what they log
+# themselves, through caplog or their own streams.
+logging.raiseExceptions = False
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist, keep every RabbitMQ test on one worker.
