@@ -115,11 +115,20 @@ class _Append:
     seen: Any = None
 
     def insert_in(self, session: Any, last: int | None, now: Any) -> models.JournalEntry:
-        """Within ``session``: the entry, numbered after ``last``."""
-        insert = _journal_statements()[1]
-        return _insert_entry(
-            session, insert, self.migration_uuid, last, self.phase, self.before, self.target, now
-        )
+        """Within ``session``: insert the ``intended`` entry numbered after
+        ``last`` and return it, detached, as written."""
+        values = {
+            "migration_uuid": self.migration_uuid,
+            "seq": (last or 0) + 1,
+            "phase": self.phase,
+            "before": dict(self.before),
+            "target": dict(self.target),
+            "state": models.JOURNAL_INTENDED,
+            "detail": None,
+            "created_at": now,
+        }
+        (entry_id,) = session.execute(_journal_statements()[1], values).inserted_primary_key
+        return _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
 
 
 def _whole(seen: Any) -> bool:
@@ -163,32 +172,6 @@ def _read_migration(session: Any, uuid: str, *, required: bool = True) -> Any:
         .execution_options(populate_existing=True)
     )
     return rows.one() if required else rows.first()
-
-
-def _insert_entry(
-    session: Any,
-    insert: Any,
-    migration_uuid: str,
-    last: int | None,
-    phase: str,
-    before: Mapping[str, Any],
-    target: Mapping[str, Any],
-    now: Any,
-) -> models.JournalEntry:
-    """Within ``session``: insert the ``intended`` entry numbered after
-    ``last`` and return it, detached, as written."""
-    values = {
-        "migration_uuid": migration_uuid,
-        "seq": (last or 0) + 1,
-        "phase": phase,
-        "before": dict(before),
-        "target": dict(target),
-        "state": models.JOURNAL_INTENDED,
-        "detail": None,
-        "created_at": now,
-    }
-    (entry_id,) = session.execute(insert, values).inserted_primary_key
-    return _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
 
 
 class MigrationJournalApi(SessionSource):
