@@ -28,6 +28,19 @@ OPTS = [
         "candidate before applying it, so a lower value shrinks the response but "
         "not Placement's own work; filters and weighers see only these candidates.",
     ),
+    cfg.FloatOpt(
+        "compute_node_cache_seconds",
+        default=5.0,
+        min=0,
+        help="Seconds the scheduler uses a candidate's compute node row (host name, "
+        "hypervisor, failed builds, its service's forced_down flag and last heartbeat) "
+        "after reading it, instead of reading every candidate's row for every request. "
+        "Capacity and usage always come from Placement's answer, and a disabled service "
+        "is left out by Placement's COMPUTE_STATUS_DISABLED trait at once; a service "
+        "forced down or no longer reporting is seen up to this many seconds late, on top "
+        "of service_down_time. A resize's source is always read fresh. 0 reads every "
+        "row for every request.",
+    ),
     cfg.BoolOpt(
         "limit_tenants_to_placement_aggregate",
         default=False,

@@ -6,7 +6,9 @@ provider summaries (or, for a resize's source judged on its own, from what
 that judgement read), and the rest from the database in a fixed number of
 queries for all candidates together (see
 :mod:`resize_sched.db.host_state_api`): the compute node and its service
-always, the hosts' aggregates with their metadata and the servers on them
+always (each row kept by the scheduler for ``[scheduler]
+compute_node_cache_seconds``: :mod:`resize_sched.scheduler.node_cache`), the
+hosts' aggregates with their metadata and the servers on them
 only when an enabled filter or weigher declares it needs them
 (:attr:`~resize_sched.scheduler.filters.BaseHostFilter.needs`). No Placement
 request is made here.
@@ -20,6 +22,7 @@ from typing import Any
 
 from resize_sched import resources as rs
 from resize_sched.db.host_state_api import AggregateRow, NodeRow
+from resize_sched.scheduler.node_cache import NodeCache
 from resize_sched.scheduler.request import Destination
 
 #: What a filter or weigher may ask to be read for every candidate.
@@ -200,6 +203,7 @@ def build_host_states(
     db: Any,
     destinations: Iterable[Destination],
     needs: frozenset[str] = frozenset(),
+    nodes: NodeCache | None = None,
 ) -> list[HostState]:
     """One host state per destination, in the same order.
 
@@ -211,17 +215,19 @@ def build_host_states(
     carries its node (:attr:`Destination.node`) is not read again.
 
     :param needs: the extra facts to read (:data:`AGGREGATES`, :data:`SERVERS`).
+    :param nodes: where the compute node rows come from (a scheduler's
+        :class:`~resize_sched.scheduler.node_cache.NodeCache`); None: read
+        from ``db``.
     """
     dests = list(destinations)
-    nodes: dict[str, NodeRow] = {d.provider: d.node for d in dests if d.node is not None}
+    rows: dict[str, NodeRow] = {d.provider: d.node for d in dests if d.node is not None}
     unread = [d for d in dests if d.node is None]
     if db is not None and unread:
         # NOTE: the inventories (a JSON document a host, most of the read)
         # only when some host's capacity is not known from Placement.
-        nodes.update(
-            db.host_state_nodes(
-                (d.provider for d in unread), inventory=any(d.total is None for d in unread)
-            )
+        read = nodes.nodes if nodes is not None else db.host_state_nodes
+        rows.update(
+            read((d.provider for d in unread), inventory=any(d.total is None for d in unread))
         )
     names = {d.host for d in dests}
     aggregates: dict[str, list[AggregateRow]] = {}
@@ -238,7 +244,7 @@ def build_host_states(
     empty: frozenset[str] = frozenset()
     states = []
     for dest in dests:
-        node = nodes.get(dest.provider)
+        node = rows.get(dest.provider)
         host = dest.host
         state = new(HostState)
         state.uuid = dest.provider

@@ -95,6 +95,7 @@ from resize_sched.scheduler.host_state import (
     build_host_states,
     free_and_capacity,
 )
+from resize_sched.scheduler.node_cache import NodeCache
 from resize_sched.scheduler.request import Destination, SchedulingRequest, Selection
 from resize_sched.scheduler.source import _FREE_SOURCE_WEIGHT, SourceMixin
 from resize_sched.scheduler.verdict import (
@@ -147,6 +148,9 @@ class Scheduler(VerdictMixin, SourceMixin):
         self._usable = (self.owner_trait, "!" + DISABLED_TRAIT)
         self._enabled = ("!" + DISABLED_TRAIT,)
         self._names: dict[str, str] = {}
+        #: the candidates' compute node rows, each kept
+        #: ``[scheduler] compute_node_cache_seconds``
+        self.nodes = NodeCache(db, conf.scheduler.compute_node_cache_seconds)
         self._random = rng or random.Random()
         self._pool: futures.ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -500,7 +504,7 @@ class Scheduler(VerdictMixin, SourceMixin):
             return []
         filters, weighers = self._plugins()
         needs = filters.needs_for(request) | weighers.needs_for(request)
-        states = build_host_states(self.db, [dest for _, dest in kept], needs)
+        states = build_host_states(self.db, [dest for _, dest in kept], needs, self.nodes)
         passed, counts = filters.run(states, request)
         if removed is not None:
             removed.extend(counts)

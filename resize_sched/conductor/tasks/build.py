@@ -318,7 +318,7 @@ class BuildTask:
         node's count of failed builds (the BuildFailureWeigher's) starts again
         from 0 in the same transaction."""
         server = self.db.server_get(server_uuid)
-        return self.db.server_update(
+        done = self.db.server_update(
             server_uuid,
             expected={**self.SPAWNING, "rp_uuid": server.rp_uuid},
             operation=f"finish the {self.WHAT.lower()}",
@@ -328,6 +328,15 @@ class BuildTask:
             task_state=None,
             **self._spawned_values(),
         )
+        self._counted(server.rp_uuid)
+        return done
+
+    def _counted(self, rp_uuid: str | None) -> None:
+        """After a spawn's outcome is committed: this conductor's scheduler
+        reads the node's count of failed builds again at its next request
+        (other conductors' within ``[scheduler] compute_node_cache_seconds``)."""
+        if rp_uuid is not None:
+            self.deps.scheduler.nodes.forget(rp_uuid)
 
     def _spawned_values(self) -> dict[str, Any]:
         """More columns to set once the server runs (a build: none)."""
@@ -382,7 +391,7 @@ class BuildTask:
         # The node it failed on counts one failed build more, in the same
         # transaction (a duplicate report changes nothing: it finds ERROR).
         try:
-            return self.db.server_update(
+            failed = self.db.server_update(
                 server_uuid,
                 expected=self.SPAWNING,
                 operation=f"fail the {self.WHAT.lower()}",
@@ -396,6 +405,8 @@ class BuildTask:
         except (exception.ServerNotFound, exception.ServerStateConflict) as exc:
             LOG.info("%s of server %s: %s", self.WHAT, server_uuid, exc)
             return None
+        self._counted(server.rp_uuid)
+        return failed
 
 
 def _build_result(rp_uuid: str | None, *, failed: bool) -> Any:
