@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from resize_sched import exception, resources
+from resize_sched import exception
 from resize_sched.db import models
 from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock, text
 
@@ -422,65 +422,28 @@ class ReportedNode(NamedTuple):
     inventory: dict[str, Any]
     #: the compute service row's flag
     disabled: bool
-    #: what our settled servers there hold, at the least (read for a
-    #: resize's source judged beside other hosts only; see
-    #: :func:`compute_node_for_source`)
-    settled: dict[str, int] = {}
     #: the node as its host state reads it (read for a resize's source
     #: only): a host state built for the source reads nothing more
     state: NodeRow | None = None
 
 
-def compute_node_for_source(
-    db: HostApi, rp_uuid: str, *, settled: bool = False
-) -> ReportedNode | None:
+def compute_node_for_source(db: HostApi, rp_uuid: str) -> ReportedNode | None:
     """A resize source's compute node as its service last reported it.
 
-    One light read for the scheduler: the host name, the inventory, whether
-    the host's compute service is disabled (the disabled flag is the service
-    row's, which ``os-services`` and ``resize-sched-manage host`` set
-    together with the provider's ``COMPUTE_STATUS_DISABLED`` trait), and
-    ``settled``: the flavors of our servers there that are ACTIVE with no
-    task and nothing to heal, each of which holds its flavor on the provider.
-    Placement's usage there is at least that (other consumers, resizes in
-    flight and a server still building only add to it).
-
-    :param settled: read ``settled`` (a second statement); else it is empty.
+    One light read for the scheduler: the host name, the inventory and
+    whether the host's compute service is disabled (the disabled flag is the
+    service row's, which ``os-services`` and ``resize-sched-manage host``
+    set together with the provider's ``COMPUTE_STATUS_DISABLED`` trait).
 
     :returns: the node, or None when no compute service of this deployment
         reported the provider.
     """
     with db._reader() as session:
         row = session.execute(select_node_rows(), {"uuids": [rp_uuid]}).first()
-        if row is None:
-            return None
-        state = NodeRow.of(row)
-        settled_by_rc: dict[str, int] = {}
-        if settled:
-            _settled_into(session, state.host, rp_uuid, settled_by_rc)
-    return ReportedNode(
-        state.uuid, state.host, state.inventory, bool(state.disabled), settled_by_rc, state
-    )
-
-
-def _settled_into(session: Session, host: str, rp_uuid: str, settled: dict[str, int]) -> None:
-    """Within ``session``: add to ``settled`` what our settled servers on
-    ``host`` (provider ``rp_uuid``) hold (see :func:`compute_node_for_source`)."""
-    server = models.Server
-    flavors = session.scalars(
-        sa.select(server.flavor).where(
-            server.host == host,
-            server.rp_uuid == rp_uuid,
-            # NOTE: a stopped server keeps its room, as in Nova.
-            server.status.in_(("ACTIVE", "SHUTOFF")),
-            server.task_state.is_(None),
-            server.deleted_at.is_(None),
-            server.needs_heal.is_(False),
-        )
-    )
-    for flavor in flavors:
-        for rc, amount in resources.stored_request(flavor).resources.items():
-            settled[rc] = settled.get(rc, 0) + amount
+    if row is None:
+        return None
+    state = NodeRow.of(row)
+    return ReportedNode(state.uuid, state.host, state.inventory, bool(state.disabled), state)
 
 
 def reported_compute_nodes(db: HostApi) -> list[ReportedNode]:

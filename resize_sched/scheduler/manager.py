@@ -17,9 +17,8 @@ a claim strategy may ask it for something else than the new flavor (see
   for what the strategy says. A source whose compute service reports it is
   judged against the inventory and disabled flag that service reported: from
   its summary when the query over every host returned it anyway (it has room
-  for the whole new flavor), not at all when even holding nothing but this
-  resize it would weigh too little to be chosen or stand as an alternate, and
-  otherwise from its usage (one cheap request). For any other, or when
+  for the whole new flavor), otherwise from its usage (one cheap request,
+  made while the query runs). For any other, or when
   traits or aggregates are asked for, it is a candidates query with
   ``in_tree=<source>`` (one limited to one tree costs Placement as much as
   one over the whole cloud);
@@ -27,10 +26,12 @@ a claim strategy may ask it for something else than the new flavor (see
   fits, is returned alone (``Selection.complete`` is false) without asking
   about any other host.
 
-In the second case the source's compute node is read (or its ``in_tree``
-query asked) on a small thread pool of the scheduler while the calling thread
-asks about every other host, so a resize waits for one round trip, two only
-when the source's usage must be read.
+In the second case the source's compute node and usage are read (or its
+``in_tree`` query asked) on a small thread pool of the scheduler while the
+calling thread asks about every other host, so a resize waits for one round
+trip. The usage is read before the query's answer tells whether the source
+was among the candidates (then its summary there is used instead): one
+light request that may go unused, for a round trip less on every resize.
 
 Only hosts of this deployment that take new work are ever candidates, and
 Placement itself leaves the others out: every query asks for roots with the
@@ -240,20 +241,19 @@ class Scheduler(VerdictMixin, SourceMixin):
         before = 0
         if source_allowed and not one_query and source_amounts:
             # NOTE: two independent questions: every other host's here; on
-            # the pool the source's compute node (a database read) or, for a
-            # source no service reports, its own candidates query.
+            # the pool the source's compute node (a database read) and its
+            # usage or, for a source no service reports, its own candidates
+            # query.
             candidates, answer = self._both(
                 lambda: self._query(wanted, request),
-                lambda: self._about_source(request, source_amounts, settled=True),
+                lambda: self._about_source(request, source_amounts, beside=True),
             )
             scored = self._score(candidates, request, keep_source=False)
             before = len(scored)
             passed = self._policies(scored, request, removed)
             found = answer.judged
             if answer.node is not None:
-                found = self._judge_beside(
-                    request, source_amounts, answer.node, candidates, passed
-                )
+                found = self._judge_beside(request, source_amounts, answer, candidates)
             if found is not None:
                 before += 1
                 passed += self._policies([found], request, removed)
@@ -528,11 +528,6 @@ class Scheduler(VerdictMixin, SourceMixin):
         order = sorted(range(len(rest)), key=lambda i: -weights[i])  # NOTE: stable
         ranked += [(weights[i], rest[i][1]) for i in order]
         return ranked
-
-    def ranks_by_ram_alone(self, request: SchedulingRequest) -> bool:
-        """Whether the RAM weigher alone can tell hosts apart for ``request``
-        (then a host's free RAM bounds its rank: see the source's judgement)."""
-        return self._plugins()[1].only("RAMWeigher", request)
 
     def _host_name(self, provider: str) -> str:
         return self._host_names((provider,))[provider]

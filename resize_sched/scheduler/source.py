@@ -9,10 +9,11 @@ question that answers it:
 * a source that needs nothing more: one provider listing checks that it is
   still ours, enabled, with the traits and aggregates asked for;
 * a source whose compute service reports it, whose root has every class
-  asked for: from its reported inventory, beside the other hosts'
-  candidates (:meth:`SourceMixin._judge_beside`): no request when the query
-  over every host returned it anyway or when it could never weigh enough to
-  be chosen, else its usage (one light request);
+  asked for: from its reported inventory and its usage (one light request).
+  Beside the other hosts' candidates (:meth:`SourceMixin._judge_beside`),
+  the usage is read on the scheduler's pool while the query over every host
+  runs, so the resize waits for one round trip; a source the query returned
+  anyway is judged from its summary in that answer;
 * an amount pinned to providers of its tree (a vGPU's child, a disk's pool:
   ``source_placement``): each provider's inventory and usage
   (:meth:`SourceMixin._judge_tree`);
@@ -44,7 +45,7 @@ from resize_sched.scheduler.request import Destination, SchedulingRequest
 from resize_sched.scheduler.verdict import _asks_placement_only, _fits
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
 LOG = logging.getLogger(__name__)
 
@@ -61,12 +62,15 @@ def _free(inventory: dict[str, Any], used: dict[str, Any]) -> dict[str, float]:
 @dataclass(frozen=True)
 class _SourceAnswer:
     """What the pool learned about a resize's source while every other host
-    was asked: its compute node as its service reported it, enabled (judged
-    next, beside the other hosts' candidates), or else the answer already
-    known (``judged``: Placement's, or None for a disabled source)."""
+    was asked: its compute node as its service reported it, enabled, with
+    its usage when it was read too (judged next, beside the other hosts'
+    candidates), or else the answer already known (``judged``: Placement's,
+    or None for a disabled or vanished source)."""
 
     node: host_api.ReportedNode | None = None
     judged: tuple[float, Destination] | None = None
+    #: the source's usage, read beside the query over every host
+    used: dict[str, Any] | None = None
 
 
 class SourceMixin(SharedSourceMixin):
@@ -82,7 +86,6 @@ class SourceMixin(SharedSourceMixin):
     _score: Callable[..., list[tuple[float, Destination]]]
     _filter: Callable[..., list[tuple[float, Destination]]]
     _host_name: Callable[[str], str]
-    ranks_by_ram_alone: Callable[[SchedulingRequest], bool]
 
     def _ask_source(
         self, request: SchedulingRequest, *, seen: bool = False
@@ -110,25 +113,29 @@ class SourceMixin(SharedSourceMixin):
         return self._judge_from_usage(request, amounts, answer.node)
 
     def _about_source(
-        self, request: SchedulingRequest, amounts: Resources, *, settled: bool = False
+        self, request: SchedulingRequest, amounts: Resources, *, beside: bool = False
     ) -> _SourceAnswer:
         """The source's compute node when it can be judged from it, else
         Placement's answer for the source alone (``in_tree``).
 
-        :param settled: read what our settled servers hold there too (the
-            source is to be judged beside the other hosts: see
-            :meth:`_weight_bound`).
+        :param beside: the source is judged beside the other hosts, whose
+            query runs meanwhile: read its usage too, now.
         """
         if request.source_groups:
             return _SourceAnswer(judged=self._judge_groups(request, amounts))
         if set(request.source_placement) - {request.source}:
             return _SourceAnswer(judged=self._judge_tree(request))
-        node = self._reported_source(request, settled=settled)
+        node = self._reported_source(request)
         if node is not None and node.disabled and not lacks_a_class(node, amounts):
             LOG.debug("Source %s is disabled", node.host)
             return _SourceAnswer()  # judged: it takes no new work
         if node is not None and not lacks_a_class(node, amounts):
-            return _SourceAnswer(node=node)
+            if not beside:
+                return _SourceAnswer(node=node)
+            try:
+                return _SourceAnswer(node=node, used=self.client.get_usages(node.uuid))
+            except exception.PlacementNotFound:
+                return _SourceAnswer()  # gone: a claim there would be refused
         # NOTE: a class the source's root lacks may be on a sharing provider
         # (its disk pool), which in_tree=<source> never sees: see
         # resize_sched.scheduler.pools. A flat host never gets here.
@@ -235,9 +242,7 @@ class SourceMixin(SharedSourceMixin):
         placement = rs.normalize_allocations(request.source_placement)
         return (weight, Destination(source, host, placement, same_host=True, free=free))
 
-    def _reported_source(
-        self, request: SchedulingRequest, *, settled: bool = False
-    ) -> host_api.ReportedNode | None:
+    def _reported_source(self, request: SchedulingRequest) -> host_api.ReportedNode | None:
         """The source's compute node, when the source can be judged from it
         (if its root has every class asked for: see
         :func:`~resize_sched.scheduler.pools.lacks_a_class`).
@@ -246,7 +251,7 @@ class SourceMixin(SharedSourceMixin):
         one over the whole cloud. When the source is a host whose compute
         service reports it (its inventory and whether it is disabled are in
         ``compute_nodes`` and ``services``), its usage is all that is left to
-        know, and often not even that (see :meth:`_judge_beside`).
+        know (see :meth:`_judge_beside`).
 
         :returns: None when it must be asked the usual way: no database, no
             report, traits or aggregates asked for (they live in Placement).
@@ -255,7 +260,7 @@ class SourceMixin(SharedSourceMixin):
         assert source is not None
         if self.db is None or _asks_placement_only(request):
             return None
-        node = host_api.compute_node_for_source(self.db, source, settled=settled)
+        node = host_api.compute_node_for_source(self.db, source)
         if node is None:
             return None
         self._names[source] = node.host
@@ -265,59 +270,24 @@ class SourceMixin(SharedSourceMixin):
         self,
         request: SchedulingRequest,
         amounts: Resources,
-        node: host_api.ReportedNode,
+        answer: _SourceAnswer,
         candidates: Candidates,
-        passed: Sequence[tuple[Any, ...]],
     ) -> tuple[float, Destination] | None:
-        """Judge the reported source beside every other host's candidates
-        (``passed``: those the filters kept, with their preliminary weights).
+        """Judge the reported source beside every other host's candidates.
 
-        * A source among the candidates has room for the whole request, so
-          for ``amounts`` too: its summary weighs it, no request more.
-        * A source that, however little it holds, would weigh less than every
-          host that can be chosen or stand as an alternate (the best
-          ``max(max_attempts, host_subset_size)`` of the others the filters
-          kept) could never be in the answer: it is not asked about. Only
-          when the RAM weigher alone ranks the hosts for this request: with
-          others (CPU, disk, failed builds) free RAM bounds nothing.
-        * Any other is judged from its usage (one cheap request).
+        A source among the candidates has room for the whole request, so for
+        ``amounts`` too: its summary in that answer weighs it. Any other is
+        judged from the usage read beside the query
+        (:attr:`_SourceAnswer.used`).
         """
-        source = request.source
-        assert source is not None
-        summary = candidates.provider_summaries.get(source)
+        node = answer.node
+        assert node is not None and answer.used is not None
+        summary = candidates.provider_summaries.get(node.uuid)
         if summary is not None and any(
-            self._root_of(ar, candidates) == source for ar in candidates.allocation_requests
+            self._root_of(ar, candidates) == node.uuid for ar in candidates.allocation_requests
         ):
             return self._source_destination(node, amounts, free_in(summary))
-        best = self._weight_bound(node, request, amounts)
-        needed = max(self.conf.scheduler.max_attempts, self.conf.filter_scheduler.host_subset_size)
-        rivals = sorted((item[0] for item in passed), reverse=True)
-        if (
-            len(rivals) >= needed
-            and best < rivals[needed - 1]
-            and self.ranks_by_ram_alone(request)
-        ):
-            LOG.debug(
-                "Source %s not asked: at best it weighs %s, below the %d best other hosts",
-                node.host,
-                best,
-                needed,
-            )
-            return None
-        return self._judge_from_usage(request, amounts, node)
-
-    def _weight_bound(
-        self, node: host_api.ReportedNode, request: SchedulingRequest, amounts: Resources
-    ) -> float:
-        """The most the source can weigh: its free RAM is at least what the
-        request adds there (or it would not fit) and at most its capacity
-        less what the resize and our settled servers there hold."""
-        memory = node.inventory.get(rs.MEMORY_MB)
-        held = request.source_holds.get(rs.MEMORY_MB, 0) + node.settled.get(rs.MEMORY_MB, 0)
-        most = rs.capacity(memory) - held if memory else 0
-        least = amounts.get(rs.MEMORY_MB, 0)
-        multiplier = self.conf.filter_scheduler.ram_weight_multiplier
-        return max(multiplier * least, multiplier * most)
+        return self._judge_used(node, amounts, answer.used)
 
     def _judge_from_usage(
         self, request: SchedulingRequest, amounts: Resources, node: host_api.ReportedNode
@@ -327,12 +297,16 @@ class SourceMixin(SharedSourceMixin):
         query's cost). The claim that follows is judged by Placement all the
         same: a usage that changed meanwhile only means a refused claim, and
         the next alternate."""
-        source = request.source
-        assert source is not None
         try:
-            used = self.client.get_usages(source)
+            used = self.client.get_usages(node.uuid)
         except exception.PlacementNotFound:
             return None  # gone: a claim there would be refused
+        return self._judge_used(node, amounts, used)
+
+    def _judge_used(
+        self, node: host_api.ReportedNode, amounts: Resources, used: dict[str, Any]
+    ) -> tuple[float, Destination] | None:
+        """Whether the reported source has ``amounts`` free beside ``used``."""
         if not _fits(node.inventory, amounts, used):
             LOG.debug("Source %s lacks %s", node.host, rs.format_resources(amounts))
             return None

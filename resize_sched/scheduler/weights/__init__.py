@@ -125,8 +125,3 @@ class WeigherChain:
                 total + multiplier * value for total, value in zip(totals, scaled, strict=True)
             ]
         return totals
-
-    def only(self, name: str, request: SchedulingRequest) -> bool:
-        """Whether ``name`` is the only weigher that can tell hosts apart here."""
-        active = [w.name for w in self.weighers if not w.neutral(request)]
-        return active == [name] or not active

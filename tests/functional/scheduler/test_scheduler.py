@@ -6,6 +6,7 @@ scheduler makes can be asserted exactly.
 """
 
 import random
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -226,12 +227,26 @@ def test_max_flavor_asks_others_for_new_and_the_source_for_the_increase(world: W
     assert other.allocation_request == {world.hosts["host2"]: NEW}
 
 
-def test_a_source_among_the_candidates_needs_no_request_of_its_own(world: World) -> None:
-    """Room for the whole new flavor beside the old is room for the increase."""
-    selection, client, spy = _second_resize(world, source_vcpus=8)
+def test_a_source_among_the_candidates_is_weighed_from_its_summary(world: World) -> None:
+    """Room for the whole new flavor beside the old is room for the increase:
+    a source the query returned is judged from its summary there, not from
+    the usage read beside the query (which here says it is full)."""
+    world.add_host("host1", vcpus=8, memory_mb=16384)
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, client, spy = world.scheduler(weight_classes=["RAMWeigher"])
+    real = client.get_usages
 
-    assert [p for _, p, _ in spy.calls] == ["/allocation_candidates"]
-    assert client.request_count == 1
+    def full(uuid: str) -> Any:
+        return {**real(uuid), "MEMORY_MB": 16384}
+
+    client.get_usages = full  # type: ignore[method-assign]
+    selection = scheduler.select_destinations(resize_request(world))
+
+    assert sorted(p for _, p, _ in spy.calls) == [
+        "/allocation_candidates",
+        f"/resource_providers/{world.hosts['host1']}/usages",
+    ]
     assert world.names(selection) == ["host1", "host2"]
     source = selection.destinations[0]
     assert source.same_host
@@ -250,70 +265,27 @@ def _full_source_world(world: World, others: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("others", [2, 3])
-def test_a_source_that_could_not_make_the_answer_is_not_asked(world: World, others: int) -> None:
-    """Even holding only this resize, host1 (4096 MB) would weigh less than
-    the three best others (16384 MB free): with max_attempts 3 it can be
-    neither chosen nor an alternate, so its usage is not read. With only two
-    others it could be the third: it is asked, and comes last."""
+def test_a_source_beside_others_is_weighed_from_its_usage(world: World, others: int) -> None:
+    """host1 (4096 MB, 2048 free) is read once, beside the query, and weighed
+    with the others (16384 MB free): with max_attempts 3 it is the last
+    alternate behind two others, and left out behind three."""
     extra = _full_source_world(world, others)
     scheduler, client, spy = world.scheduler(max_attempts=3, weight_classes=["RAMWeigher"])
     selection = scheduler.select_destinations(resize_request(world, **extra))
     usages = [p for _, p, _ in spy.calls if p.endswith("/usages")]
+    assert usages == [f"/resource_providers/{world.hosts['host1']}/usages"]
+    assert len(selection.destinations) == 3
     if others == 3:
-        assert usages == []
         assert "host1" not in world.names(selection)
-        assert len(selection.destinations) == 3
     else:
-        assert usages == [f"/resource_providers/{world.hosts['host1']}/usages"]
         assert world.names(selection)[-1] == "host1"
 
 
-def _settled_server(world: World, host: str, memory_mb: int, status: str = "ACTIVE") -> str:
-    """Our server on ``host``, holding its flavor there."""
-    flavor = {"vcpus": 0, "memory_mb": memory_mb, "root_gb": 0, "ephemeral_gb": 0, "swap": 0}
-    server = world.db.server_create(
-        name="s",
-        project_id="p",
-        user_id="u",
-        flavor=flavor,
-        status=status,
-        vm_state="active",
-        task_state=None,
-        host=host,
-        node=host,
-        rp_uuid=world.hosts[host],
-    )
-    world.hold(host, {"MEMORY_MB": memory_mb})
-    return server.uuid
-
-
-@pytest.mark.parametrize("status", ["ACTIVE", "BUILD"])
-def test_our_settled_servers_on_the_source_tighten_the_bound(world: World, status: str) -> None:
-    """Only what this resize holds is known to be held (no ``source_holds``
-    here): our ACTIVE servers there count too, a server still building not."""
-    world.add_host("host1", vcpus=2, memory_mb=4096)
-    world.hold("host1", OLD)
-    for n in range(3):
-        world.add_host(f"other{n}", memory_mb=4096)
-    # 3072 MB of host1's 4096 held by a neighbour of ours: at most 1024 free.
-    _settled_server(world, "host1", 2048, status=status)
-    scheduler, _, spy = world.scheduler(max_attempts=3, weight_classes=["RAMWeigher"])
-    selection = scheduler.select_destinations(resize_request(world))
-    asked = any(p.endswith("/usages") for _, p, _ in spy.calls)
-    assert asked == (status != "ACTIVE")
-    assert "host1" not in world.names(selection)
-
-
-def test_the_bound_counts_the_subset_and_the_weigher_sign(world: World) -> None:
-    extra = _full_source_world(world, 3)
-    # host_subset_size 4 may put the fourth best first: the source must be asked.
-    ram = ["RAMWeigher"]
-    scheduler, _, spy = world.scheduler(max_attempts=3, host_subset_size=4, weight_classes=ram)
-    scheduler.select_destinations(resize_request(world, **extra))
-    assert any(p.endswith("/usages") for _, p, _ in spy.calls)
+def test_a_stacking_weigher_puts_the_fuller_source_first(world: World) -> None:
     # Stacking (a negative multiplier) favours the fullest host: the source first.
+    extra = _full_source_world(world, 3)
     scheduler, _, spy = world.scheduler(
-        max_attempts=3, ram_weight_multiplier=-1.0, weight_classes=ram
+        max_attempts=3, ram_weight_multiplier=-1.0, weight_classes=["RAMWeigher"]
     )
     selection = scheduler.select_destinations(resize_request(world, **extra))
     assert any(p.endswith("/usages") for _, p, _ in spy.calls)
@@ -935,3 +907,31 @@ def test_the_source_is_asked_when_other_weighers_rank_too(world: World) -> None:
     assert [p for _, p, _ in spy.calls if p.endswith("/usages")] == [
         f"/resource_providers/{world.hosts['host1']}/usages"
     ]
+
+
+def test_the_source_usage_is_read_while_the_query_runs(world: World) -> None:
+    """The resize waits for one round trip: the query over every host does
+    not answer until the source's usage has been read (it would wait in
+    vain, and fail, if the usage were read after it)."""
+    world.add_host("host1", vcpus=2, memory_mb=16384)  # no room for all of NEW
+    world.add_host("host2")
+    world.hold("host1", OLD)
+    scheduler, client, _ = world.scheduler(weight_classes=["RAMWeigher"])
+    usage_read = threading.Event()
+    real_usages, real_query = client.get_usages, client.get_allocation_candidates
+
+    def usages(uuid: str) -> Any:
+        try:
+            return real_usages(uuid)
+        finally:
+            usage_read.set()
+
+    def query(*args: Any, **kwargs: Any) -> Any:
+        answer = real_query(*args, **kwargs)
+        assert usage_read.wait(10), "the source's usage was not read during the query"
+        return answer
+
+    client.get_usages = usages  # type: ignore[method-assign]
+    client.get_allocation_candidates = query  # type: ignore[method-assign]
+    selection = scheduler.select_destinations(resize_request(world))
+    assert world.names(selection) == ["host1", "host2"]

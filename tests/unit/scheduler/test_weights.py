@@ -97,16 +97,6 @@ def test_soft_anti_affinity_the_moved_server_does_not_count_on_its_source() -> N
     assert weights[0] > weights[1]
 
 
-def test_only_ram_can_rank_is_known_per_request() -> None:
-    chain = _chain(["RAMWeigher", "ServerGroupSoftAffinityWeigher"])
-    assert chain.only("RAMWeigher", _request())
-    assert not chain.only("RAMWeigher", _request(group=_group("soft-affinity")))
-    assert not _chain(["RAMWeigher", "CPUWeigher"]).only("RAMWeigher", _request())
-    assert _chain(["RAMWeigher", "CPUWeigher"], cpu_weight_multiplier=0.0).only(
-        "RAMWeigher", _request()
-    )
-
-
 def test_default_weighers_are_every_one() -> None:
     conf = rs_conf.new_conf()
     rs_conf.parse_args(conf, [], default_config_files=[])
