@@ -38,8 +38,10 @@ OPTS = [
         "Capacity and usage always come from Placement's answer, and a disabled service "
         "is left out by Placement's COMPUTE_STATUS_DISABLED trait at once; a service "
         "forced down or no longer reporting is seen up to this many seconds late, on top "
-        "of service_down_time. A resize's source is always read fresh. 0 reads every "
-        "row for every request.",
+        "of service_down_time; a row that keeps its host out (forced down, disabled, an "
+        "old heartbeat) is read again at every request, so a host that is back is seen "
+        "at once. Keep it well below service_down_time. A resize's source is always "
+        "read fresh. 0 reads every row for every request.",
     ),
     cfg.BoolOpt(
         "limit_tenants_to_placement_aggregate",

@@ -151,7 +151,11 @@ class Scheduler(VerdictMixin, SourceMixin):
         self._names: dict[str, str] = {}
         #: the candidates' compute node rows, each kept
         #: ``[scheduler] compute_node_cache_seconds``
-        self.nodes = NodeCache(db, conf.scheduler.compute_node_cache_seconds)
+        self.nodes = NodeCache(
+            db,
+            conf.scheduler.compute_node_cache_seconds,
+            down_time=lambda: conf.service_down_time,
+        )
         self._random = rng or random.Random()
         self._pool: futures.ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()

@@ -22,12 +22,18 @@ what it does not:
 * a service forced down, or one that stopped reporting, is seen by the
   ``ComputeFilter`` at most that many seconds late, on top of the
   ``service_down_time`` its heartbeats already allow;
+* the other way round, never late: a row that would keep its host out (a
+  service forced down or disabled, or a heartbeat that is, or would become
+  within the row's time in the cache, older than ``service_down_time``) is
+  not served from the cache but read again, so a host that is back is seen
+  at the next request;
 * a resize's source is always read fresh
   (:func:`resize_sched.db.host_api.compute_node_for_source`).
 
 ``0`` turns the cache off: every request reads every candidate's row.
 """
 
+import datetime
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -41,6 +47,9 @@ class NodeCache:
 
     :param db: what reads the rows (``host_state_nodes``).
     :param max_age: seconds a row is used after it was read; 0: never.
+    :param down_time: the ``service_down_time`` in force (read at each
+        request): a row whose heartbeat could be older than that while it
+        is cached is read again.
     :param clock: monotonic seconds (tests pass their own).
     """
 
@@ -48,10 +57,12 @@ class NodeCache:
         self,
         db: Any,
         max_age: float,
+        down_time: Callable[[], float] = lambda: 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.db = db
         self.max_age = max_age
+        self.down_time = down_time
         self.clock = clock
         self._lock = threading.Lock()
         #: uuid -> (row, when read, whether it holds the inventory)
@@ -76,13 +87,23 @@ class NodeCache:
             return found
         now = self.clock()
         oldest = now - self.max_age
+        # NOTE: a heartbeat older than this may make the row say "down"
+        # before the row leaves the cache: such a row is read again.
+        beat_after = datetime.datetime.now(datetime.UTC) - datetime.timedelta(
+            seconds=self.down_time() - self.max_age
+        )
         out: dict[str, NodeRow] = {}
         missing: list[str] = []
         rows = self._rows
         with self._lock:
             for uuid in wanted:
                 entry = rows.get(uuid)
-                if entry is not None and entry[1] > oldest and (entry[2] or not inventory):
+                if (
+                    entry is not None
+                    and entry[1] > oldest
+                    and (entry[2] or not inventory)
+                    and _lets_in(entry[0], beat_after)
+                ):
                     out[uuid] = entry[0]
                 else:
                     missing.append(uuid)
@@ -122,6 +143,18 @@ class NodeCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._rows)
+
+
+def _lets_in(row: NodeRow, beat_after: datetime.datetime) -> bool:
+    """Whether ``row`` says its host may take work (so serving it from the
+    cache can only let a host in late, never keep one out): not forced
+    down, not disabled, a heartbeat after ``beat_after``."""
+    if row.forced_down or row.disabled or row.last_seen_up is None:
+        return False
+    seen = row.last_seen_up
+    if seen.tzinfo is None:
+        seen = seen.replace(tzinfo=datetime.UTC)
+    return seen > beat_after
 
 
 __all__ = ["NodeCache"]

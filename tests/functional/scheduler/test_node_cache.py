@@ -3,8 +3,8 @@ compute_node_cache_seconds``, against the real Placement and database.
 
 A second request reads no candidate's row while the first read is fresh; a
 service forced down is seen once its row is older than that (never later),
-and at once with the cache off; a build's outcome is seen by the
-conductor that recorded it at its next request.
+and back up at the next request; at once with the cache off. A build's
+outcome is seen by the conductor that recorded it at its next request.
 """
 
 from typing import Any
@@ -76,6 +76,12 @@ def test_fresh_rows_are_not_read_again_and_old_ones_are(make_cloud: Any) -> None
     assert _choose(cloud, request) == ("big", 0)
     clock.now += 0.2
     assert _choose(cloud, request) == ("small", 1)
+    # A row that keeps its host out is read at every request: back up, the
+    # host is chosen at once.
+    service = cloud.db.service_get_by_host("big")
+    cloud.db.service_set_forced_down(service.uuid, False)
+    assert _choose(cloud, request) == ("big", 1)
+    assert _choose(cloud, request) == ("big", 0)
 
 
 def test_zero_reads_every_request(make_cloud: Any) -> None:
@@ -88,7 +94,7 @@ def test_zero_reads_every_request(make_cloud: Any) -> None:
 
 
 def test_a_failed_build_is_weighed_at_the_next_request(make_cloud: Any) -> None:
-    cloud, _ = _cloud(make_cloud, 3600.0)
+    cloud, _ = _cloud(make_cloud, 30.0)
     request = _request(cloud)
     assert _choose(cloud, request)[0] == "big"
     server = cloud.builds.create(

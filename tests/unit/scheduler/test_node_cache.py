@@ -6,17 +6,16 @@ from resize_sched.db.host_api import NodeRow
 from resize_sched.scheduler.node_cache import NodeCache
 
 
-def _row(uuid: str, *, forced_down: bool = False, inventory: dict | None = None) -> NodeRow:
+def _row(
+    uuid: str,
+    *,
+    forced_down: bool = False,
+    inventory: dict | None = None,
+    beat_ago: float = 1.0,
+) -> NodeRow:
+    seen = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=beat_ago)
     return NodeRow(
-        uuid,
-        f"host-{uuid}",
-        f"host-{uuid}",
-        "fake",
-        inventory or {},
-        0,
-        False,
-        forced_down,
-        datetime.datetime(2026, 12, 6),
+        uuid, f"host-{uuid}", f"host-{uuid}", "fake", inventory or {}, 0, False, forced_down, seen
     )
 
 
@@ -43,7 +42,7 @@ class _Clock:
 
 def test_rows_are_served_until_they_are_older_than_max_age() -> None:
     db, clock = _Db("a", "b", "c"), _Clock()
-    cache = NodeCache(db, 5.0, clock)
+    cache = NodeCache(db, 5.0, clock=clock)
 
     assert set(cache.nodes(["a", "b"])) == {"a", "b"}
     assert db.calls == [(["a", "b"], False)]
@@ -64,9 +63,32 @@ def test_rows_are_served_until_they_are_older_than_max_age() -> None:
     assert found["c"] == db.table["c"]
 
 
+def test_a_row_that_keeps_its_host_out_is_read_every_time() -> None:
+    # Served from the cache, a row may only let a host in late: one that
+    # says "forced down" is read again, so the host is seen back at once.
+    db, clock = _Db("a"), _Clock()
+    db.table["a"] = _row("a", forced_down=True)
+    cache = NodeCache(db, 5.0, clock=clock)
+    assert cache.nodes(["a"])["a"].forced_down
+    db.table["a"] = _row("a")
+    assert not cache.nodes(["a"])["a"].forced_down
+    assert len(db.calls) == 2
+    cache.nodes(["a"])
+    assert len(db.calls) == 2
+
+
+def test_a_heartbeat_that_would_age_past_down_time_in_the_cache_is_read_again() -> None:
+    db, clock = _Db("fresh", "old"), _Clock()
+    db.table["old"] = _row("old", beat_ago=56.0)  # 60 s down time, 5 s in the cache
+    cache = NodeCache(db, 5.0, down_time=lambda: 60.0, clock=clock)
+    cache.nodes(["fresh", "old"])
+    cache.nodes(["fresh", "old"])
+    assert db.calls == [(["fresh", "old"], False), (["old"], False)]
+
+
 def test_a_provider_without_a_node_is_looked_for_every_time() -> None:
     db, clock = _Db("a"), _Clock()
-    cache = NodeCache(db, 5.0, clock)
+    cache = NodeCache(db, 5.0, clock=clock)
     assert cache.nodes(["a", "new"]) == {"a": db.table["a"]}
     db.table["new"] = _row("new")
     assert set(cache.nodes(["a", "new"])) == {"a", "new"}
@@ -76,7 +98,7 @@ def test_a_provider_without_a_node_is_looked_for_every_time() -> None:
 def test_a_row_read_without_its_inventory_is_read_again_when_one_is_needed() -> None:
     db, clock = _Db("a"), _Clock()
     db.table["a"] = _row("a", inventory={"VCPU": {"total": 8}})
-    cache = NodeCache(db, 5.0, clock)
+    cache = NodeCache(db, 5.0, clock=clock)
     cache.nodes(["a"])
     cache.nodes(["a"], inventory=True)
     assert db.calls == [(["a"], False), (["a"], True)]
@@ -88,7 +110,7 @@ def test_a_row_read_without_its_inventory_is_read_again_when_one_is_needed() -> 
 
 def test_zero_reads_every_row_for_every_request() -> None:
     db, clock = _Db("a", "b"), _Clock()
-    cache = NodeCache(db, 0, clock)
+    cache = NodeCache(db, 0, clock=clock)
     cache.nodes(["a", "b"])
     cache.nodes(["a", "b"])
     assert db.calls == [(["a", "b"], False), (["a", "b"], False)]
@@ -97,7 +119,7 @@ def test_zero_reads_every_row_for_every_request() -> None:
 
 def test_old_rows_are_swept_so_the_cache_does_not_grow_without_bound() -> None:
     db, clock = _Db(*(str(i) for i in range(10))), _Clock()
-    cache = NodeCache(db, 5.0, clock)
+    cache = NodeCache(db, 5.0, clock=clock)
     cache.nodes([str(i) for i in range(8)])
     assert len(cache) == 8
     clock.now += 6.0
@@ -107,7 +129,7 @@ def test_old_rows_are_swept_so_the_cache_does_not_grow_without_bound() -> None:
 
 def test_forget_drops_one_row_or_all() -> None:
     db, clock = _Db("a", "b"), _Clock()
-    cache = NodeCache(db, 5.0, clock)
+    cache = NodeCache(db, 5.0, clock=clock)
     cache.nodes(["a", "b"])
     cache.forget("a")
     cache.nodes(["a", "b"])
