@@ -27,7 +27,16 @@ BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 #: The benchmark's modules, imported by their bare names as the script does.
-MODULES = ("resize_bench", "cloud", "figures", "floor", "fullstack", "moves", "report")
+MODULES = (
+    "resize_bench",
+    "cloud",
+    "figures",
+    "floor",
+    "fullstack",
+    "moves",
+    "report",
+    "schedule_timeline",
+)
 
 
 @pytest.fixture
@@ -91,3 +100,24 @@ def test_tiny_run_reports_every_strategy_beside_the_floor(
     assert "in our database p50 (ms)" in printed
     assert "Full stack" not in printed
     assert "Placement requests per move" in printed
+
+
+def test_the_timeline_splits_our_own_time_into_its_parts(
+    resize_bench: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import schedule_timeline
+
+    argv = ["--hosts", "4", "--resizes", "3", "--failures", "0"]
+    argv += ["--strategies", "max_flavor,legacy", "--same-host", "off"]
+    results = schedule_timeline.run(argv)
+    assert sorted(results) == ["4 legacy", "4 max_flavor"]
+    for label, means in results.items():
+        assert means["schedules"] == 3, label
+        parts = [means[p] for p in schedule_timeline.PARTS]
+        assert all(p >= 0 for p in parts), means
+        # Every schedule opens, runs and ends transactions of its own.
+        for part in ("opening a transaction", "statements", "ending a transaction"):
+            assert means[part] > 0, (label, part)
+        assert abs(sum(parts) - means["own"]) < 1e-6
+    out = capsys.readouterr().out
+    assert "4 max_flavor" in out and "between statements" in out
