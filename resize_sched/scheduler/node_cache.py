@@ -68,10 +68,6 @@ class NodeCache:
         #: uuid -> (row, when read, whether it holds the inventory)
         self._rows: dict[str, tuple[NodeRow, float, bool]] = {}
         self._swept = clock()
-        #: rows served from the cache and rows read, since start (for tests
-        #: and the benchmark)
-        self.hits = 0
-        self.reads = 0
 
     def nodes(self, uuids: Iterable[str], *, inventory: bool = False) -> dict[str, NodeRow]:
         """The compute node of each provider that has one.
@@ -82,8 +78,7 @@ class NodeCache:
         """
         wanted = list(uuids)
         if self.max_age <= 0:
-            found = self.db.host_state_nodes(wanted, inventory=inventory)
-            self.reads += len(found)
+            found: dict[str, NodeRow] = self.db.host_state_nodes(wanted, inventory=inventory)
             return found
         now = self.clock()
         oldest = now - self.max_age
@@ -107,7 +102,6 @@ class NodeCache:
                     out[uuid] = entry[0]
                 else:
                     missing.append(uuid)
-            self.hits += len(out)
         if not missing:
             return out
         # NOTE: read outside the lock: two requests missing the same row
@@ -117,7 +111,6 @@ class NodeCache:
         with self._lock:
             for uuid, row in found.items():
                 rows[uuid] = (row, read_at, inventory)
-            self.reads += len(found)
             if read_at - self._swept > self.max_age:
                 self._sweep(read_at - self.max_age)
                 self._swept = read_at
@@ -132,13 +125,10 @@ class NodeCache:
         for uuid in stale:
             del self._rows[uuid]
 
-    def forget(self, uuid: str | None = None) -> None:
-        """Drop one provider's row (None: every row), so the next request reads it."""
+    def forget(self, uuid: str) -> None:
+        """Drop one provider's row, so the next request reads it."""
         with self._lock:
-            if uuid is None:
-                self._rows.clear()
-            else:
-                self._rows.pop(uuid, None)
+            self._rows.pop(uuid, None)
 
     def __len__(self) -> int:
         with self._lock:

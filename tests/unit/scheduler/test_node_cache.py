@@ -53,7 +53,6 @@ def test_rows_are_served_until_they_are_older_than_max_age() -> None:
     found = cache.nodes(["a", "b", "c"])
     assert db.calls[-1] == (["c"], False)
     assert found["a"].forced_down is False  # the row as read 4 s ago
-    assert (cache.hits, cache.reads) == (2, 3)
 
     # Past max_age: read again, and the change is seen.
     clock.now += 1.5
@@ -127,12 +126,11 @@ def test_old_rows_are_swept_so_the_cache_does_not_grow_without_bound() -> None:
     assert len(cache) == 2
 
 
-def test_forget_drops_one_row_or_all() -> None:
+def test_forget_drops_one_row() -> None:
     db, clock = _Db("a", "b"), _Clock()
     cache = NodeCache(db, 5.0, clock=clock)
     cache.nodes(["a", "b"])
     cache.forget("a")
     cache.nodes(["a", "b"])
     assert db.calls[-1] == (["a"], False)
-    cache.forget()
-    assert len(cache) == 0
+    assert len(cache) == 2
