@@ -139,8 +139,21 @@ class Recorder:
         client._request = recorded
 
     def take(self) -> str:
+        """The requests since the last take, in the order sent, except that
+        reads sent one after another are listed by name: the scheduler makes
+        some at once (a source's usage beside the candidates query), so their
+        order is not the run's to tell."""
         taken, self.requests = self.requests, []
-        return f"{len(taken)} ({', '.join(taken)})"
+        listed: list[str] = []
+        reads: list[str] = []
+        for request in taken:
+            if request.startswith("GET "):
+                reads.append(request)
+                continue
+            listed += sorted(reads) + [request]
+            reads = []
+        listed += sorted(reads)
+        return f"{len(taken)} ({', '.join(listed)})"
 
 
 class Demo:
