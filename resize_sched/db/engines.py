@@ -22,11 +22,18 @@ oslo.db's exception for what it means (:class:`~oslo_db.exception.DBDeadlock`,
 and the data API act on whatever the backend. A connection lost while
 committing is noted (:func:`commit_interrupted`): that transaction may have
 been committed.
+
+A connection given back to the pool is rolled back only when a transaction
+may still be open on it (:func:`_resetter`): after SQLAlchemy's own clean
+``COMMIT`` or ``ROLLBACK`` none is, and its unconditional rollback on return
+would be one more round trip for every transaction.
 """
 
+import contextlib
 import functools
 import pathlib
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -112,6 +119,75 @@ def _mysql_connect(
             cursor.execute(f"SET SESSION wsrep_sync_wait = {int(sync_wait)}")
     finally:
         cursor.close()
+
+
+#: where a connection's pool record notes that SQLAlchemy ended the
+#: transaction last begun on it, by COMMIT or ROLLBACK, and nothing failed on
+#: it since (see :func:`_resetter`)
+_ENDED = "resize_sched_ended"
+
+
+def _in_transaction(dbapi_connection: Any) -> bool:
+    """Whether the driver says a transaction is open on ``dbapi_connection``
+    (no round trip). PyMySQL's flag, from the server's last OK packet, says so
+    once a statement has written, not after reads alone; psycopg and sqlite3
+    always know."""
+    status = getattr(dbapi_connection, "server_status", None)  # PyMySQL
+    if isinstance(status, int):
+        return bool(status & _MYSQL_IN_TRANS)
+    info = getattr(dbapi_connection, "info", None)  # psycopg 3
+    pg_status = getattr(info, "transaction_status", None)
+    if pg_status is not None:
+        return int(pg_status) != _PG_IDLE
+    in_transaction = getattr(dbapi_connection, "in_transaction", None)  # sqlite3
+    if isinstance(in_transaction, bool):
+        return in_transaction
+    return True
+
+
+#: PyMySQL's SERVER_STATUS_IN_TRANS bit, psycopg's TransactionStatus.IDLE
+_MYSQL_IN_TRANS = 1
+_PG_IDLE = 0
+
+
+def _resetter(dialect: Any) -> Callable[[Any, Any, Any], None]:
+    """The pool's ``reset`` listener for ``dialect``'s engine (the engine's
+    own reset on return is off): a connection given back to the pool is
+    rolled back unless SQLAlchemy ended its last transaction cleanly
+    (:func:`_ended`, no statement failed since) and the driver does not say
+    one is open (a statement sent on the raw connection after that end)."""
+
+    def reset(dbapi_connection: Any, record: Any, state: Any) -> None:
+        ended = record.info.pop(_ENDED, False) if record is not None else False
+        if state.terminate_only or not state.asyncio_safe:
+            return
+        if not ended or _in_transaction(dbapi_connection):
+            dialect.do_rollback(dbapi_connection)
+
+    return reset
+
+
+def _mark(conn: Connection, ended: bool) -> None:
+    with contextlib.suppress(Exception):
+        conn.connection.info[_ENDED] = ended
+
+
+def _begin_marked(conn: Connection) -> None:
+    _mark(conn, False)
+
+
+def _ended(conn: Connection) -> None:
+    """``commit``, ``rollback``: SQLAlchemy ends the transaction (a failure
+    of that very end comes to :func:`_note_failure` after this)."""
+    _mark(conn, True)
+
+
+def _note_failure(context: Any) -> None:
+    """``handle_error``: a statement, commit or rollback failed; the
+    connection is rolled back before it is used again."""
+    connection = context.connection
+    if connection is not None and not connection.invalidated:
+        _mark(connection, False)
 
 
 # NOTE: per thread, as a transaction runs on one: whether the last
@@ -202,7 +278,9 @@ def create_engine(
             pool_recycle=connection_recycle_time,
             pool_pre_ping=True,
         )
+    kwargs["pool_reset_on_return"] = None  # see _resetter
     engine = sa.create_engine(parsed, **kwargs)
+    event.listen(engine.pool, "reset", _resetter(engine.dialect))
     if backend == "sqlite":
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
@@ -216,6 +294,10 @@ def create_engine(
     # decided (a disconnect).
     exc_filters.register_engine(engine)
     event.listen(engine, "handle_error", _note_lost_commit)
+    event.listen(engine, "handle_error", _note_failure)
+    event.listen(engine, "begin", _begin_marked)
+    event.listen(engine, "commit", _ended)
+    event.listen(engine, "rollback", _ended)
     event.listen(engine, "begin", _begun)
     event.listen(engine, "commit", _committing)
     LOG.debug("Created %s engine for %s", backend, parsed.render_as_string(hide_password=True))

@@ -3,11 +3,14 @@
 import datetime
 import pathlib
 import time
+from typing import Any
 
+import pytest
+import sqlalchemy as sa
 from oslo_db import exception as db_exc
 
 from resize_sched import conf as rs_conf
-from resize_sched.db import models
+from resize_sched.db import engines, models
 from resize_sched.db.api import Database
 from resize_sched.db.session import INTEGRITY_ERRORS
 from tests.functional.fixtures import database as db_fixture
@@ -83,3 +86,68 @@ def test_fresh_sqlite_database_is_fast(tmp_path: pathlib.Path) -> None:
         db.dispose()
     per_database = (time.monotonic() - start) / 5
     assert per_database < 1.0, f"a fresh SQLite database took {per_database:.3f}s"
+
+
+class _Rollbacks:
+    """Counts the rollbacks the engine's dialect sends (the Session's own and
+    the pool's reset on return alike)."""
+
+    def __init__(self, db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        original = db.engine.dialect.do_rollback
+
+        def counted(dbapi_connection: Any) -> None:
+            self.count += 1
+            original(dbapi_connection)
+
+        monkeypatch.setattr(db.engine.dialect, "do_rollback", counted)
+
+
+def test_a_clean_transaction_is_not_rolled_back_on_return(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rollbacks = _Rollbacks(db, monkeypatch)
+    db.flavor_create("m1", 1, 512, 1)  # a write, committed
+    assert [f.name for f in db.flavor_list()] == ["m1"]  # a read, committed
+    assert rollbacks.count == 0
+
+
+def test_a_transaction_left_open_is_rolled_back_on_return(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rollbacks = _Rollbacks(db, monkeypatch)
+    raw = db.engine.raw_connection()
+    cursor = raw.cursor()
+    if db.engine.dialect.name == "sqlite":
+        cursor.execute("BEGIN")  # the driver's own transactions are off
+    cursor.execute("SELECT COUNT(*) FROM flavors")
+    cursor.close()
+    raw.close()  # back to the pool, a transaction open on the server
+    assert rollbacks.count == 1
+    with db.engine.connect() as conn:
+        assert not engines._in_transaction(conn.connection.dbapi_connection)
+
+
+def test_a_failed_transaction_is_rolled_back_once_and_the_connection_reused(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rollbacks = _Rollbacks(db, monkeypatch)
+    table = models.RequestSpec.__table__
+    with pytest.raises(INTEGRITY_ERRORS), db.engine.begin() as conn:
+        conn.execute(
+            table.insert().values(server_uuid="nope", resources={}, created_at=models.utcnow())
+        )
+    assert rollbacks.count == 1  # the transaction's own; none more on return
+    db.flavor_create("m1", 1, 512, 1)
+    assert [f.name for f in db.flavor_list()] == ["m1"]
+    assert rollbacks.count == 1
+
+
+@pytest.mark.parametrize("ended", ["commit", "rollback"])
+def test_the_driver_knows_a_write_transaction_is_open(db: Database, ended: str) -> None:
+    with db.engine.connect() as conn:
+        dbapi_connection = conn.connection.dbapi_connection
+        conn.execute(sa.delete(models.Flavor.__table__).where(models.Flavor.id == -1))
+        assert engines._in_transaction(dbapi_connection)
+        getattr(conn, ended)()
+        assert not engines._in_transaction(dbapi_connection)
