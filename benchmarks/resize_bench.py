@@ -74,11 +74,13 @@ from report import (
     print_table,
 )
 
+from resize_sched import actions
 from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.resize import ResizeTask
+from resize_sched.context import RequestContext
 from resize_sched.db.api import Database
 from resize_sched.placement.client import PlacementClient
 from resize_sched.placement.embedded import PlacementHTTP, PlacementInProcess
@@ -222,7 +224,16 @@ class ResizeWorker:
         figures = self.figures
         server = self.db.server_get(self.servers[n % len(self.servers)])
         target = self.flavors["medium" if server.flavor["name"] == "small" else "small"]
-        migration = self.resizes.begin(server.uuid, target.flavorid)
+        # NOTE: as the API does, the resize is recorded as an instance action
+        # (os-instance-actions), so the schedule opens its event and closes it
+        # as in production.
+        migration = actions.begin_resize(
+            self.db,
+            self.resizes.deps.configured_strategy(),
+            server.uuid,
+            target.flavorid,
+            context=RequestContext(user_id="bench", project_id=server.project_id),
+        )
         figures.touched.add(server.rp_uuid)
         try:
             timed = self._timed_schedule(migration.uuid)
