@@ -74,9 +74,8 @@ from report import (
     print_table,
 )
 
-from resize_sched import actions
+from resize_sched import actions, exception
 from resize_sched import conf as rs_conf
-from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.resize import ResizeTask

@@ -2,7 +2,6 @@
 
 import datetime
 import pathlib
-import time
 from typing import Any
 
 import pytest
@@ -78,14 +77,18 @@ def test_from_conf(tmp_path: pathlib.Path) -> None:
         assert db.version() is not None
 
 
-def test_fresh_sqlite_database_is_fast(tmp_path: pathlib.Path) -> None:
-    start = time.monotonic()
-    for i in range(5):
-        db = db_fixture.fresh_sqlite_database(tmp_path / str(i))
-        db.flavor_create("m1", 1, 512, 1)
-        db.dispose()
-    per_database = (time.monotonic() - start) / 5
-    assert per_database < 1.0, f"a fresh SQLite database took {per_database:.3f}s"
+def test_fresh_sqlite_databases_are_at_head_and_apart(tmp_path: pathlib.Path) -> None:
+    # NOTE: how long a fresh database takes is the benchmarks' business, not
+    # a test's; what a test can hold is that each is whole and its own.
+    dbs = [db_fixture.fresh_sqlite_database(tmp_path / str(i)) for i in range(3)]
+    try:
+        heads = {db.version() for db in dbs}
+        assert len(heads) == 1 and None not in heads
+        dbs[0].flavor_create("m1", 1, 512, 1)
+        assert [[f.name for f in db.flavor_list()] for db in dbs] == [["m1"], [], []]
+    finally:
+        for db in dbs:
+            db.dispose()
 
 
 class _Rollbacks:
