@@ -27,12 +27,21 @@ A connection given back to the pool is rolled back only when a transaction
 may still be open on it (:func:`_resetter`): after SQLAlchemy's own clean
 ``COMMIT`` or ``ROLLBACK`` none is, and its unconditional rollback on return
 would be one more round trip for every transaction.
+
+A pooled connection is checked before use without a round trip
+(:func:`_checker`): one whose socket has something to read while it sat idle
+(the server closed it, or sent an error before closing), or that sat idle
+longer than :data:`PING_AFTER_IDLE`, is pinged first, as SQLAlchemy's
+``pool_pre_ping`` pings every one, and replaced, with every connection
+pooled before it, when the ping finds it gone.
 """
 
 import contextlib
 import functools
 import pathlib
+import select
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -190,6 +199,63 @@ def _note_failure(context: Any) -> None:
         _mark(connection, False)
 
 
+#: seconds a pooled connection may sit idle and still be used unpinged when
+#: its socket is quiet: past it, it is pinged at checkout (a firewall or
+#: proxy may have dropped it without a word)
+PING_AFTER_IDLE = 30.0
+
+#: where a connection's pool record notes when it was last given back
+_IDLE_SINCE = "resize_sched_idle_since"
+
+
+def _socket_of(dbapi_connection: Any) -> int | None:
+    """The file descriptor of the driver's socket (None: no socket, or a
+    driver we do not know)."""
+    sock = getattr(dbapi_connection, "_sock", None)  # PyMySQL
+    if sock is not None:
+        return int(sock.fileno())
+    pgconn = getattr(dbapi_connection, "pgconn", None)  # psycopg 3
+    if pgconn is not None:
+        return int(pgconn.socket)
+    return None
+
+
+def _quiet(fd: int) -> bool:
+    """Whether nothing waits to be read on ``fd``: no data, end of file or
+    error (an idle database connection gets nothing unless it is going)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLPRI)
+    return not poller.poll(0)
+
+
+def _checker(dialect: Any) -> dict[str, Callable[..., None]]:
+    """The pool's ``connect``, ``checkout`` and ``checkin`` listeners for
+    ``dialect``'s engine, in place of ``pool_pre_ping``: a connection is used
+    as it is when its socket is quiet and it was made or given back less than
+    :data:`PING_AFTER_IDLE` seconds ago; otherwise it is pinged, and a ping
+    that finds it disconnected has the pool replace it and every connection
+    pooled before it (as ``pool_pre_ping`` does)."""
+
+    def checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        idle = time.monotonic() - record.info.get(_IDLE_SINCE, 0.0)
+        fd = _socket_of(dbapi_connection)
+        if idle < PING_AFTER_IDLE and fd is not None and fd >= 0 and _quiet(fd):
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except Exception as exc:
+            if dialect.is_disconnect(exc, dbapi_connection, None):
+                LOG.info("A pooled database connection is gone (%s); reconnecting", exc)
+                raise sa.exc.InvalidatePoolError() from exc
+            raise
+
+    def idle_from_now(dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            record.info[_IDLE_SINCE] = time.monotonic()
+
+    return {"connect": idle_from_now, "checkout": checkout, "checkin": idle_from_now}
+
+
 # NOTE: per thread, as a transaction runs on one: whether the last
 # transaction begun has sent its COMMIT, and whether a connection was lost
 # while it did.
@@ -276,11 +342,13 @@ def create_engine(
             max_overflow=max_overflow,
             pool_timeout=pool_timeout,
             pool_recycle=connection_recycle_time,
-            pool_pre_ping=True,
         )
     kwargs["pool_reset_on_return"] = None  # see _resetter
     engine = sa.create_engine(parsed, **kwargs)
     event.listen(engine.pool, "reset", _resetter(engine.dialect))
+    if backend != "sqlite":
+        for name, listener in _checker(engine.dialect).items():
+            event.listen(engine.pool, name, listener)
     if backend == "sqlite":
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)

@@ -2,6 +2,7 @@
 
 import datetime
 import pathlib
+import time
 from typing import Any
 
 import pytest
@@ -154,3 +155,81 @@ def test_the_driver_knows_a_write_transaction_is_open(db: Database, ended: str) 
         assert engines._in_transaction(dbapi_connection)
         getattr(conn, ended)()
         assert not engines._in_transaction(dbapi_connection)
+
+
+@pytest.fixture
+def server_db(db: Database) -> Database:
+    """``db`` on MariaDB or PostgreSQL: a server whose connections can be lost."""
+    if db.engine.dialect.name == "sqlite":
+        pytest.skip("SQLite has no server connection to lose")
+    return db
+
+
+def _session_id(conn: sa.Connection) -> int:
+    mysql = conn.dialect.name == "mysql"
+    return int(
+        conn.exec_driver_sql(
+            "SELECT CONNECTION_ID()" if mysql else "SELECT pg_backend_pid()"
+        ).scalar_one()
+    )
+
+
+def _pings(db: Database, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    pings: list[object] = []
+    original = db.engine.dialect.do_ping
+
+    def counted(dbapi_connection: Any) -> bool:
+        pings.append(dbapi_connection)
+        return bool(original(dbapi_connection))
+
+    monkeypatch.setattr(db.engine.dialect, "do_ping", counted)
+    return pings
+
+
+def test_a_pooled_connection_in_use_is_not_pinged(
+    server_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server_db.flavor_list()  # the pool holds a connection, pinged once when new
+    pings = _pings(server_db, monkeypatch)
+    for _ in range(3):
+        server_db.flavor_list()
+    assert pings == []
+
+
+def test_a_connection_idle_too_long_is_pinged(
+    server_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server_db.flavor_list()
+    pings = _pings(server_db, monkeypatch)
+    monkeypatch.setattr(engines, "PING_AFTER_IDLE", 0.0)
+    for _ in range(3):
+        server_db.flavor_list()
+    assert len(pings) == 3
+
+
+def test_a_connection_the_server_closed_is_replaced_unseen(
+    server_db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = server_db.engine
+    with engine.connect() as conn:
+        victim = _session_id(conn)
+        fd = engines._socket_of(conn.connection.dbapi_connection)
+    assert fd is not None
+    killer = sa.create_engine(engine.url, poolclass=sa.pool.NullPool)
+    try:
+        with killer.connect() as conn:
+            if engine.dialect.name == "mysql":
+                conn.exec_driver_sql(f"KILL CONNECTION {victim}")
+            else:
+                conn.exec_driver_sql(f"SELECT pg_terminate_backend({victim})")
+    finally:
+        killer.dispose()
+    deadline = time.monotonic() + 10
+    while engines._quiet(fd) and time.monotonic() < deadline:
+        time.sleep(0.01)  # the server's close reaching our socket
+    pings = _pings(server_db, monkeypatch)
+    server_db.flavor_create("m1", 1, 512, 1)  # no error: the pool reconnected
+    assert len(pings) == 1
+    with engine.connect() as conn:
+        assert _session_id(conn) != victim
+    assert [f.name for f in server_db.flavor_list()] == ["m1"]
