@@ -1,5 +1,7 @@
 """URL handling and per-backend engine set-up (no database server needed)."""
 
+import socket
+
 import pytest
 from sqlalchemy.pool import QueuePool, StaticPool
 
@@ -54,3 +56,15 @@ def test_sqlite_file_creates_parent_dir(tmp_path) -> None:
     engine.dispose()
     assert target.parent.is_dir()
     assert not target.exists()  # nothing connects until the first query
+
+
+def test_a_socket_is_quiet_until_its_peer_writes_or_closes() -> None:
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        assert engines._quiet(ours.fileno())
+        theirs.sendall(b"\xff")  # an error packet, say
+        assert not engines._quiet(ours.fileno())
+        assert ours.recv(1) == b"\xff"
+        assert engines._quiet(ours.fileno())
+        theirs.close()  # the server went away
+        assert not engines._quiet(ours.fileno())
