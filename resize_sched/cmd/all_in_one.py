@@ -24,6 +24,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
+from resize_sched.cmd import settle_heap
 
 if TYPE_CHECKING:
     from resize_sched.all_in_one import AllInOne
@@ -104,6 +105,7 @@ def _serve(conf: cfg.ConfigOpts, service: "AllInOne", log_path: str | None) -> i
         _say_stopped(service, caught)
         return 0
     _print_banner(service, log_path)
+    settle_heap()
     try:
         stopped.wait()
     finally:

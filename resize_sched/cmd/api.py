@@ -25,6 +25,7 @@ from oslo_log import log as logging
 from resize_sched import checks, exception
 from resize_sched import conf as rs_conf
 from resize_sched.api import deploy, server
+from resize_sched.cmd import settle_heap
 
 LOG = logging.getLogger(__name__)
 
@@ -91,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "[api] compute_link_prefix is not set: links are built from each "
                 "request's Host header. Set it in production."
             )
+        settle_heap()
         http.run()
         http.close()
         LOG.info("%s stopped", PROG)

@@ -27,6 +27,7 @@ from oslo_log import log as logging
 
 from resize_sched import checks, exception
 from resize_sched import conf as rs_conf
+from resize_sched.cmd import settle_heap
 from resize_sched.compute.service import ComputeService
 
 LOG = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         try:
             service.start()
+            settle_heap()
             while True:
                 time.sleep(3600)
         except _StopRequested as stop:

@@ -20,6 +20,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
+from resize_sched.cmd import settle_heap
 
 LOG = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class ConductorWorker(cotyledon.Service):
 
         self.service = ConductorService(self.conf, recover=self.worker_id == 0)
         self.service.start()
+        settle_heap()
 
     def reload(self) -> None:
         if self.service is not None:
