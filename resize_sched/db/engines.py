@@ -209,14 +209,17 @@ _IDLE_SINCE = "resize_sched_idle_since"
 
 
 def _socket_of(dbapi_connection: Any) -> int | None:
-    """The file descriptor of the driver's socket (None: no socket, or a
-    driver we do not know)."""
-    sock = getattr(dbapi_connection, "_sock", None)  # PyMySQL
-    if sock is not None:
-        return int(sock.fileno())
-    pgconn = getattr(dbapi_connection, "pgconn", None)  # psycopg 3
-    if pgconn is not None:
-        return int(pgconn.socket)
+    """The file descriptor of the driver's socket (None: no socket, a closed
+    one, or a driver we do not know)."""
+    try:
+        sock = getattr(dbapi_connection, "_sock", None)  # PyMySQL
+        if sock is not None:
+            return int(sock.fileno())
+        pgconn = getattr(dbapi_connection, "pgconn", None)  # psycopg 3
+        if pgconn is not None:
+            return int(pgconn.socket)
+    except Exception:  # closed: psycopg raises, a closed socket says -1
+        return None
     return None
 
 
