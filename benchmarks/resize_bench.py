@@ -224,16 +224,7 @@ class ResizeWorker:
         figures = self.figures
         server = self.db.server_get(self.servers[n % len(self.servers)])
         target = self.flavors["medium" if server.flavor["name"] == "small" else "small"]
-        # NOTE: as the API does, the resize is recorded as an instance action
-        # (os-instance-actions), so the schedule opens its event and closes it
-        # as in production.
-        migration = actions.begin_resize(
-            self.db,
-            self.resizes.deps.configured_strategy(),
-            server.uuid,
-            target.flavorid,
-            context=RequestContext(user_id="bench", project_id=server.project_id),
-        )
+        migration = self._begin(server, target.flavorid)
         figures.touched.add(server.rp_uuid)
         try:
             timed = self._timed_schedule(migration.uuid)
@@ -271,9 +262,21 @@ class ResizeWorker:
             return False
         return self._decide(server.uuid, confirm=n % 2 == 0, record=record)
 
+    def _begin(self, server: Any, flavorid: str) -> Any:
+        """Record a resize of ``server`` to ``flavorid`` as the API does: with
+        its instance action (os-instance-actions), so the schedule opens its
+        event and closes it as in production."""
+        return actions.begin_resize(
+            self.db,
+            self.resizes.deps.configured_strategy(),
+            server.uuid,
+            flavorid,
+            context=RequestContext(user_id="bench", project_id=server.project_id),
+        )
+
     def timed_failure(self, server_uuid: str) -> None:
         """Resize ``server_uuid`` to a flavor no host can take; count what it cost."""
-        migration = self.resizes.begin(server_uuid, self.flavors["huge"].flavorid)
+        migration = self._begin(self.db.server_get(server_uuid), self.flavors["huge"].flavorid)
         figures = self.figures
         self.client.reset_request_count()
         self.timer.reset()
