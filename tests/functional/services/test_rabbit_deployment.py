@@ -182,6 +182,7 @@ def test_sighup_switches_the_strategy_for_new_resizes_only(deployment, flavors):
     daemons.check_running()
 
 
+@pytest.mark.slow  # a fault injected: the faults env runs it
 def test_broker_restart_between_resizes(deployment, flavors):
     """RabbitMQ restarts; every daemon reconnects and the next resize works."""
     conn, client, hosts = deployment["conn"], deployment["client"], deployment["hosts"]
@@ -200,6 +201,7 @@ def test_broker_restart_between_resizes(deployment, flavors):
     deployment["daemons"].check_running()
 
 
+@pytest.mark.slow  # a fault injected: the faults env runs it
 def test_step_lost_with_the_broker_is_taken_on_by_the_sweep(deployment, flavors):
     """host3's compute is down, so prep_resize waits in its queue; the broker
     restarts and the queued message is gone. Once host3 is back, the
@@ -240,6 +242,7 @@ def test_step_lost_with_the_broker_is_taken_on_by_the_sweep(deployment, flavors)
     daemons.check_running()
 
 
+@pytest.mark.slow  # a fault injected: the faults env runs it
 def test_build_lost_while_the_conductor_is_down_is_recovered_at_its_start(deployment, flavors):
     """The conductor is down and the broker restarts, so no conductor queue
     exists: the API's build_server cast is dropped. The conductor's start-up
