@@ -11,8 +11,10 @@ schedules it runs, in the process, on the calling thread:
 * statements: from a statement's send to its result read;
 * between statements: our Python inside a transaction (rows loaded, the
   next statement built);
-* ending a transaction: from its last statement to its end (the commit: a
-  write's flush to disk);
+* commits: the driver's ``COMMIT`` of a write transaction, sent and
+  answered (the server's flush to disk);
+* ending a transaction: the rest from its last statement to its end (the
+  session's own work around the commit, the connection given back);
 * outside transactions: the rest of our own time (scheduling, strategies,
   the client's own work).
 
@@ -45,6 +47,7 @@ PARTS = (
     "opening a transaction",
     "statements",
     "between statements",
+    "commits",
     "ending a transaction",
     "outside transactions",
 )
@@ -96,6 +99,8 @@ class Timeline:
                 part = "opening a transaction"
             elif previous == "sql>":
                 part = "statements"
+            elif previous == "commit>":
+                part = "commits"
             elif previous == "sql<" and nexts[i] == "sql>":
                 part = "between statements"
             else:
@@ -126,6 +131,17 @@ def _instrument(bench: resize_bench.Bench, timeline: Timeline) -> None:
         setattr(db, name, wrapped)
     sa.event.listen(db.engine, "before_cursor_execute", lambda *_: timeline.mark("sql>"))
     sa.event.listen(db.engine, "after_cursor_execute", lambda *_: timeline.mark("sql<"))
+    dialect = db.engine.dialect
+    do_commit = dialect.do_commit
+
+    def commit(dbapi_connection: Any) -> None:
+        timeline.mark("commit>")
+        try:
+            do_commit(dbapi_connection)
+        finally:
+            timeline.mark("commit<")
+
+    dialect.do_commit = commit  # type: ignore[method-assign]
 
 
 def _timed_client(client: Any, timeline: Timeline) -> None:

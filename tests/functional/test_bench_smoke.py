@@ -115,8 +115,8 @@ def test_the_timeline_splits_our_own_time_into_its_parts(
         assert means["schedules"] == 3, label
         parts = [means[p] for p in schedule_timeline.PARTS]
         assert all(p >= 0 for p in parts), means
-        # Every schedule opens, runs and ends transactions of its own.
-        for part in ("opening a transaction", "statements", "ending a transaction"):
+        # Every schedule opens, runs, commits and ends transactions of its own.
+        for part in ("opening a transaction", "statements", "commits", "ending a transaction"):
             assert means[part] > 0, (label, part)
         assert abs(sum(parts) - means["own"]) < 1e-6
     out = capsys.readouterr().out
