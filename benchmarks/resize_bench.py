@@ -74,8 +74,8 @@ from report import (
     print_table,
 )
 
-from resize_sched import actions, exception
 from resize_sched import conf as rs_conf
+from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.cmd import settle_heap
 from resize_sched.conductor.tasks.base import TaskDeps
@@ -266,9 +266,7 @@ class ResizeWorker:
         """Record a resize of ``server`` to ``flavorid`` as the API does: with
         its instance action (os-instance-actions), so the schedule opens its
         event and closes it as in production."""
-        return actions.begin_resize(
-            self.db,
-            self.resizes.deps.configured_strategy(),
+        return self.resizes.begin(
             server.uuid,
             flavorid,
             context=RequestContext(user_id="bench", project_id=server.project_id),

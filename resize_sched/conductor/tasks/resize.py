@@ -20,6 +20,7 @@ from oslo_log import log as logging
 from resize_sched import actions, exception, words
 from resize_sched.conductor.tasks.facts import facts_of, grouped
 from resize_sched.conductor.tasks.move import MoveTask, recorded_allocations
+from resize_sched.context import RequestContext
 from resize_sched.db import action_api
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepRun
@@ -48,14 +49,23 @@ class ResizeTask(MoveTask):
     # -- begin ------------------------------------------------------------------
 
     def begin(
-        self, server_uuid: str, flavorid: str, project_id: ProjectScope = ALL_PROJECTS
+        self,
+        server_uuid: str,
+        flavorid: str,
+        project_id: ProjectScope = ALL_PROJECTS,
+        context: RequestContext | None = None,
     ) -> Any:
         """Validate and record a resize with the strategy configured now.
+
+        :param context: the caller's; given, the resize is recorded as an
+            instance action too (os-instance-actions), as the API records it.
 
         See :func:`resize_sched.actions.begin_resize` for the errors.
         """
         strategy = self.deps.configured_strategy()
-        return actions.begin_resize(self.db, strategy, server_uuid, flavorid, project_id)
+        return actions.begin_resize(
+            self.db, strategy, server_uuid, flavorid, project_id, context=context
+        )
 
     # -- finish, confirm, revert ---------------------------------------------------
 

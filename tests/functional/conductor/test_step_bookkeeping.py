@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from resize_sched import exception
+from resize_sched.context import RequestContext
 from resize_sched.db import action_api, models
 from tests.functional.fixtures.cloud import Cloud, expect_no_valid_host
 
@@ -333,4 +334,23 @@ def test_a_second_intent_after_another_write_locks_and_reads(make_cloud: Any) ->
         (3, "claim"),
     ]
     assert cloud.db.migration_get(migration.uuid).status == "migrating"
+    cloud.check()
+
+
+def test_a_resize_begun_with_a_context_is_an_action_its_schedule_records_in(
+    make_cloud: Any,
+) -> None:
+    # As the API begins it: the action recorded with the resize, no other call.
+    cloud = make_cloud("max_flavor", resize={"allow_same_host": True})
+    cloud.add_host("host1", vcpus=8, memory_mb=8192, disk_gb=100)
+    server = cloud.boot("vm", cloud.flavor("old", **OLD), host="host1")
+    context = RequestContext(user_id="u", project_id="p")
+    migration = cloud.resizes.begin(
+        server.uuid, cloud.flavor("new", **NEW).flavorid, context=context
+    )
+    assert cloud.resizes.schedule(migration.uuid) is not None
+    actions = cloud.db.action_list(server.uuid)
+    assert [(a.action, a.request_id) for a in actions] == [(action_api.RESIZE, context.request_id)]
+    events = cloud.db.action_events(actions[0].id)
+    assert [(e.event, e.result) for e in events] == [("conductor_migrate_server", "Success")]
     cloud.check()
