@@ -76,13 +76,14 @@ from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
 
-from resize_sched import checks, exception, strategies, unified_limits
+from resize_sched import checks, exception, strategies
 from resize_sched import conf as rs_conf
 from resize_sched.conf import placement as placement_conf
 from resize_sched.db import ERRORS as DB_ERRORS
 from resize_sched.db import driver_error, migration, models
 from resize_sched.db.api import Database
 from resize_sched.placement import client as placement_client
+from resize_sched.quota import unified_limits
 from resize_sched.scheduler import hosts
 from resize_sched.version import version_string
 

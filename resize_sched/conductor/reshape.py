@@ -32,11 +32,11 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import exception
-from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.db import models
 from resize_sched.placement.client import PlacementClient
 from resize_sched.placement.executor import Known
+from resize_sched.resources import group_map as gm
 from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)

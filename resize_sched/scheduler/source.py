@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 from oslo_log import log as logging
 
-from resize_sched import exception, group_map
+from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.db import host_api
 from resize_sched.placement.client import Candidates
-from resize_sched.resources import Resources
+from resize_sched.resources import Resources, group_map
 from resize_sched.scheduler import hosts
 from resize_sched.scheduler.host_state import free_in
 from resize_sched.scheduler.pools import SharedSourceMixin, lacks_a_class

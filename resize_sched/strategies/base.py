@@ -26,7 +26,7 @@ Phases and who calls them:
 
 ``claim_groups``
     which provider holds which request group once the claim is written (the
-    map recorded on the server; see :mod:`resize_sched.group_map`).
+    map recorded on the server; see :mod:`resize_sched.resources.group_map`).
 
 A strategy may raise nothing but ``ValueError`` for facts it cannot handle;
 Placement errors come from the executor, not from here.
@@ -37,9 +37,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.resources import Allocations, Resources
+from resize_sched.resources import group_map as gm
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class ResizeFacts:
         ``{source: old}``); restore and revert give back exactly this.
     :ivar group_providers: which provider held which request group when the
         resize began (suffix -> provider uuids, ``""`` unnumbered; see
-        :mod:`resize_sched.group_map`); None when the old flavor has no
+        :mod:`resize_sched.resources.group_map`); None when the old flavor has no
         numbered group or it is not known. Restore and revert give it back.
     :ivar claimed_groups: the map our claim recorded for the new flavor,
         known from the claim on (the confirm's shrink reads it); None before,

@@ -15,9 +15,9 @@ migration and claims ``new`` on the destination.
 
 from collections.abc import Mapping
 
-from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.resources import Allocations, Resources
+from resize_sched.resources import group_map as gm
 from resize_sched.strategies.base import ClaimStrategy, Holdings, ResizeFacts
 
 

@@ -7,7 +7,7 @@ armed): openstack-placement in its own processes over HTTP,
 ``resize-sched-compute`` on two hosts, ``resize-sched-conductor`` and
 ``resize-sched-api`` behind keystonemiddleware, each a process, on a private
 RabbitMQ virtual host and a scratch MariaDB database ``rs_tempest_<hex>``.
-Beside them runs the fixed image list of :mod:`resize_sched.images` (the
+Beside them runs the fixed image list of :mod:`resize_sched.all_in_one.images` (the
 all-in-one's Image API stand-in; no image data) in a process of its own:
 Tempest reads the images it boots from it, and the API checks every
 ``imageRef`` against it through ``[glance]``, as it would against Glance.
@@ -29,8 +29,8 @@ from collections.abc import Callable
 
 import requests
 
+from resize_sched.all_in_one.images import DEFAULT_IMAGES
 from resize_sched.db.host_api import COMPUTE_BINARY
-from resize_sched.images import DEFAULT_IMAGES
 from tests.chaos.stack import REPO, HarnessError, Stack, free_port
 from tests.functional.fixtures.keystone import (
     ADMIN_PASSWORD,
@@ -70,7 +70,7 @@ ENABLED_FILTERS = (
 _SERVE_IMAGES = """
 import os
 import waitress
-from resize_sched.images import ImageApp
+from resize_sched.all_in_one.images import ImageApp
 
 waitress.serve(ImageApp(), host="127.0.0.1", port=int(os.environ["IMAGES_PORT"]), threads=2)
 """

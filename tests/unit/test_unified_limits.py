@@ -16,8 +16,9 @@ from oslo_limit import fixture as limit_fixture
 from oslo_limit import limit
 
 from resize_sched import conf as rs_conf
-from resize_sched import exception, quota, unified_limits
+from resize_sched import exception, quota
 from resize_sched.conf import quota as quota_conf
+from resize_sched.quota import unified_limits
 
 PROJECT = "0f2a6c1e0d6b4d5c9b7e8f9a0b1c2d3e"
 OTHER = "9e8d7c6b5a4f4e3d2c1b0a9f8e7d6c5b"

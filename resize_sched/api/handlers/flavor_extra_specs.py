@@ -9,7 +9,7 @@ that one provider must satisfy (a vGPU from one GPU child),
 ``member_of`` for aggregates, all as Placement's query parameters;
 ``hw:numa_nodes`` (with ``hw:numa_cpus.X`` / ``hw:numa_mem.X``) for the
 guest's NUMA cells, each cell's VCPU and MEMORY_MB from one provider
-(numbered groups ``_NUMA<X>``, see :mod:`resize_sched.numa`). Anyone
+(numbered groups ``_NUMA<X>``, see :mod:`resize_sched.resources.numa`). Anyone
 who may see the flavor may read them; only an administrator sets or removes
 them (the ``os_compute_api:os-flavor-extra-specs:*`` policy rules). A change
 is checked as a whole (a bad ``resources`` value or ``group_policy`` is

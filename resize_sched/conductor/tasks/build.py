@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 from oslo_log import log as logging
 
 from resize_sched import actions, exception, words
-from resize_sched import group_map as gm
 from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.policy import Placed, placed_zone, policy_fields
@@ -29,6 +28,7 @@ from resize_sched.db import action_api, host_state_api
 from resize_sched.placement.client import owner_trait
 from resize_sched.placement.foreign import split
 from resize_sched.placement.server_executor import server_classes
+from resize_sched.resources import group_map as gm
 from resize_sched.scheduler.manager import SchedulingRequest, flavor_filters
 
 LOG = logging.getLogger(__name__)

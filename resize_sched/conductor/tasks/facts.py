@@ -3,13 +3,13 @@
 :func:`facts_of` builds the :class:`~resize_sched.strategies.ResizeFacts` a
 step hands its strategy, with the map of which provider held which request
 group when the resize began (recorded, or read from the holdings when only
-one reading fits: see :mod:`resize_sched.group_map`).
+one reading fits: see :mod:`resize_sched.resources.group_map`).
 """
 
 from typing import Any
 
-from resize_sched import group_map as gm
 from resize_sched import resources as rs
+from resize_sched.resources import group_map as gm
 from resize_sched.strategies import ResizeFacts
 
 

@@ -14,8 +14,9 @@ from oslo_limit import exception as limit_exceptions
 from oslo_limit import fixture as limit_fixture
 from oslo_limit import limit
 
-from resize_sched import exception, unified_limits
+from resize_sched import exception
 from resize_sched.conf import quota as quota_conf
+from resize_sched.quota import unified_limits
 from tests.functional.api.harness import ADMIN, ALICE, ApiHarness
 from tests.functional.api.test_quotas import CORE, INJECTED, NETWORK
 

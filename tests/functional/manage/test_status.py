@@ -20,11 +20,11 @@ import pytest
 import sqlalchemy as sa
 from oslo_limit import fixture as limit_fixture
 
-from resize_sched import unified_limits
 from resize_sched.cmd import status
 from resize_sched.db import migration, models
 from resize_sched.db.api import Database
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
+from resize_sched.quota import unified_limits
 from tests.functional.fixtures.database import fresh_sqlite_database, sqlite_url
 from tests.functional.fixtures.placement import PlacementInProcess
 

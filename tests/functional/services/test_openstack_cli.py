@@ -21,7 +21,7 @@ import openstack.config
 import pytest
 from keystoneauth1 import exceptions as ks_exc
 
-from resize_sched.images import DEFAULT_IMAGES
+from resize_sched.all_in_one.images import DEFAULT_IMAGES
 from tests.functional.fixtures import openstack_cli
 from tests.functional.fixtures.openstack_cli import run_json
 

@@ -1,4 +1,4 @@
-"""The Keystone stand-in (resize_sched.identity) as keystoneauth talks to it."""
+"""The Keystone stand-in (resize_sched.all_in_one.identity) as keystoneauth talks to it."""
 
 import json
 from typing import Any
@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 import webob
 
-from resize_sched.identity import Endpoint, IdentityApp, User
+from resize_sched.all_in_one.identity import Endpoint, IdentityApp, User
 
 ADMIN = User("admin", "s3cret", "admin", roles=("admin", "member", "reader"))
 DEMO = User("demo", "pw", "demo")

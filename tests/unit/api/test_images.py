@@ -1,4 +1,4 @@
-"""The image stand-in (resize_sched.images) and the imageRef check (api/glance.py)."""
+"""The image stand-in (resize_sched.all_in_one.images) and the imageRef check (api/glance.py)."""
 
 from typing import Any
 
@@ -6,8 +6,8 @@ import pytest
 import webob
 from keystoneauth1 import exceptions as ks_exc
 
+from resize_sched.all_in_one.images import DEFAULT_IMAGES, Image, ImageApp
 from resize_sched.api import faults, glance
-from resize_sched.images import DEFAULT_IMAGES, Image, ImageApp
 
 APP = ImageApp()
 CIRROS = next(i for i in DEFAULT_IMAGES if i.name == "cirros")

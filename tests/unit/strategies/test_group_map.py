@@ -1,7 +1,7 @@
 """The recorded group -> provider map, and the strategies' arithmetic with it."""
 
-from resize_sched import group_map as gm
 from resize_sched import resources as rs
+from resize_sched.resources import group_map as gm
 from resize_sched.strategies import Holdings, ResizeFacts
 from resize_sched.strategies.drop_and_reclaim import DropAndReclaimStrategy
 from resize_sched.strategies.legacy import LegacyStrategy

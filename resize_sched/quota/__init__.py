@@ -5,7 +5,7 @@ set. With ``db`` (and ``noop``, which enforces nothing) a limit on a
 resource comes, first found wins, from the project's user row (``quotas``
 with ``user_id``), the project's row, the ``default`` quota class, then the
 ``[quota]`` option of the same name. With ``unified_limits`` it comes from
-Keystone (:mod:`resize_sched.unified_limits`). -1 is unlimited. What counts
+Keystone (:mod:`resize_sched.quota.unified_limits`). -1 is unlimited. What counts
 as used is the caller's to say (it counts from the database in the same
 place it is about to add to it): :func:`enforce` only compares.
 """
@@ -15,8 +15,9 @@ from typing import Any
 import sqlalchemy as sa
 from oslo_config import cfg
 
-from resize_sched import exception, unified_limits
+from resize_sched import exception
 from resize_sched.db import models
+from resize_sched.quota import unified_limits
 
 #: The quota class every project takes its defaults from.
 DEFAULT_CLASS = "default"

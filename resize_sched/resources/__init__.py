@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from resize_sched import numa
+from resize_sched.resources import numa
 
 Resources = dict[str, int]
 Allocations = dict[str, Resources]
@@ -239,7 +239,7 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
     aggregates without a request filter.
 
     ``hw:numa_nodes=N`` (Nova's name; our translation, see
-    :mod:`resize_sched.numa`) moves the flavor's VCPU and MEMORY_MB into one
+    :mod:`resize_sched.resources.numa`) moves the flavor's VCPU and MEMORY_MB into one
     numbered group per guest cell, suffixes ``_NUMA0`` to ``_NUMA<N-1>``,
     split evenly unless ``hw:numa_cpus.X`` / ``hw:numa_mem.X`` say
     otherwise, so each guest cell's vCPUs and memory come from one provider
@@ -347,7 +347,7 @@ def stored_request(flavor: Mapping[str, Any]) -> ResourceRequest:
 
     Before ``hw:numa_nodes`` was translated any ``hw:`` extra spec was
     accepted and ignored, so a server may run with, or a resize may be in
-    flight to, a flavor whose NUMA specs :mod:`resize_sched.numa` now refuses
+    flight to, a flavor whose NUMA specs :mod:`resize_sched.resources.numa` now refuses
     (``hw:numa_nodes=3`` with 2 vCPUs). Its claim was made without them: such
     a snapshot is read as it was then, its ``hw:numa_*`` specs left out, so
     heal, audit, the scheduler's view of a host and a resize in flight go on
@@ -381,13 +381,13 @@ def _numa_groups(
     policy: str | None,
 ) -> str | None:
     """Move the flavor's VCPU and MEMORY_MB into one numbered group per
-    guest NUMA cell (``hw:numa_nodes``; see :mod:`resize_sched.numa`),
+    guest NUMA cell (``hw:numa_nodes``; see :mod:`resize_sched.resources.numa`),
     changing ``resources`` and ``granular`` in place.
 
     :returns: the group policy to send: ``isolate`` when there are two
         cells or more (each on its own host cell), else ``policy`` unchanged.
     :raises ValueError: the NUMA specs are malformed (see
-        :func:`resize_sched.numa.cells`), ``resources:VCPU`` or
+        :func:`resize_sched.resources.numa.cells`), ``resources:VCPU`` or
         ``resources:MEMORY_MB`` is given beside them, a ``_NUMA`` group is
         also written by hand, or two cells or more come with other numbered
         groups and no explicit ``group_policy=isolate``, or with

@@ -9,10 +9,10 @@ previous run left in flight), API. Stop order is the reverse.
 
 The API's server also serves two development stand-ins, never to be exposed
 (so the all-in-one refuses ``[api] auth_strategy = keystone``):
-a Keystone subset under ``/identity`` (:mod:`resize_sched.identity`: password
+a Keystone subset under ``/identity`` (:mod:`resize_sched.all_in_one.identity`: password
 log-in for an ``admin`` and a ``demo`` member user, with passwords made up
 at every start, and a service catalog) and a Glance subset under ``/image``
-(:mod:`resize_sched.images`), which ``[glance]`` is pointed at so that server
+(:mod:`resize_sched.all_in_one.images`), which ``[glance]`` is pointed at so that server
 creates' ``imageRef`` is checked. ``clouds.yaml`` in the state path lets the
 unchanged ``openstack`` and ``nova`` CLIs log in (:meth:`AllInOne.export_lines`).
 
@@ -42,8 +42,8 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception, rpc
-from resize_sched.identity import Endpoint, IdentityApp, User
-from resize_sched.images import ImageApp
+from resize_sched.all_in_one.identity import Endpoint, IdentityApp, User
+from resize_sched.all_in_one.images import ImageApp
 
 LOG = logging.getLogger(__name__)
 
