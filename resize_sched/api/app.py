@@ -19,14 +19,13 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import webob
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from resize_sched import strategies
 from resize_sched.api import auth, faults, microversion, middleware, policy
 from resize_sched.api.handlers import (
     aggregates,
@@ -56,49 +55,14 @@ from resize_sched.api.request import (
     VERSION_KEY,
     ApiRequest,
 )
+from resize_sched.api.state import ApiState
 from resize_sched.conductor.rpcapi import ConductorAPI
 from resize_sched.db.api import Database
-from resize_sched.placement.client import PlacementClient
-from resize_sched.strategies import ClaimStrategy
 
 LOG = logging.getLogger(__name__)
 
 Handler = Callable[..., webob.Response]
 StartResponse = Callable[..., Any]
-
-
-@dataclass
-class ApiState:
-    """What the handlers use: configuration, database, conductor client.
-
-    :ivar conf: the parsed configuration.
-    :ivar db: the :class:`resize_sched.db.api.Database`.
-    :ivar conductor: the conductor RPC client.
-    """
-
-    conf: cfg.ConfigOpts
-    db: Database
-    conductor: ConductorAPI
-    _strategies: dict[str, ClaimStrategy] = field(default_factory=dict)
-    _placement: PlacementClient | None = None
-
-    def placement(self) -> PlacementClient:
-        """The Placement client (os-services, os-hypervisors), built from
-        ``[placement]`` on first use."""
-        if self._placement is None:
-            self._placement = PlacementClient.from_conf(self.conf)
-        return self._placement
-
-    def claim_strategy(self) -> ClaimStrategy:
-        """The strategy new resizes use: ``[resize] claim_strategy`` now.
-
-        :returns: the strategy (loaded once per name).
-        :raises StrategyNotFound: it is not installed.
-        """
-        name = self.conf.resize.claim_strategy
-        if name not in self._strategies:
-            self._strategies[name] = strategies.load(name)
-        return self._strategies[name]
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@ which lists what is installed, so a typo in ``[resize] claim_strategy`` stops a
 service at start instead of at the first resize.
 """
 
+import functools
+
+from oslo_config import cfg
 from oslo_log import log as logging
 from stevedore import driver, extension
 from stevedore.exception import NoMatches
@@ -17,7 +20,16 @@ LOG = logging.getLogger(__name__)
 
 NAMESPACE = "resize_sched.claim_strategies"
 
-__all__ = ["NAMESPACE", "ClaimStrategy", "Holdings", "ResizeFacts", "installed", "load"]
+__all__ = [
+    "NAMESPACE",
+    "ClaimStrategy",
+    "Holdings",
+    "ResizeFacts",
+    "configured",
+    "get",
+    "installed",
+    "load",
+]
 
 
 def installed() -> list[str]:
@@ -52,3 +64,23 @@ def load(name: str) -> ClaimStrategy:
         )
     LOG.debug("Loaded claim strategy %s", name)
     return strategy
+
+
+@functools.cache
+def get(name: str) -> ClaimStrategy:
+    """The strategy called ``name``, loaded once per process.
+
+    Strategies are pure (no I/O, no state), so one instance serves every
+    caller: the API choosing a new resize's strategy and the conductor
+    running a migration with the strategy it started with. A failed load is
+    not remembered: the next call tries again.
+
+    :raises StrategyNotFound: nothing of that name is installed.
+    :raises StrategyLoadFailed: as :func:`load`.
+    """
+    return load(name)
+
+
+def configured(conf: cfg.ConfigOpts) -> ClaimStrategy:
+    """The strategy new resizes use: ``[resize] claim_strategy`` now."""
+    return get(conf.resize.claim_strategy)

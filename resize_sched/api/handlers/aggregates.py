@@ -36,7 +36,7 @@ from resize_sched.placement import aggregates as mirror
 from resize_sched.policies import aggregates as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 LOG = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from resize_sched.db.host_api import COMPUTE_BINARY, service_is_up
 from resize_sched.policies import aggregates as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from resize_sched.api.request import ApiRequest, json_response
 from resize_sched.policies import quotas as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 LOG = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from resize_sched.api.request import ApiRequest, empty_response, json_response
 from resize_sched.policies import flavors as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 
 def index(state: "ApiState", req: ApiRequest, flavor_id: str) -> webob.Response:

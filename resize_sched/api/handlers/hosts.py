@@ -42,7 +42,7 @@ from resize_sched.db.host_api import COMPUTE_BINARY, CONDUCTOR_BINARY
 from resize_sched.policies import hosts as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 LOG = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ from resize_sched.resources import DISK_GB, MEMORY_MB, VCPU
 from resize_sched.scheduler import hosts
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 LOG = logging.getLogger(__name__)
 

@@ -35,7 +35,7 @@ from resize_sched.db import models
 from resize_sched.policies import instance_actions as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 
 def host_id(project_id: str | None, host: str | None) -> str:

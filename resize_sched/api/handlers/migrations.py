@@ -42,7 +42,7 @@ from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.policies import migrations as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 LOG = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from resize_sched.db import action_api, models
 from resize_sched.policies import servers as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 LOG = logging.getLogger(__name__)
 

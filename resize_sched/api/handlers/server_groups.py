@@ -28,7 +28,7 @@ from resize_sched.db.project_scope import ALL_PROJECTS
 from resize_sched.policies import server_groups as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 LOG = logging.getLogger(__name__)
 

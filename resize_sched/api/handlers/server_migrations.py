@@ -31,7 +31,7 @@ from resize_sched.db import models
 from resize_sched.policies import server_migrations as rules
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 #: The body of force-complete.
 FORCE_COMPLETE = {

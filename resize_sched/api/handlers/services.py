@@ -48,7 +48,7 @@ from resize_sched.policies import services as rules
 from resize_sched.scheduler import hosts
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 LOG = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from resize_sched.api import microversion
 from resize_sched.api.request import PREFIX, ApiRequest, json_response
 
 if TYPE_CHECKING:
-    from resize_sched.api.app import ApiState
+    from resize_sched.api.state import ApiState
 
 #: When the v2.1 API first appeared (as Nova reports it).
 UPDATED = "2013-07-23T11:33:21Z"

@@ -1,6 +1,6 @@
 """What every task needs, bundled once per conductor worker."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from oslo_config import cfg
 
@@ -16,9 +16,9 @@ from resize_sched.strategies import ClaimStrategy
 class TaskDeps:
     """The configuration and clients a task uses.
 
-    Strategies are loaded by name and cached: a migration always names the
-    strategy it started with, which may differ from ``[resize] claim_strategy``
-    after a reload.
+    A migration always names the strategy it started with, which may differ
+    from ``[resize] claim_strategy`` after a reload; both are loaded through
+    :func:`resize_sched.strategies.get`.
     """
 
     conf: cfg.ConfigOpts
@@ -26,7 +26,6 @@ class TaskDeps:
     client: PlacementClient
     scheduler: Scheduler
     executor: TransitionExecutor
-    _strategies: dict[str, ClaimStrategy] = field(default_factory=dict)
 
     @classmethod
     def build(cls, conf: cfg.ConfigOpts, db: Database, client: PlacementClient) -> "TaskDeps":
@@ -43,10 +42,8 @@ class TaskDeps:
 
     def strategy(self, name: str) -> ClaimStrategy:
         """The strategy called ``name`` (StrategyNotFound if not installed)."""
-        if name not in self._strategies:
-            self._strategies[name] = strategies.load(name)
-        return self._strategies[name]
+        return strategies.get(name)
 
     def configured_strategy(self) -> ClaimStrategy:
         """The strategy new resizes use, from ``[resize] claim_strategy``."""
-        return self.strategy(self.conf.resize.claim_strategy)
+        return strategies.configured(self.conf)
