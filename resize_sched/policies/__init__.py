@@ -2,7 +2,7 @@
 
 Names and defaults are Nova's for the routes served here, so a ``policy.yaml``
 written for Nova's Compute API means the same thing here. Each module lists
-the rules of one resource; :func:`list_rules` gathers them for the enforcer
+the rules of one resource in ``RULES``; :func:`list_rules` gathers them for the enforcer
 and for ``oslopolicy-sample-generator`` (the ``oslo.policy.policies`` entry
 point ``resize_sched``).
 """
@@ -32,31 +32,32 @@ from resize_sched.policies import (
     simple_tenant_usage,
 )
 
+#: The modules in the order the sample policy file lists their rules.
+_MODULES = (
+    base,
+    servers,
+    server_metadata,
+    flavors,
+    migrations,
+    instance_actions,
+    server_migrations,
+    migrate_server,
+    live_migrate,
+    evacuate,
+    shelve,
+    services,
+    hypervisors,
+    hosts,
+    simple_tenant_usage,
+    aggregates,
+    quotas,
+    server_groups,
+)
+
 
 def list_rules() -> list[policy.RuleDefault]:
     """Every rule default, the base rules first.
 
     :returns: the rules, in the order the sample policy file lists them.
     """
-    return list(
-        itertools.chain(
-            base.list_rules(),
-            servers.list_rules(),
-            server_metadata.list_rules(),
-            flavors.list_rules(),
-            migrations.list_rules(),
-            instance_actions.list_rules(),
-            server_migrations.list_rules(),
-            migrate_server.list_rules(),
-            live_migrate.list_rules(),
-            evacuate.list_rules(),
-            shelve.list_rules(),
-            services.list_rules(),
-            hypervisors.list_rules(),
-            hosts.list_rules(),
-            simple_tenant_usage.list_rules(),
-            aggregates.list_rules(),
-            quotas.list_rules(),
-            server_groups.list_rules(),
-        )
-    )
+    return list(itertools.chain.from_iterable(module.RULES for module in _MODULES))

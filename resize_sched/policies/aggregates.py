@@ -3,8 +3,6 @@ they make) and ``os-availability-zone``. Aggregates are administrators'
 only, as in Nova; anyone may list the zones, only administrators see their
 hosts and services."""
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 AGGREGATES = "os_compute_api:os-aggregates:%s"
@@ -24,7 +22,7 @@ ZONE_DETAIL = "os_compute_api:os-availability-zone:detail"
 #: Nova's "anyone with a token" check string.
 ANY = "@"
 
-_RULES = [
+RULES = [
     base.rule(INDEX, base.ADMIN, "List host aggregates.", "GET /os-aggregates"),
     base.rule(
         CREATE,
@@ -81,8 +79,3 @@ _RULES = [
         "GET /os-availability-zone/detail",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of os-aggregates and os-availability-zone."""
-    return list(_RULES)

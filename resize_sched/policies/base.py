@@ -25,7 +25,7 @@ PROJECT_MANAGER_OR_ADMIN = "rule:project_manager_or_admin"
 PROJECT_MEMBER_OR_ADMIN = "rule:project_member_or_admin"
 PROJECT_READER_OR_ADMIN = "rule:project_reader_or_admin"
 
-_RULES = [
+RULES = [
     policy.RuleDefault(
         "context_is_admin",
         "role:admin",
@@ -83,8 +83,3 @@ def rule(
         operations=[dict(zip(("method", "path"), op.split(" ", 1))) for op in operations],
         scope_types=SCOPE_TYPES,
     )
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The base rules."""
-    return list(_RULES)

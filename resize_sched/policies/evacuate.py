@@ -4,13 +4,11 @@ Nova's name and default (``os_compute_api:os-evacuate``): only an
 administrator rebuilds a server elsewhere when its host is down.
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 EVACUATE = "os_compute_api:os-evacuate"
 
-_RULES = [
+RULES = [
     base.rule(
         EVACUATE,
         base.ADMIN,
@@ -18,8 +16,3 @@ _RULES = [
         "POST /servers/{server_id}/action (evacuate)",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of an evacuation."""
-    return list(_RULES)

@@ -5,8 +5,6 @@ public ones and only an administrator (``context_is_admin``) the private
 ones.
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 MANAGE = "os_compute_api:os-flavor-manage:%s"
@@ -23,7 +21,7 @@ EXTRA_SPECS_DELETE = EXTRA_SPECS % "delete"
 _SPECS = "/flavors/{flavor_id}/os-extra_specs"
 _SPEC = _SPECS + "/{key}"
 
-_RULES = [
+RULES = [
     base.rule(MANAGE_CREATE, base.ADMIN, "Create a flavor.", "POST /flavors"),
     base.rule(
         MANAGE_DELETE,
@@ -55,8 +53,3 @@ _RULES = [
         EXTRA_SPECS_DELETE, base.ADMIN, "Remove one extra spec of a flavor.", f"DELETE {_SPEC}"
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of flavor management and extra specs."""
-    return list(_RULES)

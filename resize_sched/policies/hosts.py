@@ -1,8 +1,6 @@
 """Rules of ``os-hosts`` (up to microversion 2.42). Administrators only by
 default, as in Nova."""
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 HOSTS = "os_compute_api:os-hosts:%s"
@@ -16,7 +14,7 @@ START = HOSTS % "start"
 
 _ONE = "/os-hosts/{host_name}"
 
-_RULES = [
+RULES = [
     base.rule(LIST, base.ADMIN, "List the hosts of every service, with zones.", "GET /os-hosts"),
     base.rule(SHOW, base.ADMIN, "Show a compute host's sizes and usage.", f"GET {_ONE}"),
     base.rule(UPDATE, base.ADMIN, "Enable or disable a compute host.", f"PUT {_ONE}"),
@@ -24,8 +22,3 @@ _RULES = [
     base.rule(SHUTDOWN, base.ADMIN, "Shut a host down (not served: 501).", f"GET {_ONE}/shutdown"),
     base.rule(START, base.ADMIN, "Start a host up (not served: 501).", f"GET {_ONE}/startup"),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of os-hosts."""
-    return list(_RULES)

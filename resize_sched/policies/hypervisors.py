@@ -1,7 +1,5 @@
 """Rules of ``os-hypervisors``. Administrators only by default, as in Nova."""
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 HYPERVISORS = "os_compute_api:os-hypervisors:%s"
@@ -14,7 +12,7 @@ UPTIME = HYPERVISORS % "uptime"
 SEARCH = HYPERVISORS % "search"
 SERVERS = HYPERVISORS % "servers"
 
-_RULES = [
+RULES = [
     base.rule(
         LIST,
         base.ADMIN,
@@ -57,8 +55,3 @@ _RULES = [
         "GET /os-hypervisors/{hypervisor_hostname_pattern}/servers",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of os-hypervisors."""
-    return list(_RULES)

@@ -7,8 +7,6 @@ is Nova's 2.84 rule, kept so a Nova policy file means the same here (our
 highest microversion is below 2.84, so it never shows anything).
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 INSTANCE_ACTIONS = "os_compute_api:os-instance-actions:%s"
@@ -21,7 +19,7 @@ EVENTS_DETAILS = INSTANCE_ACTIONS % "events:details"
 _LIST = "GET /servers/{server_id}/os-instance-actions"
 _SHOW = "GET /servers/{server_id}/os-instance-actions/{request_id}"
 
-_RULES = [
+RULES = [
     base.rule(
         LIST, base.PROJECT_READER_OR_ADMIN, "List the actions recorded for a server.", _LIST
     ),
@@ -44,8 +42,3 @@ _RULES = [
         _SHOW,
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of os-instance-actions."""
-    return list(_RULES)

@@ -5,13 +5,11 @@ only an administrator moves a running server, since choosing or forcing a
 host is an operator's decision.
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 MIGRATE_LIVE = "os_compute_api:os-migrate-server:migrate_live"
 
-_RULES = [
+RULES = [
     base.rule(
         MIGRATE_LIVE,
         base.ADMIN,
@@ -19,8 +17,3 @@ _RULES = [
         "POST /servers/{server_id}/action (os-migrateLive)",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of a live migration."""
-    return list(_RULES)

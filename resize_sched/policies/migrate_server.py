@@ -5,8 +5,6 @@ an administrator moves a server between hosts, and naming the host
 (microversion 2.56) is a rule of its own.
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 POLICY_ROOT = "os_compute_api:os-migrate-server:%s"
@@ -14,7 +12,7 @@ POLICY_ROOT = "os_compute_api:os-migrate-server:%s"
 MIGRATE = POLICY_ROOT % "migrate"
 MIGRATE_HOST = POLICY_ROOT % "migrate:host"
 
-_RULES = [
+RULES = [
     base.rule(
         MIGRATE,
         base.ADMIN,
@@ -28,8 +26,3 @@ _RULES = [
         "POST /servers/{server_id}/action (migrate)",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of the migrate action."""
-    return list(_RULES)

@@ -6,8 +6,6 @@ another project's) also needs ``index:all_projects``; without
 ``index:host`` the host and node fields are null.
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 MIGRATIONS = "os_compute_api:os-migrations:%s"
@@ -18,7 +16,7 @@ INDEX_HOST = MIGRATIONS % "index:host"
 
 _LIST = "GET /os-migrations"
 
-_RULES = [
+RULES = [
     base.rule(
         INDEX,
         base.PROJECT_MANAGER_OR_ADMIN,
@@ -40,8 +38,3 @@ _RULES = [
         _LIST,
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of os-migrations."""
-    return list(_RULES)

@@ -1,8 +1,6 @@
 """Rules of quotas (os-quota-sets, os-quota-class-sets), limits, key pairs
 and flavor access, with Nova's names and defaults."""
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 QUOTA_SETS = "os_compute_api:os-quota-sets:%s"
@@ -36,7 +34,7 @@ _QUOTA = "/os-quota-sets/{tenant_id}"
 _CLASS = "/os-quota-class-sets/{id}"
 _ACCESS = "/flavors/{flavor_id}/os-flavor-access"
 
-_RULES = [
+RULES = [
     base.rule(
         QUOTA_SHOW, base.PROJECT_READER_OR_ADMIN, "Show a project's quota.", f"GET {_QUOTA}"
     ),
@@ -100,8 +98,3 @@ _RULES = [
         "POST /flavors/{flavor_id}/action (removeTenantAccess)",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of quotas, limits, key pairs and flavor access."""
-    return list(_RULES)

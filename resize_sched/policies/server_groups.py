@@ -5,8 +5,6 @@ its members (or an administrator) delete them; only an administrator lists
 every project's (``all_projects``).
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 ROOT = "os_compute_api:os-server-groups:%s"
@@ -19,7 +17,7 @@ SHOW = ROOT % "show"
 
 _ONE = "/os-server-groups/{server_group_id}"
 
-_RULES = [
+RULES = [
     base.rule(
         CREATE,
         "rule:project_member_api",
@@ -46,8 +44,3 @@ _RULES = [
     ),
     base.rule(SHOW, base.PROJECT_READER_OR_ADMIN, "Show a server group.", f"GET {_ONE}"),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of server groups."""
-    return list(_RULES)

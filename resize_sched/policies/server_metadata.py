@@ -4,8 +4,6 @@ Nova's six rules and defaults: the server's project reads its metadata and
 its members change it; an administrator may do both on any server.
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 SERVER_METADATA = "os_compute_api:server-metadata:%s"
@@ -20,7 +18,7 @@ DELETE = SERVER_METADATA % "delete"
 _ALL = "/servers/{server_id}/metadata"
 _ONE = "/servers/{server_id}/metadata/{key}"
 
-_RULES = [
+RULES = [
     base.rule(INDEX, base.PROJECT_READER_OR_ADMIN, "List a server's metadata.", f"GET {_ALL}"),
     base.rule(SHOW, base.PROJECT_READER_OR_ADMIN, "Show one metadata item.", f"GET {_ONE}"),
     base.rule(
@@ -38,8 +36,3 @@ _RULES = [
     base.rule(UPDATE, base.PROJECT_MEMBER_OR_ADMIN, "Set one metadata item.", f"PUT {_ONE}"),
     base.rule(DELETE, base.PROJECT_MEMBER_OR_ADMIN, "Delete one metadata item.", f"DELETE {_ONE}"),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of server metadata."""
-    return _RULES

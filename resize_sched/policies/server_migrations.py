@@ -6,8 +6,6 @@ only an administrator may show one, or see the host and node fields of the
 list (null without ``index:host``).
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 SERVER_MIGRATIONS = "os_compute_api:servers:migrations:%s"
@@ -21,7 +19,7 @@ DELETE = SERVER_MIGRATIONS % "delete"
 _COLLECTION = "/servers/{server_id}/migrations"
 _ONE = "/servers/{server_id}/migrations/{migration_id}"
 
-_RULES = [
+RULES = [
     base.rule(
         INDEX,
         base.PROJECT_MANAGER_OR_ADMIN,
@@ -50,8 +48,3 @@ _RULES = [
         f"DELETE {_ONE}",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of a server's migrations."""
-    return list(_RULES)

@@ -4,8 +4,6 @@ The target of a rule on one server is that server's project (and user); a
 listing's target is the caller's own project.
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 SERVERS = "os_compute_api:servers:%s"
@@ -32,7 +30,7 @@ EXTENDED_ATTRIBUTES = "os_compute_api:os-extended-server-attributes"
 _LIST = ("GET /servers", "GET /servers/detail")
 _SHOWN = ("GET /servers/{server_id}", "GET /servers/detail")
 
-_RULES = [
+RULES = [
     base.rule(
         INDEX,
         base.PROJECT_READER_OR_ADMIN,
@@ -146,8 +144,3 @@ _RULES = [
         "POST /servers/{server_id}/action (os-resetState)",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of servers and their resize actions."""
-    return list(_RULES)

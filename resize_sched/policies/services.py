@@ -1,8 +1,6 @@
 """Rules of ``os-services``: listing compute services and disabling or
 enabling them. Administrators only by default, as in Nova."""
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 SERVICES = "os_compute_api:os-services:%s"
@@ -10,7 +8,7 @@ SERVICES = "os_compute_api:os-services:%s"
 LIST = SERVICES % "list"
 UPDATE = SERVICES % "update"
 
-_RULES = [
+RULES = [
     base.rule(
         LIST,
         base.ADMIN,
@@ -29,8 +27,3 @@ _RULES = [
         "PUT /os-services/enable",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of os-services."""
-    return list(_RULES)

@@ -5,8 +5,6 @@ Names and defaults are Nova's (``os_compute_api:os-shelve:*``): the owner
 offloads one at will (the ``[DEFAULT] shelved_offload_time`` does it on its own).
 """
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 POLICY_ROOT = "os_compute_api:os-shelve:%s"
@@ -15,7 +13,7 @@ SHELVE = POLICY_ROOT % "shelve"
 SHELVE_OFFLOAD = POLICY_ROOT % "shelve_offload"
 UNSHELVE = POLICY_ROOT % "unshelve"
 
-_RULES = [
+RULES = [
     base.rule(
         SHELVE,
         base.PROJECT_MEMBER_OR_ADMIN,
@@ -36,8 +34,3 @@ _RULES = [
         "POST /servers/{server_id}/action (unshelve)",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of shelving."""
-    return list(_RULES)

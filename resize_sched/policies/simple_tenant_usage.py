@@ -1,8 +1,6 @@
 """Rules of ``os-simple-tenant-usage``: every project's usage for
 administrators, a project's own for its readers, as in Nova."""
 
-from oslo_policy import policy
-
 from resize_sched.policies import base
 
 USAGE = "os_compute_api:os-simple-tenant-usage:%s"
@@ -10,7 +8,7 @@ USAGE = "os_compute_api:os-simple-tenant-usage:%s"
 LIST = USAGE % "list"
 SHOW = USAGE % "show"
 
-_RULES = [
+RULES = [
     base.rule(
         SHOW,
         base.PROJECT_READER_OR_ADMIN,
@@ -25,8 +23,3 @@ _RULES = [
         "GET /os-simple-tenant-usage",
     ),
 ]
-
-
-def list_rules() -> list[policy.RuleDefault]:
-    """The rules of os-simple-tenant-usage."""
-    return list(_RULES)
