@@ -4,53 +4,60 @@ Nothing here touches a global ``ConfigOpts``: callers hand in the one they own
 (a daemon's, a test's), and :func:`register_opts` puts every group on it.
 """
 
+import copy
+import importlib
 from collections.abc import Sequence
+from typing import Any
 
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from resize_sched.conf import (
-    all_in_one,
-    api,
-    compute,
-    conductor,
-    database,
-    default,
-    fake_driver,
-    filter_scheduler,
-    glance,
-    placement,
-    quota,
-    resize,
-    scheduler,
-    upgrade_levels,
-    wsgi,
-)
 from resize_sched.version import version_string
 
-_MODULES = (
-    default,
-    all_in_one,
-    api,
-    compute,
-    conductor,
-    database,
-    fake_driver,
-    filter_scheduler,
-    glance,
-    placement,
-    quota,
-    resize,
-    scheduler,
-    upgrade_levels,
-    wsgi,
+#: One module per option group, ``[DEFAULT]`` first. A module declares its
+#: ``GROUP`` and ``OPTS``; one that registers more (keystoneauth's options,
+#: ``[DEFAULT]``) has its own ``register_opts`` and ``list_opts``.
+_MODULES = tuple(
+    importlib.import_module(f"resize_sched.conf.{name}")
+    for name in (
+        "default",
+        "all_in_one",
+        "api",
+        "compute",
+        "conductor",
+        "database",
+        "fake_driver",
+        "filter_scheduler",
+        "glance",
+        "placement",
+        "quota",
+        "resize",
+        "scheduler",
+        "upgrade_levels",
+        "wsgi",
+    )
 )
 
 
 def register_opts(conf: cfg.ConfigOpts) -> None:
     """Register every resize_sched option group on ``conf``."""
     for module in _MODULES:
-        module.register_opts(conf)
+        if hasattr(module, "register_opts"):
+            module.register_opts(conf)
+        else:
+            # NOTE: a copy of the group per ConfigOpts: oslo.config keeps
+            # overrides in the group object, so a shared module-level group
+            # would leak them between configs (two daemons in one test).
+            conf.register_group(copy.deepcopy(module.GROUP))
+            conf.register_opts(module.OPTS, group=module.GROUP.name)
+
+
+def module_opts(module: Any) -> dict[Any, list[cfg.Opt]]:
+    """One option module's groups and options, for the sample config: its
+    ``list_opts()`` where it has one, else its ``GROUP`` and ``OPTS``."""
+    if hasattr(module, "list_opts"):
+        return module.list_opts()
+    return {module.GROUP: module.OPTS}
 
 
 def new_conf() -> cfg.ConfigOpts:

@@ -1,7 +1,5 @@
 """Options of the ``[all_in_one]`` group: the single-process deployment."""
 
-import copy
-
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
@@ -33,14 +31,3 @@ OPTS = [
         "recovers resizes that were in flight.",
     ),
 ]
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
-    # object, so a shared module-level group would leak them between configs.
-    conf.register_group(copy.deepcopy(GROUP))
-    conf.register_opts(OPTS, group=GROUP.name)
-
-
-def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {GROUP: OPTS}

@@ -6,8 +6,6 @@ equal to what is configured here. The fake hypervisor has no hardware to
 measure, so the totals are configuration too.
 """
 
-import copy
-
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
@@ -110,14 +108,3 @@ OPTS = [
         "start).",
     ),
 ]
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
-    # object, so a shared module-level group would leak them between configs.
-    conf.register_group(copy.deepcopy(GROUP))
-    conf.register_opts(OPTS, group=GROUP.name)
-
-
-def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {GROUP: OPTS}

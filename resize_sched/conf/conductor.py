@@ -1,7 +1,5 @@
 """Options of the ``[conductor]`` group."""
 
-import copy
-
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
@@ -89,14 +87,3 @@ OPTS = [
         "stuck_check_interval, and the hosts' clocks in step to well within it.",
     ),
 ]
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
-    # object, so a shared module-level group would leak them between configs.
-    conf.register_group(copy.deepcopy(GROUP))
-    conf.register_opts(OPTS, group=GROUP.name)
-
-
-def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {GROUP: OPTS}

@@ -1,7 +1,5 @@
 """Options of the ``[database]`` group: where servers and migrations live."""
 
-import copy
-
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
@@ -95,14 +93,3 @@ OPTS = [
         help="Log every SQL statement at DEBUG. Very verbose; for troubleshooting.",
     ),
 ]
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
-    # object, so a shared module-level group would leak them between configs.
-    conf.register_group(copy.deepcopy(GROUP))
-    conf.register_opts(OPTS, group=GROUP.name)
-
-
-def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {GROUP: OPTS}

@@ -4,7 +4,6 @@ The fake driver keeps servers in memory; these options slow it down and make
 chosen operations fail on chosen hosts, for demos and failure tests.
 """
 
-import copy
 import re
 from typing import Any
 
@@ -178,17 +177,6 @@ OPTS = [
         "(hw:numa_nodes) without the hardware.",
     ),
 ]
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts: oslo.config keeps overrides in the group
-    # object, so a shared module-level group would leak them between configs.
-    conf.register_group(copy.deepcopy(GROUP))
-    conf.register_opts(OPTS, group=GROUP.name)
-
-
-def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {GROUP: OPTS}
 
 
 def failing_operations(conf: cfg.ConfigOpts, host: str) -> frozenset[str]:

@@ -5,8 +5,6 @@ The names are Nova's (``nova.conf`` ``[filter_scheduler]``), so an operator's
 settings carry over; see ``doc/scheduler.rst``.
 """
 
-import copy
-
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
@@ -126,13 +124,3 @@ OPTS = [
         "always kept first.",
     ),
 ]
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts, as in resize_sched.conf.scheduler.
-    conf.register_group(copy.deepcopy(GROUP))
-    conf.register_opts(OPTS, group=GROUP.name)
-
-
-def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {GROUP: OPTS}

@@ -10,7 +10,7 @@ def list_opts() -> list[tuple[str | cfg.OptGroup | None, list[cfg.Opt]]]:
     """Return every resize_sched option, grouped, for the sample config."""
     merged: dict[str, tuple[str | cfg.OptGroup | None, list[cfg.Opt]]] = {}
     for module in conf._MODULES:
-        for group, opts in module.list_opts().items():
+        for group, opts in conf.module_opts(module).items():
             key = group.name if isinstance(group, cfg.OptGroup) else str(group)
             entry = merged.setdefault(key, (group, []))
             entry[1].extend(opts)

@@ -1,7 +1,5 @@
 """Options of the ``[quota]`` group: every project's default limits."""
 
-import copy
-
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
@@ -64,16 +62,6 @@ OPTS = [
         "injected_file_path_bytes); shown below microversion 2.57 only.",
     ),
 ]
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts, as in scheduler.py.
-    conf.register_group(copy.deepcopy(GROUP))
-    conf.register_opts(OPTS, group=GROUP.name)
-
-
-def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {GROUP: OPTS}
 
 
 #: oslo.limit's own group, read by ``[quota] driver = unified_limits``.

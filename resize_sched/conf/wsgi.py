@@ -6,8 +6,6 @@ Behind uWSGI or Apache mod_wsgi (:mod:`resize_sched.api.wsgi`) that server's
 own settings decide instead.
 """
 
-import copy
-
 from oslo_config import cfg
 
 GROUP = cfg.OptGroup(
@@ -60,13 +58,3 @@ OPTS = [
         "clients do not hold a thread: only requests fully received do.",
     ),
 ]
-
-
-def register_opts(conf: cfg.ConfigOpts) -> None:
-    # NOTE: a copy per ConfigOpts, as for every group (see conf/api.py).
-    conf.register_group(copy.deepcopy(GROUP))
-    conf.register_opts(OPTS, group=GROUP.name)
-
-
-def list_opts() -> dict[cfg.OptGroup, list[cfg.Opt]]:
-    return {GROUP: OPTS}
