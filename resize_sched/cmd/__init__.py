@@ -1,11 +1,18 @@
 """Console scripts, one module per command, each with a short ``main()``.
 
+:func:`parse_or_exit_code` reads the command line and configuration files
+the way every command that answers with an exit code does;
 :func:`settle_heap` is what each daemon does once it has started.
 """
 
 import gc
+import sys
+from collections.abc import Callable, Sequence
 
+from oslo_config import cfg
 from oslo_log import log as logging
+
+from resize_sched import conf as rs_conf
 
 LOG = logging.getLogger(__name__)
 
@@ -24,3 +31,28 @@ def settle_heap() -> None:
     gc.collect()
     gc.freeze()
     LOG.debug("%d objects from start-up set apart from the collector", gc.get_freeze_count())
+
+
+def parse_or_exit_code(
+    conf: cfg.ConfigOpts,
+    argv: Sequence[str] | None,
+    description: str,
+    error: Callable[[cfg.Error], int],
+) -> int | None:
+    """Parse ``argv`` (``sys.argv[1:]`` when None) and the configuration files
+    into ``conf``.
+
+    :returns: None when parsed; else the exit code to end with: 0 after
+        ``--help`` or ``--version``, 1 after a usage error argparse has
+        already shown, or what ``error`` returns for a bad option or file
+        (it prints the one line the operator sees).
+    """
+    try:
+        rs_conf.parse_args(
+            conf, sys.argv[1:] if argv is None else list(argv), description=description
+        )
+    except SystemExit as exc:  # --help, --version, or a usage error already shown
+        return 0 if exc.code in (0, None) else 1
+    except cfg.Error as exc:
+        return error(exc)
+    return None

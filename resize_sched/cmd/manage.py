@@ -32,7 +32,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
-from resize_sched.cmd import host_holders, host_tree
+from resize_sched.cmd import host_holders, host_tree, parse_or_exit_code
 from resize_sched.conductor import audit, heal
 from resize_sched.db import ERRORS as DB_ERRORS
 from resize_sched.db import driver_error
@@ -300,127 +300,117 @@ def _migration_show(conf: cfg.ConfigOpts) -> int:
     return 0
 
 
-def _add_migration_parsers(subparsers: argparse._SubParsersAction) -> None:
-    migration = subparsers.add_parser(
-        "migration",
-        help="List and show resizes, with their claim strategy and why one failed.",
-        description=MIGRATION_HELP,
-    )
-    actions = migration.add_subparsers(
-        title="migration commands", dest="action", metavar="{list,show}"
-    )
+#: Each category's help (in the list of categories) and description.
+_CATEGORIES = {
+    "db": ("Manage the database schema.", "Manage the database schema."),
+    "placement": (
+        "Heal and audit allocations in Placement; sync host aggregates there.",
+        "Compare what Placement holds with what servers and resizes need.",
+    ),
+    "host": ("Disable or enable scheduling to a host; show its provider tree.", HOST_HELP),
+    "migration": (
+        "List and show resizes, with their claim strategy and why one failed.",
+        MIGRATION_HELP,
+    ),
+}
+
+
+def _category(
+    subparsers: argparse._SubParsersAction, name: str
+) -> Callable[..., argparse.ArgumentParser]:
+    """Add the category ``name``; returns a function that adds one of its
+    commands: ``command(name, help, description, action_fn)``, the parser."""
+    help_text, description = _CATEGORIES[name]
+    parser = subparsers.add_parser(name, help=help_text, description=description)
+    actions = parser.add_subparsers(title=f"{name} commands", dest="action")
     actions.required = True
-    listing = actions.add_parser(
-        "list", help="One line per migration, oldest first.", description=MIGRATION_HELP
+
+    def command(
+        command_name: str, command_help: str, command_description: str, action_fn: Command
+    ) -> argparse.ArgumentParser:
+        sub = actions.add_parser(command_name, help=command_help, description=command_description)
+        sub.set_defaults(action_fn=action_fn)
+        # NOTE: the usage line lists the commands in the order they are added.
+        actions.metavar = "{" + ",".join(actions.choices) + "}"
+        return sub
+
+    return command
+
+
+def _add_migration_parsers(subparsers: argparse._SubParsersAction) -> None:
+    command = _category(subparsers, "migration")
+    listing = command(
+        "list", "One line per migration, oldest first.", MIGRATION_HELP, _migration_list
     )
     listing.add_argument("--server", help="Only this server's (its uuid).")
     listing.add_argument("--status", help="Only migrations in this status (error, finished...).")
-    listing.set_defaults(action_fn=_migration_list)
-    show = actions.add_parser(
-        "show", help="Every field of one migration.", description=MIGRATION_HELP
-    )
-    show.add_argument(
+    command("show", "Every field of one migration.", MIGRATION_HELP, _migration_show).add_argument(
         "migration", metavar="MIGRATION", help="Its uuid, or its id (as os-migrations shows it)."
     )
-    show.set_defaults(action_fn=_migration_show)
 
 
 def _add_host_parsers(subparsers: argparse._SubParsersAction) -> None:
-    host = subparsers.add_parser(
-        "host",
-        help="Disable or enable scheduling to a host; show its provider tree.",
-        description=HOST_HELP,
-    )
-    actions = host.add_subparsers(
-        title="host commands", dest="action", metavar="{disable,enable,show,holders}"
-    )
-    actions.required = True
-    for action, text in (
-        ("disable", "Stop scheduling new work to HOST."),
-        ("enable", "Schedule new work to HOST again."),
+    command = _category(subparsers, "host")
+    for action, text, description, action_fn in (
+        ("disable", "Stop scheduling new work to HOST.", HOST_HELP, _host_set_disabled),
+        ("enable", "Schedule new work to HOST again.", HOST_HELP, _host_set_disabled),
+        (
+            "show",
+            "Print HOST's provider tree: inventories, usage, traits and owners.",
+            HOST_SHOW_HELP,
+            _host_show,
+        ),
+        (
+            "holders",
+            "Report what still holds HOST (servers, moves, allocations) while draining it.",
+            HOST_HOLDERS_HELP,
+            _host_holders,
+        ),
     ):
-        parser = actions.add_parser(action, help=text, description=HOST_HELP)
+        parser = command(action, text, description, action_fn)
         parser.add_argument("host_name", metavar="HOST", help="The compute host's name.")
         if action == "disable":
             parser.add_argument(
                 "--reason",
                 help="Why, as os-services shows it (its disabled_reason).",
             )
-        parser.set_defaults(action_fn=_host_set_disabled)
-    show = actions.add_parser(
-        "show",
-        help="Print HOST's provider tree: inventories, usage, traits and owners.",
-        description=HOST_SHOW_HELP,
-    )
-    show.add_argument("host_name", metavar="HOST", help="The compute host's name.")
-    show.set_defaults(action_fn=_host_show)
-    held = actions.add_parser(
-        "holders",
-        help="Report what still holds HOST (servers, moves, allocations) while draining it.",
-        description=HOST_HOLDERS_HELP,
-    )
-    held.add_argument("host_name", metavar="HOST", help="The compute host's name.")
-    held.set_defaults(action_fn=_host_holders)
 
 
 def _add_placement_parsers(subparsers: argparse._SubParsersAction) -> None:
-    placement = subparsers.add_parser(
-        "placement",
-        help="Heal and audit allocations in Placement; sync host aggregates there.",
-        description="Compare what Placement holds with what servers and resizes need.",
-    )
-    actions = placement.add_subparsers(
-        title="placement commands", dest="action", metavar="{heal,audit,sync_aggregates}"
-    )
-    actions.required = True
-    heal_parser = actions.add_parser(
-        "heal", help="Re-claim missing or wrong server allocations.", description=HEAL_HELP
-    )
-    heal_parser.add_argument(
+    command = _category(subparsers, "placement")
+    command(
+        "heal", "Re-claim missing or wrong server allocations.", HEAL_HELP, _placement_heal
+    ).add_argument(
         "--dry-run", action="store_true", help="Print what would be healed; write nothing."
     )
-    heal_parser.set_defaults(action_fn=_placement_heal)
-    audit_parser = actions.add_parser(
-        "audit", help="Find (and delete) orphaned allocations.", description=AUDIT_HELP
-    )
-    audit_parser.add_argument(
-        "--delete", action="store_true", help="Remove the orphaned allocations found."
-    )
-    audit_parser.set_defaults(action_fn=_placement_audit)
-    sync_parser = actions.add_parser(
+    command(
+        "audit", "Find (and delete) orphaned allocations.", AUDIT_HELP, _placement_audit
+    ).add_argument("--delete", action="store_true", help="Remove the orphaned allocations found.")
+    command(
         "sync_aggregates",
-        help="Mirror host aggregates onto their hosts' providers in Placement.",
-        description=SYNC_AGGREGATES_HELP,
-    )
-    sync_parser.add_argument(
+        "Mirror host aggregates onto their hosts' providers in Placement.",
+        SYNC_AGGREGATES_HELP,
+        _placement_sync_aggregates,
+    ).add_argument(
         "--dry-run", action="store_true", help="Print what would change; write nothing."
     )
-    sync_parser.set_defaults(action_fn=_placement_sync_aggregates)
 
 
 def _add_command_parsers(subparsers: argparse._SubParsersAction) -> None:
-    db = subparsers.add_parser(
-        "db", help="Manage the database schema.", description="Manage the database schema."
-    )
-    actions = db.add_subparsers(title="db commands", dest="action", metavar="{sync,version}")
-    actions.required = True
-    sync = actions.add_parser(
+    command = _category(subparsers, "db")
+    command(
         "sync",
-        help="Create the schema or upgrade it to the newest revision. Idempotent.",
-        description="Create the schema on an empty database or upgrade it to the newest "
+        "Create the schema or upgrade it to the newest revision. Idempotent.",
+        "Create the schema on an empty database or upgrade it to the newest "
         "revision (or to REVISION). Safe to run on an up-to-date database.",
-    )
-    sync.add_argument(
-        "revision", nargs="?", default="head", help="Target revision (default: head)."
-    )
-    sync.set_defaults(action_fn=_db_sync)
-    version = actions.add_parser(
+        _db_sync,
+    ).add_argument("revision", nargs="?", default="head", help="Target revision (default: head).")
+    command(
         "version",
-        help="Print the schema revision the database is at.",
-        description="Print the schema revision the database is at ('None' when the "
-        "schema was never created).",
+        "Print the schema revision the database is at.",
+        "Print the schema revision the database is at ('None' when the schema was never created).",
+        _db_version,
     )
-    version.set_defaults(action_fn=_db_version)
     _add_placement_parsers(subparsers)
     _add_host_parsers(subparsers)
     _add_migration_parsers(subparsers)
@@ -460,14 +450,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # logs go to stderr unless the config file says otherwise.
     conf.set_default("use_stderr", True)
     conf.set_default("default_log_levels", [*logging.get_default_log_levels(), "alembic=WARN"])
-    try:
-        rs_conf.parse_args(
-            conf, sys.argv[1:] if argv is None else list(argv), description=DESCRIPTION
-        )
-    except SystemExit as exc:  # --help, --version, or a usage error already shown
-        return 0 if exc.code in (0, None) else 1
-    except cfg.Error as exc:
-        return _error(_one_line(exc))
+    code = parse_or_exit_code(conf, argv, DESCRIPTION, lambda exc: _error(_one_line(exc)))
+    if code is not None:
+        return code
     logging.setup(conf, "resize_sched")
 
     action_fn: Command = conf.category.action_fn
