@@ -130,6 +130,17 @@ def filtered_out(removed: Sequence[tuple[str, int]]) -> str:
     return "; " + ", ".join(f"{name} removed {count}" for name, count in removed)
 
 
+def _advice(kind: str, why: str, *, infeasible: str, deferred: str) -> str:
+    """What to do after a no-host verdict: ``infeasible`` when no host could
+    ever hold it, nothing when the scheduler's reason already says it will
+    retry, else ``deferred``."""
+    if kind == exception.NoValidHost.INFEASIBLE:
+        return infeasible
+    if "retry" in why.lower():
+        return ""  # the verdict says it already
+    return deferred
+
+
 def no_host_for_resize(kind: str, why: str, new_flavor: object, source: str) -> str:
     """A resize found no host (a deferred or infeasible verdict).
 
@@ -137,12 +148,12 @@ def no_host_for_resize(kind: str, why: str, new_flavor: object, source: str) -> 
     :param why: the scheduler's reason (and what failed before, if anything).
     """
     what = _flavor(new_flavor if isinstance(new_flavor, Mapping) else None)
-    if kind == exception.NoValidHost.INFEASIBLE:
-        todo = "Resize to a flavor some host can hold, or add a host that can hold it."
-    elif "retry" in why.lower():
-        todo = ""  # the verdict says it already
-    else:
-        todo = "Retry the resize when room is freed."
+    todo = _advice(
+        kind,
+        why,
+        infeasible="Resize to a flavor some host can hold, or add a host that can hold it.",
+        deferred="Retry the resize when room is freed.",
+    )
     return (
         f"No host could take the resize to {what} ({kind}): {why}. The server "
         f"stays on host {source} with its old flavor. {todo}"
@@ -161,12 +172,12 @@ def no_host_for_move(
 
 def no_host_for_migration(kind: str, why: str, source: str) -> str:
     """A cold migration found no host (a deferred or infeasible verdict)."""
-    if kind == exception.NoValidHost.INFEASIBLE:
-        todo = "Add a host that can hold its flavor, or migrate it to a named host that can."
-    elif "retry" in why.lower():
-        todo = ""  # the verdict says it already
-    else:
-        todo = "Retry the migration when room is freed, or enable another host."
+    todo = _advice(
+        kind,
+        why,
+        infeasible="Add a host that can hold its flavor, or migrate it to a named host that can.",
+        deferred="Retry the migration when room is freed, or enable another host.",
+    )
     return (
         f"No other host could take the server ({kind}): {why}. The server stays on "
         f"host {source}, as it was. {todo}"

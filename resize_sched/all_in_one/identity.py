@@ -35,6 +35,8 @@ from typing import Any
 
 import webob
 
+from resize_sched.api.request import json_response
+
 StartResponse = Callable[..., Any]
 
 DOMAIN = {"id": "default", "name": "Default"}
@@ -91,16 +93,7 @@ class IdentityError(Exception):
                 "message": self.message,
             }
         }
-        return _json(body, self.status)
-
-
-def _json(body: Any, status: int = 200) -> webob.Response:
-    return webob.Response(
-        status=status,
-        body=json.dumps(body).encode(),
-        content_type="application/json",
-        charset=None,
-    )
+        return json_response(body, self.status)
 
 
 def _isotime(value: datetime.datetime) -> str:
@@ -142,9 +135,9 @@ class IdentityApp:
     def _route(self, req: webob.Request, path: str) -> webob.Response:
         method = "GET" if req.method == "HEAD" else req.method
         if path == "":
-            return _json({"versions": {"values": [self._version(req)]}}, 300)
+            return json_response({"versions": {"values": [self._version(req)]}}, 300)
         if path == "/v3":
-            return _json({"version": self._version(req)})
+            return json_response({"version": self._version(req)})
         if path == "/v3/auth/tokens":
             if method == "POST":
                 return self._issue(req)
@@ -295,7 +288,7 @@ class IdentityApp:
             scoped = True
         elif scope:
             raise IdentityError(401, "Only project scope is served by this stand-in.")
-        response = _json(self._token(req, user, scoped), 201)
+        response = json_response(self._token(req, user, scoped), 201)
         response.headers["X-Subject-Token"] = self.token_id(user, scoped)
         return response
 
@@ -306,7 +299,7 @@ class IdentityApp:
             user = self._caller(req, subject)
         except IdentityError:
             raise IdentityError(404, "Could not find token.") from None
-        response = _json(self._token(req, user, ":" in subject))
+        response = json_response(self._token(req, user, ":" in subject))
         response.headers["X-Subject-Token"] = subject
         return response
 
@@ -317,9 +310,11 @@ class IdentityApp:
         visible = [u for u in self.users if admin or u is caller]
         parts = path.split("/")[2:]  # after "", "v3"
         if parts == ["auth", "catalog"]:
-            return _json({"catalog": self._catalog(req), "links": {}})
+            return json_response({"catalog": self._catalog(req), "links": {}})
         if parts == ["auth", "projects"]:
-            return _json({"projects": [self._project_ref(req, caller.project)], "links": {}})
+            return json_response(
+                {"projects": [self._project_ref(req, caller.project)], "links": {}}
+            )
         if parts[:1] == ["users"]:
             users = visible
             if "name" in req.GET:
@@ -339,7 +334,7 @@ class IdentityApp:
         if parts == ["roles"]:
             names = sorted({r for u in self.users for r in u.roles})
             refs = [{"id": _stable_id("role", r), "name": r, "domain_id": None} for r in names]
-            return _json({"roles": refs, "links": {}})
+            return json_response({"roles": refs, "links": {}})
         raise IdentityError(404, f"{req.path} is not served by this Keystone stand-in.")
 
     @staticmethod
@@ -347,10 +342,12 @@ class IdentityApp:
         req: webob.Request, parts: list[str], one: str, many: str, refs: list[dict[str, Any]]
     ) -> webob.Response:
         if len(parts) == 1:
-            return _json({many: refs, "links": {"self": req.url, "next": None, "previous": None}})
+            return json_response(
+                {many: refs, "links": {"self": req.url, "next": None, "previous": None}}
+            )
         if len(parts) == 2:
             for ref in refs:
                 if parts[1] == ref["id"]:
-                    return _json({one: ref})
+                    return json_response({one: ref})
             raise IdentityError(404, f"Could not find {one}: {parts[1]}.")
         raise IdentityError(404, f"{req.path} is not served by this Keystone stand-in.")

@@ -14,13 +14,14 @@ What it serves: ``GET /image`` and ``/image/versions`` (the version list),
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import webob
+
+from resize_sched.api.request import json_response
 
 StartResponse = Callable[..., Any]
 
@@ -87,15 +88,6 @@ DEFAULT_IMAGES = (
 )
 
 
-def _json(body: Any, status: int = 200) -> webob.Response:
-    return webob.Response(
-        status=status,
-        body=json.dumps(body).encode(),
-        content_type="application/json",
-        charset=None,
-    )
-
-
 def _error(status: int, title: str, message: str) -> webob.Response:
     # Glance answers errors as plain text in an HTML-ish body; clients read the status.
     return webob.Response(
@@ -126,7 +118,7 @@ class ImageApp:
             "status": "CURRENT",
             "links": [{"rel": "self", "href": f"{req.application_url}/v2/"}],
         }
-        return _json({"versions": [version]}, status)
+        return json_response({"versions": [version]}, status)
 
     def _route(self, req: webob.Request, path: str) -> webob.Response:
         if req.method not in ("GET", "HEAD"):
@@ -144,7 +136,7 @@ class ImageApp:
             image = self._by_id.get(parts[3])
             if image is None:
                 return _error(404, "Not Found", f"No image found with ID {parts[3]}")
-            return _json(image.view())
+            return json_response(image.view())
         return _error(404, "Not Found", "The resource could not be found.")
 
     def _list(self, req: webob.Request) -> webob.Response:
@@ -175,4 +167,4 @@ class ImageApp:
                 query = dict(req.GET, marker=views[-1]["id"]) if views else dict(req.GET)
                 body["next"] = "/v2/images?" + "&".join(f"{k}={v}" for k, v in query.items())
         body["images"] = views
-        return _json(body)
+        return json_response(body)
