@@ -1,9 +1,11 @@
 """The database: SQLAlchemy models, Alembic migrations and a small data API.
 
-:mod:`resize_sched.db.models` holds the tables and the status constants,
+:mod:`resize_sched.db.models` holds the tables (one module per subject) and
+re-exports the state vocabulary of :mod:`resize_sched.db.states`,
 :mod:`resize_sched.db.api` the :class:`~resize_sched.db.api.Database` every
-service talks to, :mod:`resize_sched.db.migration` the Alembic glue behind
-``resize-sched-manage db sync``.
+service talks to (one mixin per area, built on :mod:`resize_sched.db.session`),
+:mod:`resize_sched.db.migration` the Alembic glue behind ``resize-sched-manage
+db sync``.
 """
 
 import sqlalchemy as _sa

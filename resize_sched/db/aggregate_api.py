@@ -28,7 +28,8 @@ from sqlalchemy.orm import Session
 from resize_sched import exception
 from resize_sched.db import models
 from resize_sched.db.host_api import COMPUTE_BINARY
-from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
+from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, writes
 
 LOG = logging.getLogger(__name__)
 
@@ -384,29 +385,30 @@ class AggregateApi(SessionSource):
                 raise exception.AggregateHostNotFound(aggregate_id=aggregate_id, host=host)
             return current
 
-    @retry_on_deadlock
-    def aggregate_remove_host(self, aggregate_id: int, host: str) -> AggregateView:
+    @writes
+    def aggregate_remove_host(
+        self, session: Session, aggregate_id: int, host: str
+    ) -> AggregateView:
         """Remove a host from an aggregate.
 
         :raises AggregateNotFound: no such aggregate.
         :raises AggregateHostNotFound: the host is not in it.
         """
-        with self._writer() as session:
-            current = _get(session, aggregate_id)
-            done = session.execute(
-                sa.delete(models.AggregateHost).where(
-                    models.AggregateHost.aggregate_id == aggregate_id,
-                    models.AggregateHost.host == host,
-                )
-            ).rowcount
-            if not done:
-                raise exception.AggregateHostNotFound(aggregate_id=current.id, host=host)
-            _touch(session, aggregate_id)
-            return _get(session, aggregate_id)
+        current = _get(session, aggregate_id)
+        done = session.execute(
+            sa.delete(models.AggregateHost).where(
+                models.AggregateHost.aggregate_id == aggregate_id,
+                models.AggregateHost.host == host,
+            )
+        ).rowcount
+        if not done:
+            raise exception.AggregateHostNotFound(aggregate_id=current.id, host=host)
+        _touch(session, aggregate_id)
+        return _get(session, aggregate_id)
 
-    @retry_on_deadlock
+    @writes
     def aggregate_set_metadata(
-        self, aggregate_id: int, metadata: Mapping[str, str | None]
+        self, session: Session, aggregate_id: int, metadata: Mapping[str, str | None]
     ) -> AggregateView:
         """Set the given keys (a None value removes the key); others are kept.
 
@@ -414,13 +416,12 @@ class AggregateApi(SessionSource):
         :raises InvalidAggregateAction: a zone that would put one of its hosts
             in two zones, or move hosts holding servers to another zone.
         """
-        with self._writer() as session:
-            current = _get(session, aggregate_id)
-            if ZONE_KEY in metadata:
-                self._check_zone_change(session, current, metadata[ZONE_KEY], UPDATE_META)
-            _set_meta(session, aggregate_id, metadata)
-            _touch(session, aggregate_id)
-            return _get(session, aggregate_id)
+        current = _get(session, aggregate_id)
+        if ZONE_KEY in metadata:
+            self._check_zone_change(session, current, metadata[ZONE_KEY], UPDATE_META)
+        _set_meta(session, aggregate_id, metadata)
+        _touch(session, aggregate_id)
+        return _get(session, aggregate_id)
 
     # -- what the policies and the zone API read -------------------------------
 

@@ -48,9 +48,9 @@ from resize_sched.db.migration_journal_api import MigrationJournalApi
 from resize_sched.db.models import Flavor, JournalEntry, Migration, RequestSpec, Server
 from resize_sched.db.quota_api import QuotaApi
 from resize_sched.db.request_spec_api import RequestSpecApi
+from resize_sched.db.retry import DEFAULT_RETRY, RetryPolicy
 from resize_sched.db.server_api import ServerApi
 from resize_sched.db.server_journal_api import ServerJournalApi
-from resize_sched.db.session import DEFAULT_RETRY, RetryPolicy
 from resize_sched.db.step_api import StepApi
 from resize_sched.db.usage_api import UsageApi
 

@@ -16,13 +16,9 @@ from oslo_log import log as logging
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import (
-    INTEGRITY_ERRORS,
-    SessionSource,
-    retry_on_deadlock,
-    text,
-    whole_number,
-)
+from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
+from resize_sched.db.values import text, whole_number
 
 LOG = logging.getLogger(__name__)
 
@@ -140,11 +136,12 @@ class FlavorApi(SessionSource):
         :returns: the flavor.
         :raises resize_sched.exception.FlavorNotFound: no such flavor.
         """
-        query = sa.select(models.Flavor).where(models.Flavor.flavorid == flavorid)
-        if not read_deleted:
-            query = query.where(models.Flavor.deleted == 0)
-        with self._reader() as session:
-            flavor = session.scalars(query.order_by(models.Flavor.id.desc())).first()
+        flavor = self._first(
+            models.Flavor,
+            None if read_deleted else models.Flavor.deleted == 0,
+            flavorid=flavorid,
+            order_by=(models.Flavor.id.desc(),),
+        )
         if flavor is None:
             raise exception.FlavorNotFound(flavor_id=flavorid)
         return flavor
@@ -154,12 +151,7 @@ class FlavorApi(SessionSource):
 
         :raises resize_sched.exception.FlavorNotFound: no such flavor.
         """
-        with self._reader() as session:
-            flavor = session.scalars(
-                sa.select(models.Flavor).where(
-                    models.Flavor.name == name, models.Flavor.deleted == 0
-                )
-            ).first()
+        flavor = self._first(models.Flavor, name=name, deleted=0)
         if flavor is None:
             raise exception.FlavorNotFound(flavor_id=name)
         return flavor
@@ -169,12 +161,13 @@ class FlavorApi(SessionSource):
 
         :param is_public: only public (True) or private (False) flavors.
         """
-        query = sa.select(models.Flavor).where(models.Flavor.deleted == 0)
-        if is_public is not None:
-            query = query.where(models.Flavor.is_public == is_public)
-        query = query.order_by(models.Flavor.memory_mb, models.Flavor.vcpus, models.Flavor.id)
-        with self._reader() as session:
-            return list(session.scalars(query))
+        flavor = models.Flavor
+        return self._list(
+            flavor,
+            deleted=0,
+            optional={"is_public": is_public},
+            order_by=(flavor.memory_mb, flavor.vcpus, flavor.id),
+        )
 
     @retry_on_deadlock
     def flavor_update_extra_specs(

@@ -23,7 +23,9 @@ from sqlalchemy.orm import Session
 from resize_sched import exception
 from resize_sched.db import models
 from resize_sched.db.project_scope import ProjectScope, project_condition
-from resize_sched.db.session import SessionSource, retry_on_deadlock, stamp_after, text
+from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.session import SessionSource, stamp_after, writes
+from resize_sched.db.values import text
 
 LOG = logging.getLogger(__name__)
 
@@ -131,12 +133,8 @@ class GroupApi(SessionSource):
         :raises resize_sched.exception.ServerGroupNotFound: unknown, or
             another project's.
         """
-        query = sa.select(models.ServerGroup).where(models.ServerGroup.uuid == uuid)
         scope = project_condition(models.ServerGroup.project_id, project_id, "group_get")
-        if scope is not None:
-            query = query.where(scope)
-        with self._reader() as session:
-            group = session.scalars(query).first()
+        group = self._first(models.ServerGroup, scope, uuid=uuid)
         if group is None:
             raise exception.ServerGroupNotFound(group_uuid=uuid)
         return group
@@ -145,15 +143,14 @@ class GroupApi(SessionSource):
         self, project_id: ProjectScope, *, limit: int | None = None, offset: int = 0
     ) -> list[models.ServerGroup]:
         """The groups of ``project_id`` (or every project's), oldest first."""
-        query = sa.select(models.ServerGroup).order_by(models.ServerGroup.id)
         scope = project_condition(models.ServerGroup.project_id, project_id, "group_list")
-        if scope is not None:
-            query = query.where(scope)
-        query = query.offset(offset)
-        if limit is not None:
-            query = query.limit(limit)
-        with self._reader() as session:
-            return list(session.scalars(query))
+        return self._list(
+            models.ServerGroup,
+            scope,
+            order_by=(models.ServerGroup.id,),
+            offset=offset,
+            limit=limit,
+        )
 
     def group_count(self, project_id: str, user_id: str | None = None) -> int:
         """How many groups ``project_id`` (and ``user_id`` in it) has: the
@@ -235,18 +232,17 @@ class GroupApi(SessionSource):
             session.add(models.ServerGroupMember(group_id=group_id, server_uuid=server_uuid))
         LOG.info("Server %s joined server group %s", server_uuid, group_uuid)
 
-    @retry_on_deadlock
-    def group_remove_member(self, server_uuid: str) -> bool:
+    @writes
+    def group_remove_member(self, session: Session, server_uuid: str) -> bool:
         """Take ``server_uuid`` out of its group (a deleted server leaves it).
 
         :returns: whether it was in one.
         """
-        with self._writer() as session:
-            removed = session.execute(
-                sa.delete(models.ServerGroupMember).where(
-                    models.ServerGroupMember.server_uuid == server_uuid
-                )
-            ).rowcount
+        removed = session.execute(
+            sa.delete(models.ServerGroupMember).where(
+                models.ServerGroupMember.server_uuid == server_uuid
+            )
+        ).rowcount
         return bool(removed)
 
     def group_of_server(self, server_uuid: str) -> models.ServerGroup | None:

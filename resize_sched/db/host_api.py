@@ -20,7 +20,9 @@ from sqlalchemy.orm import Session
 
 from resize_sched import exception
 from resize_sched.db import models
-from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock, text
+from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, writes
+from resize_sched.db.values import text
 
 #: The binary name a compute service's row carries (as Nova's ``nova-compute``).
 COMPUTE_BINARY = "resize-sched-compute"
@@ -145,10 +147,7 @@ class HostApi(SessionSource):
 
     def compute_node_list(self) -> list[models.ComputeNode]:
         """Every compute node, oldest first."""
-        with self._reader() as session:
-            return list(
-                session.scalars(sa.select(models.ComputeNode).order_by(models.ComputeNode.id))
-            )
+        return self._list(models.ComputeNode, order_by=(models.ComputeNode.id,))
 
     def compute_node_get(self, rp_uuid: str) -> models.ComputeNode:
         """One compute node by its provider's uuid.
@@ -162,13 +161,11 @@ class HostApi(SessionSource):
         self, *, binary: str | None = None, host: str | None = None
     ) -> list[models.Service]:
         """Every service (of ``binary`` and on ``host``, when given), oldest first."""
-        query = sa.select(models.Service).order_by(models.Service.id)
-        if binary is not None:
-            query = query.where(models.Service.binary == binary)
-        if host is not None:
-            query = query.where(models.Service.host == host)
-        with self._reader() as session:
-            return list(session.scalars(query))
+        return self._list(
+            models.Service,
+            optional={"binary": binary, "host": host},
+            order_by=(models.Service.id,),
+        )
 
     def service_get(self, uuid: str) -> models.Service:
         """One service by its uuid.
@@ -233,31 +230,25 @@ class HostApi(SessionSource):
             )
         return found
 
-    @retry_on_deadlock
-    def service_set_forced_down(self, uuid: str, forced_down: bool) -> models.Service:
+    @writes
+    def service_set_forced_down(
+        self, session: Session, uuid: str, forced_down: bool
+    ) -> models.Service:
         """Set or clear a service's ``forced_down`` flag (a forced-down service is down).
 
         :returns: the service as now stored.
         :raises NotFound: no such service.
         """
-        with self._writer() as session:
-            session.execute(
-                sa.update(models.Service)
-                .where(models.Service.uuid == uuid)
-                .values(forced_down=forced_down, updated_at=models.utcnow())
-            )
-            return _one(session, models.Service, f"service {uuid}", uuid=uuid)
+        session.execute(
+            sa.update(models.Service)
+            .where(models.Service.uuid == uuid)
+            .values(forced_down=forced_down, updated_at=models.utcnow())
+        )
+        return _one(session, models.Service, f"service {uuid}", uuid=uuid)
 
     def compute_nodes_by_host(self, host: str) -> list[models.ComputeNode]:
         """The compute nodes of one host, oldest first."""
-        with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(models.ComputeNode)
-                    .where(models.ComputeNode.host == host)
-                    .order_by(models.ComputeNode.id)
-                )
-            )
+        return self._list(models.ComputeNode, host=host, order_by=(models.ComputeNode.id,))
 
 
 def _heartbeat(

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from resize_sched.db import models
 from resize_sched.db.host_api import NodeRow, select_node_rows
-from resize_sched.db.session import SessionSource, retry_on_deadlock
+from resize_sched.db.session import SessionSource, writes
 
 #: Values per ``IN (...)``.
 _CHUNK = 500
@@ -107,14 +107,13 @@ class HostStateApi(SessionSource):
                     out.setdefault(host, set()).add(uuid)
         return out
 
-    @retry_on_deadlock
-    def record_build_result(self, rp_uuid: str, *, failed: bool) -> None:
+    @writes
+    def record_build_result(self, session: Session, rp_uuid: str, *, failed: bool) -> None:
         """Count a failed build on a compute node, or reset the count on a success.
 
         The BuildFailureWeigher reads the count; an unknown provider is a no-op.
         """
-        with self._writer() as session:
-            record_build_result(session, rp_uuid, failed=failed)
+        record_build_result(session, rp_uuid, failed=failed)
 
 
 def record_build_result(session: Session, rp_uuid: str, *, failed: bool) -> None:

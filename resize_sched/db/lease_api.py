@@ -21,7 +21,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from resize_sched.db import models
-from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
+from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
 
 _MARKS = frozenset({"reaped_until", "scanned_at"})
 

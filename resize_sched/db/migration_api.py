@@ -26,16 +26,10 @@ from oslo_log import log as logging
 
 from resize_sched import exception, resources
 from resize_sched.db import models
+from resize_sched.db.cas import check_values, match, update_where
 from resize_sched.db.migration_checks import check_migration_values, status_list
-from resize_sched.db.session import (
-    INTEGRITY_ERRORS,
-    SessionSource,
-    check_values,
-    commit_may_have_landed,
-    match,
-    retry_on_deadlock,
-    update_where,
-)
+from resize_sched.db.retry import commit_may_have_landed, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
 
 LOG = logging.getLogger(__name__)
 
@@ -137,10 +131,7 @@ class MigrationApi(SessionSource):
 
         :raises resize_sched.exception.MigrationNotFound: no such migration.
         """
-        with self._reader() as session:
-            migration = session.scalars(
-                sa.select(models.Migration).where(models.Migration.uuid == uuid)
-            ).first()
+        migration = self._first(models.Migration, uuid=uuid)
         if migration is None:
             raise exception.MigrationNotFound(migration_id=uuid)
         return migration
@@ -167,13 +158,12 @@ class MigrationApi(SessionSource):
         :param server_uuid: only this server's.
         :param statuses: only those in one of these statuses.
         """
-        query = sa.select(models.Migration)
-        if server_uuid is not None:
-            query = query.where(models.Migration.server_uuid == server_uuid)
-        if statuses is not None:
-            query = query.where(models.Migration.status.in_(status_list(statuses)))
-        with self._reader() as session:
-            return list(session.scalars(query.order_by(models.Migration.id)))
+        return self._list(
+            models.Migration,
+            None if statuses is None else models.Migration.status.in_(status_list(statuses)),
+            optional={"server_uuid": server_uuid},
+            order_by=(models.Migration.id,),
+        )
 
     def migration_list_in_flight(self) -> list[models.Migration]:
         """Migrations crash recovery and the heal command must look at, oldest first.
@@ -182,32 +172,29 @@ class MigrationApi(SessionSource):
             evacuation's ``failed`` ones) whose
             holdings a failed restore left ``missing``.
         """
-        query = sa.select(models.Migration).where(
+        return self._list(
+            models.Migration,
             sa.or_(
                 models.Migration.status.in_(models.IN_FLIGHT_STATUSES),
                 sa.and_(
                     models.Migration.status.in_((models.MIGRATION_ERROR, models.MIGRATION_FAILED)),
                     models.Migration.missing.is_not(None),
                 ),
-            )
+            ),
+            order_by=(models.Migration.id,),
         )
-        with self._reader() as session:
-            return list(session.scalars(query.order_by(models.Migration.id)))
 
     def migration_get_in_progress_for_server(self, server_uuid: str) -> models.Migration | None:
         """The server's migration in flight, if any (the newest).
 
         :returns: the migration or None.
         """
-        with self._reader() as session:
-            return session.scalars(
-                sa.select(models.Migration)
-                .where(
-                    models.Migration.server_uuid == server_uuid,
-                    models.Migration.status.in_(models.IN_FLIGHT_STATUSES),
-                )
-                .order_by(models.Migration.id.desc())
-            ).first()
+        return self._first(
+            models.Migration,
+            models.Migration.status.in_(models.IN_FLIGHT_STATUSES),
+            server_uuid=server_uuid,
+            order_by=(models.Migration.id.desc(),),
+        )
 
     @retry_on_deadlock
     def migration_update(

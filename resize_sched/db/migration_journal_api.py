@@ -10,168 +10,33 @@ Holdings are JSON shaped ``{"server": {rp: {rc: n}}, "migration": {rp: {rc: n}},
 "generations": {"server": int | None, "migration": int | None}}``.
 """
 
-import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 from oslo_log import log as logging
-from sqlalchemy.orm import make_transient_to_detached
 
 from resize_sched import exception
 from resize_sched.db import journal as journals
 from resize_sched.db import models, steps
+from resize_sched.db.cas import cas_update
 from resize_sched.db.migration_checks import server_of_migration_ok
-from resize_sched.db.session import (
-    INTEGRITY_ERRORS,
-    SessionSource,
-    cas_update,
-    commit_may_have_landed,
-    retry_on_deadlock,
-    stamp_after,
+from resize_sched.db.migration_journal_rows import (
+    Append,
+    copy_migration,
+    journal_lock_query,
+    journal_statements,
+    known_seq,
+    read_migration,
+    unchanged_since,
+    whole_row,
 )
+from resize_sched.db.retry import commit_may_have_landed, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, stamp_after
 from resize_sched.db.steps import StepRun
 
 LOG = logging.getLogger(__name__)
-
-
-@functools.cache
-def _journal_lock_query(with_last_seq: bool) -> sa.Select[Any]:
-    """The migration whose uuid is bound to ``m_uuid``, locked, with what
-    :meth:`MigrationJournalApi.journal_intend` checks (and its journal's last seq)."""
-    journal = models.JournalEntry
-    columns: list[Any] = [
-        models.Migration.id,
-        models.Migration.task_owner,
-        models.Migration.server_uuid,
-        models.Migration.status,
-        models.Migration.updated_at,
-        server_of_migration_ok().label("server_live"),
-    ]
-    if with_last_seq:
-        columns.append(
-            sa.select(sa.func.max(journal.seq))
-            .where(journal.migration_uuid == models.Migration.uuid)
-            .scalar_subquery()
-            .label("last_seq")
-        )
-    return (
-        sa.select(*columns)
-        .where(models.Migration.uuid == sa.bindparam("m_uuid"))
-        .with_for_update()
-    )
-
-
-@functools.cache
-def _journal_statements() -> tuple[sa.Select[Any], sa.Insert, sa.Update]:
-    """The last seq of the journal of the migration bound to ``m_uuid``; an
-    entry's insert; that migration's holdings update."""
-    journal = models.JournalEntry
-    table: sa.Table = models.Migration.__table__  # type: ignore[assignment]
-    return (
-        sa.select(sa.func.max(journal.seq)).where(
-            journal.migration_uuid == sa.bindparam("m_uuid")
-        ),
-        sa.insert(journal.__table__),
-        sa.update(table)
-        .where(table.c.uuid == sa.bindparam("m_uuid"))
-        .values(
-            holdings=sa.bindparam("new_holdings", type_=table.c.holdings.type),
-            updated_at=sa.bindparam("new_updated_at", type_=table.c.updated_at.type),
-        ),
-    )
-
-
-def _detached(row: Any) -> Any:
-    """``row``, built in Python, as if loaded and the session closed."""
-    make_transient_to_detached(row)
-    return row
-
-
-def _copy(row: models.Migration, **changes: Any) -> models.Migration:
-    """A detached copy of the migration ``row`` with ``changes`` applied."""
-    values = {
-        attr.key: getattr(row, attr.key) for attr in sa.inspect(models.Migration).column_attrs
-    }
-    values.update(changes)
-    return _detached(models.Migration(**values))
-
-
-@dataclass(frozen=True)
-class _Append:
-    """What one :meth:`MigrationJournalApi.journal_intend` appends, and the
-    checks it asks for (see its parameters)."""
-
-    migration_uuid: str
-    phase: str
-    before: Mapping[str, Any]
-    target: Mapping[str, Any]
-    owner: str | None = None
-    releasing: bool = False
-    holdings: Mapping[str, Any] | None = None
-    applied: list[int] | None = None
-    seen: Any = None
-
-    def insert_in(self, session: Any, last: int | None, now: Any) -> models.JournalEntry:
-        """Within ``session``: insert the ``intended`` entry numbered after
-        ``last`` and return it, detached, as written."""
-        values = {
-            "migration_uuid": self.migration_uuid,
-            "seq": (last or 0) + 1,
-            "phase": self.phase,
-            "before": dict(self.before),
-            "target": dict(self.target),
-            "state": models.JOURNAL_INTENDED,
-            "detail": None,
-            "created_at": now,
-        }
-        (entry_id,) = session.execute(_journal_statements()[1], values).inserted_primary_key
-        return _detached(models.JournalEntry(id=entry_id, updated_at=None, **values))
-
-
-def _whole(seen: Any) -> bool:
-    """Whether ``seen`` is a migration row with every column loaded."""
-    return isinstance(seen, models.Migration) and not sa.inspect(seen).unloaded
-
-
-def _known_seq(run: StepRun | None, owner: str | None) -> int | None:
-    """The last seq ``run`` knows, when it is the step that owns the
-    migration (``owner``) and has appended or read it; else None."""
-    if run is None or owner is None or run.owner != owner:
-        return None
-    return run.last_seq
-
-
-def _unchanged_since(seen: Any, uuid: str, locked: Any) -> bool:
-    """Whether the caller's row ``seen`` is the migration as ``locked`` now.
-
-    Every change to a migration moves its ``updated_at`` on, so a row read
-    (or copied by :func:`_copy`) with the same one, status and owner is the
-    row as it is.
-    """
-    if not _whole(seen):
-        return False
-    return (
-        seen.uuid == uuid
-        and seen.id == locked.id
-        and seen.updated_at is not None
-        and seen.updated_at == locked.updated_at
-        and seen.status == locked.status
-        and seen.task_owner == locked.task_owner
-    )
-
-
-def _read_migration(session: Any, uuid: str, *, required: bool = True) -> Any:
-    """Within ``session``: the migration ``uuid`` as it is now (not as the
-    session last loaded it); None when absent and not ``required``."""
-    rows = session.scalars(
-        sa.select(models.Migration)
-        .where(models.Migration.uuid == uuid)
-        .execution_options(populate_existing=True)
-    )
-    return rows.one() if required else rows.first()
 
 
 class MigrationJournalApi(SessionSource):
@@ -238,7 +103,7 @@ class MigrationJournalApi(SessionSource):
         :raises resize_sched.exception.Invalid: before/target not mappings.
         """
         journals.check_intent(phase, before, target)
-        append = _Append(
+        append = Append(
             migration_uuid, phase, before, target, owner, releasing, holdings, applied, seen
         )
         for attempt in range(1, journals.SEQ_ATTEMPTS + 1):
@@ -255,7 +120,7 @@ class MigrationJournalApi(SessionSource):
                             append,
                             # NOTE: a retry reads the last seq on its own (below).
                             seq_in_lock=attempt == 1,
-                            known_seq=_known_seq(run, owner) if attempt == 1 else None,
+                            known_seq=known_seq(run, owner) if attempt == 1 else None,
                         )
                 if take is not None:
                     take.taken = True
@@ -280,7 +145,7 @@ class MigrationJournalApi(SessionSource):
     def _journal_append(
         self,
         session: Any,
-        append: _Append,
+        append: Append,
         *,
         seq_in_lock: bool,
         known_seq: int | None = None,
@@ -297,7 +162,7 @@ class MigrationJournalApi(SessionSource):
         :returns: the entry and, with ``holdings``, the migration as updated.
         :raises oslo_db.exception.DBDuplicateEntry: another writer took the seq.
         """
-        if known_seq is not None and _whole(append.seen) and not commit_may_have_landed():
+        if known_seq is not None and whole_row(append.seen) and not commit_may_have_landed():
             done = self._append_unchanged(session, append, known_seq)
             if done is not None:
                 return done
@@ -323,11 +188,11 @@ class MigrationJournalApi(SessionSource):
         # certification and run again whole. Two appends on two nodes
         # collide on that row and on the (migration_uuid, seq) key.
         params = {"m_uuid": migration_uuid}
-        migration = session.execute(_journal_lock_query(seq_in_lock), params).first()
+        migration = session.execute(journal_lock_query(seq_in_lock), params).first()
         if migration is None:
             raise exception.MigrationNotFound(migration_id=migration_uuid)
         self._check_still_wanted(migration, append)
-        last_seq, _insert, record_holdings = _journal_statements()
+        last_seq, _insert, record_holdings = journal_statements()
         if commit_may_have_landed():
             # NOTE: an earlier run of this call may have committed this very
             # entry (its connection was lost while committing): not twice.
@@ -357,15 +222,15 @@ class MigrationJournalApi(SessionSource):
         session.execute(
             record_holdings, {**params, "new_holdings": recorded, "new_updated_at": stamp}
         )
-        if _unchanged_since(append.seen, migration_uuid, migration):
+        if unchanged_since(append.seen, migration_uuid, migration):
             # NOTE: the row is the caller's but for what was just written,
             # so it needs no reading back.
-            return entry, _copy(append.seen, holdings=recorded, updated_at=stamp)
-        return entry, _read_migration(session, migration_uuid)
+            return entry, copy_migration(append.seen, holdings=recorded, updated_at=stamp)
+        return entry, read_migration(session, migration_uuid)
 
     @staticmethod
     def _append_unchanged(
-        session: Any, append: _Append, last: int
+        session: Any, append: Append, last: int
     ) -> tuple[models.JournalEntry, models.Migration | None] | None:
         """Within ``session``: :meth:`_journal_append` for a row still as
         ``seen``, or None (nothing written) when it is not.
@@ -397,10 +262,10 @@ class MigrationJournalApi(SessionSource):
         journals.mark_applied_in(session, models.JournalEntry, append.applied or [])
         if recorded is None:
             return entry, None
-        return entry, _copy(seen, holdings=recorded, updated_at=stamp)
+        return entry, copy_migration(seen, holdings=recorded, updated_at=stamp)
 
     def _journal_append_taking(
-        self, session: Any, run: StepRun, append: _Append, *, seq_as_read: bool = False
+        self, session: Any, run: StepRun, append: Append, *, seq_as_read: bool = False
     ) -> tuple[models.JournalEntry, models.Migration | None]:
         """Within ``session``: one attempt at :meth:`journal_intend` that
         takes the migration for ``run`` first.
@@ -430,9 +295,9 @@ class MigrationJournalApi(SessionSource):
         recorded = None
         if holdings is not None:
             recorded = values["holdings"] = json.loads(json.dumps(dict(holdings)))
-        seen_at = seen.updated_at if _whole(seen) else None
+        seen_at = seen.updated_at if whole_row(seen) else None
         same = steps.take_in(session, run, values, seen_at=seen_at)
-        last_seq = _journal_statements()[0]
+        last_seq = journal_statements()[0]
         if same and seq_as_read and run.last_seq is not None:
             # NOTE: the row is as the run read it, so no entry was appended
             # since (each append moves its updated_at on): the seq read then
@@ -446,8 +311,10 @@ class MigrationJournalApi(SessionSource):
             return entry, None
         if same:
             # NOTE: the row is the one the run read but for what the take wrote.
-            return entry, _copy(seen, holdings=recorded, updated_at=now, task_owner=run.token)
-        return entry, _read_migration(session, migration_uuid)
+            return entry, copy_migration(
+                seen, holdings=recorded, updated_at=now, task_owner=run.token
+            )
+        return entry, read_migration(session, migration_uuid)
 
     @staticmethod
     def _taken_by_earlier_run(
@@ -465,7 +332,7 @@ class MigrationJournalApi(SessionSource):
         last entry is this very write, still intended. The take's event was
         opened by that commit: it is found open and reused.
         """
-        migration = _read_migration(session, run.migration_uuid, required=False)
+        migration = read_migration(session, run.migration_uuid, required=False)
         if migration is None or migration.task_owner != run.token:
             return None
         mine = journals.last_intended_in(
@@ -484,7 +351,7 @@ class MigrationJournalApi(SessionSource):
         return mine, migration
 
     @staticmethod
-    def _check_still_wanted(migration: Any, append: _Append) -> None:
+    def _check_still_wanted(migration: Any, append: Append) -> None:
         uuid, phase = append.migration_uuid, append.phase
         if append.owner is not None and migration.task_owner != append.owner:
             raise exception.StepNotDue(

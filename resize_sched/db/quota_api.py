@@ -12,10 +12,12 @@ from typing import Any
 
 import sqlalchemy as sa
 from oslo_log import log as logging
+from sqlalchemy.orm import Session
 
 from resize_sched import exception
 from resize_sched.db import models
-from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
+from resize_sched.db.cas import match
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, writes
 
 LOG = logging.getLogger(__name__)
 
@@ -31,6 +33,22 @@ def _live_servers(project_id: str, user_id: str | None) -> Any:
     return query
 
 
+def _set_limits(session: Session, model: Any, limits: Mapping[str, int], **owner: Any) -> None:
+    """Within ``session``: set ``limits`` (resource -> hard limit) on the rows
+    of ``model`` (``Quota``, ``QuotaClass``) whose columns are ``owner``:
+    change the ones stored, add the others. A None owner column is NULL
+    (a project's own quota, no user)."""
+    rows = session.scalars(
+        sa.select(model).where(*(match(getattr(model, k), v) for k, v in owner.items()))
+    )
+    found = {row.resource: row for row in rows}
+    for resource, limit in limits.items():
+        if resource in found:
+            found[resource].hard_limit = limit
+        else:
+            session.add(model(**owner, resource=resource, hard_limit=limit))
+
+
 class QuotaApi(SessionSource):
     """Quota limits and usage, key pairs, flavor access."""
 
@@ -38,70 +56,30 @@ class QuotaApi(SessionSource):
 
     def quota_rows(self, project_id: str) -> list[models.Quota]:
         """The project's own limits and its users' (``user_id`` set)."""
-        with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(models.Quota).where(models.Quota.project_id == project_id)
-                )
-            )
+        return self._list(models.Quota, project_id=project_id)
 
     def quota_class_get(self, class_name: str) -> dict[str, int]:
         """A quota class's limits: resource -> hard limit (only those stored)."""
-        with self._reader() as session:
-            rows = session.scalars(
-                sa.select(models.QuotaClass).where(models.QuotaClass.class_name == class_name)
-            )
-            return {row.resource: row.hard_limit for row in rows}
+        rows = self._list(models.QuotaClass, class_name=class_name)
+        return {row.resource: row.hard_limit for row in rows}
 
-    @retry_on_deadlock
+    @writes
     def quota_set_limits(
-        self, project_id: str, limits: Mapping[str, int], user_id: str | None = None
+        self,
+        session: Session,
+        project_id: str,
+        limits: Mapping[str, int],
+        user_id: str | None = None,
     ) -> None:
         """Set (insert or replace) a project's or a user's limits, all in one transaction."""
-        with self._writer() as session:
-            found = {
-                row.resource: row
-                for row in session.scalars(
-                    sa.select(models.Quota).where(
-                        models.Quota.project_id == project_id,
-                        models.Quota.user_id.is_(None)
-                        if user_id is None
-                        else models.Quota.user_id == user_id,
-                    )
-                )
-            }
-            for resource, limit in limits.items():
-                if resource in found:
-                    found[resource].hard_limit = limit
-                else:
-                    session.add(
-                        models.Quota(
-                            project_id=project_id,
-                            user_id=user_id,
-                            resource=resource,
-                            hard_limit=limit,
-                        )
-                    )
+        _set_limits(session, models.Quota, limits, project_id=project_id, user_id=user_id)
 
-    @retry_on_deadlock
-    def quota_class_set_limits(self, class_name: str, limits: Mapping[str, int]) -> None:
+    @writes
+    def quota_class_set_limits(
+        self, session: Session, class_name: str, limits: Mapping[str, int]
+    ) -> None:
         """Set (insert or replace) a quota class's limits in one transaction."""
-        with self._writer() as session:
-            found = {
-                row.resource: row
-                for row in session.scalars(
-                    sa.select(models.QuotaClass).where(models.QuotaClass.class_name == class_name)
-                )
-            }
-            for resource, limit in limits.items():
-                if resource in found:
-                    found[resource].hard_limit = limit
-                else:
-                    session.add(
-                        models.QuotaClass(
-                            class_name=class_name, resource=resource, hard_limit=limit
-                        )
-                    )
+        _set_limits(session, models.QuotaClass, limits, class_name=class_name)
 
     def quota_destroy(self, project_id: str, user_id: str | None = None) -> int:
         """Remove a user's limits (``user_id``) or the project's and all its users'.
@@ -177,26 +155,14 @@ class QuotaApi(SessionSource):
 
         :raises KeyPairNotFound: the user has none of that name.
         """
-        with self._reader() as session:
-            row = session.scalars(
-                sa.select(models.KeyPair).where(
-                    models.KeyPair.user_id == user_id, models.KeyPair.name == name
-                )
-            ).first()
+        row = self._first(models.KeyPair, user_id=user_id, name=name)
         if row is None:
             raise exception.KeyPairNotFound(name=name, user_id=user_id)
         return row
 
     def keypair_list(self, user_id: str) -> list[models.KeyPair]:
         """A user's key pairs, by name."""
-        with self._reader() as session:
-            return list(
-                session.scalars(
-                    sa.select(models.KeyPair)
-                    .where(models.KeyPair.user_id == user_id)
-                    .order_by(models.KeyPair.name)
-                )
-            )
+        return self._list(models.KeyPair, user_id=user_id, order_by=(models.KeyPair.name,))
 
     def keypair_count(self, user_id: str) -> int:
         """How many key pairs a user has."""

@@ -12,7 +12,8 @@ import sqlalchemy as sa
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, retry_on_deadlock
+from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
 
 _REQUEST_SPEC_FIELDS = frozenset(
     {
@@ -111,10 +112,7 @@ class RequestSpecApi(SessionSource):
 
         :raises resize_sched.exception.RequestSpecNotFound: none recorded.
         """
-        with self._reader() as session:
-            spec = session.scalars(
-                sa.select(models.RequestSpec).where(models.RequestSpec.server_uuid == server_uuid)
-            ).first()
+        spec = self._first(models.RequestSpec, server_uuid=server_uuid)
         if spec is None:
             raise exception.RequestSpecNotFound(server_id=server_uuid)
         return spec

@@ -20,26 +20,14 @@ from oslo_log import log as logging
 from sqlalchemy.orm import Session
 
 from resize_sched import exception, resources
-from resize_sched.db import models
+from resize_sched.db import action_names, models
+from resize_sched.db.cas import check_values, describe, describe_expected, match, update_where
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope, project_condition
-from resize_sched.db.session import (
-    INTEGRITY_ERRORS,
-    SessionSource,
-    check_values,
-    commit_may_have_landed,
-    describe,
-    describe_expected,
-    found_done,
-    match,
-    retry_on_deadlock,
-    text,
-    update_where,
-)
+from resize_sched.db.retry import commit_may_have_landed, found_done, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
+from resize_sched.db.values import text
 
 LOG = logging.getLogger(__name__)
-
-#: the instance action the API records when it accepts a delete (action_api.DELETE)
-_DELETE_ACTION = "delete"
 
 
 def _flavor_snapshot(flavor: models.Flavor | Mapping[str, Any]) -> dict[str, Any]:
@@ -171,14 +159,12 @@ class ServerApi(SessionSource):
         :raises resize_sched.exception.ServerNotFound: no such server (in the project).
         :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
         """
-        query = sa.select(models.Server).where(models.Server.uuid == uuid)
-        condition = project_condition(models.Server.project_id, project_id, "server lookup")
-        if condition is not None:
-            query = query.where(condition)
-        if not read_deleted:
-            query = query.where(models.Server.deleted_at.is_(None))
-        with self._reader() as session:
-            server = session.scalars(query).first()
+        server = self._first(
+            models.Server,
+            project_condition(models.Server.project_id, project_id, "server lookup"),
+            None if read_deleted else models.Server.deleted_at.is_(None),
+            uuid=uuid,
+        )
         if server is None:
             raise exception.ServerNotFound(server_id=uuid)
         return server
@@ -206,25 +192,19 @@ class ServerApi(SessionSource):
         :param reservation_id: only those of this create (multiple create).
         :raises resize_sched.exception.ProjectRequired: ``project_id`` is None.
         """
-        query = sa.select(models.Server)
-        condition = project_condition(models.Server.project_id, project_id, "server listing")
-        if condition is not None:
-            query = query.where(condition)
-        if host is not None:
-            query = query.where(models.Server.host == host)
-        if status is not None:
-            query = query.where(models.Server.status == status)
-        if task_state is not None:
-            query = query.where(models.Server.task_state == task_state)
-        if reservation_id is not None:
-            query = query.where(models.Server.reservation_id == reservation_id)
-        if needs_heal is not None:
-            query = query.where(models.Server.needs_heal == needs_heal)
-        if not read_deleted:
-            query = query.where(models.Server.deleted_at.is_(None))
-        query = query.order_by(models.Server.created_at, models.Server.uuid)
-        with self._reader() as session:
-            return list(session.scalars(query))
+        return self._list(
+            models.Server,
+            project_condition(models.Server.project_id, project_id, "server listing"),
+            None if read_deleted else models.Server.deleted_at.is_(None),
+            optional={
+                "host": host,
+                "status": status,
+                "task_state": task_state,
+                "reservation_id": reservation_id,
+                "needs_heal": needs_heal,
+            },
+            order_by=(models.Server.created_at, models.Server.uuid),
+        )
 
     # -- state changes (compare-and-swaps) -------------------------------------------
 
@@ -430,18 +410,14 @@ class ServerApi(SessionSource):
         """
         accepted = sa.exists().where(
             models.InstanceAction.server_uuid == models.Server.uuid,
-            models.InstanceAction.action == _DELETE_ACTION,
+            models.InstanceAction.action == action_names.DELETE,
         )
-        query = (
-            sa.select(models.Server)
-            .where(
-                models.Server.deleted_at.is_(None),
-                sa.or_(models.Server.task_state == models.TASK_DELETING, accepted),
-            )
-            .order_by(models.Server.created_at, models.Server.uuid)
+        return self._list(
+            models.Server,
+            models.Server.deleted_at.is_(None),
+            sa.or_(models.Server.task_state == models.TASK_DELETING, accepted),
+            order_by=(models.Server.created_at, models.Server.uuid),
         )
-        with self._reader() as session:
-            return list(session.scalars(query))
 
     def server_delete(self, uuid: str, *, expected: Mapping[str, Any] | None = None) -> None:
         """Soft-delete a server (status DELETED, vm_state deleted); it leaves

@@ -26,18 +26,9 @@ from oslo_log import log as logging
 from resize_sched import exception
 from resize_sched.db import journal as journals
 from resize_sched.db import models
-from resize_sched.db.session import (
-    INTEGRITY_ERRORS,
-    SessionSource,
-    check_values,
-    commit_may_have_landed,
-    describe,
-    describe_expected,
-    match,
-    retry_on_deadlock,
-    stamp_after,
-    update_where,
-)
+from resize_sched.db.cas import check_values, describe, describe_expected, match, update_where
+from resize_sched.db.retry import commit_may_have_landed, retry_on_deadlock
+from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, stamp_after
 
 LOG = logging.getLogger(__name__)
 
@@ -50,6 +41,17 @@ def _matches(value: Any, expected: Any) -> bool:
     if isinstance(expected, list | tuple | set | frozenset):
         return value in expected
     return value == expected
+
+
+def _closed_since(
+    model: Any, closed: Any, closed_at: Any, journal_owner: Any, since: datetime.datetime
+) -> sa.Select[Any]:
+    """The rows of ``model`` (servers, migrations) that are ``closed`` and
+    were closed (``closed_at``) after ``since``, or whose journal (its
+    owner column ``journal_owner``) still has an ``intended`` entry."""
+    journal = journal_owner.class_
+    pending = sa.select(journal_owner).where(journal.state == models.JOURNAL_INTENDED)
+    return sa.select(model).where(closed, sa.or_(closed_at > since, model.uuid.in_(pending)))
 
 
 class ServerJournalApi(SessionSource):
@@ -271,33 +273,24 @@ class ServerJournalApi(SessionSource):
             closed migration that has a journal entry still ``intended`` (a
             write whose outcome is unknown).
         """
-        servers_journal, journal = models.ServerJournalEntry, models.JournalEntry
         server, migration = models.Server, models.Migration
         with self._reader() as session:
             servers = session.scalars(
-                sa.select(server).where(
+                _closed_since(
+                    server,
                     server.deleted_at.is_not(None),
-                    sa.or_(
-                        server.deleted_at > since,
-                        server.uuid.in_(
-                            sa.select(servers_journal.server_uuid).where(
-                                servers_journal.state == models.JOURNAL_INTENDED
-                            )
-                        ),
-                    ),
+                    server.deleted_at,
+                    models.ServerJournalEntry.server_uuid,
+                    since,
                 )
             ).all()
             migrations = session.scalars(
-                sa.select(migration).where(
+                _closed_since(
+                    migration,
                     migration.status.in_(models.FINAL_STATUSES),
-                    sa.or_(
-                        migration.updated_at > since,
-                        migration.uuid.in_(
-                            sa.select(journal.migration_uuid).where(
-                                journal.state == models.JOURNAL_INTENDED
-                            )
-                        ),
-                    ),
+                    migration.updated_at,
+                    models.JournalEntry.migration_uuid,
+                    since,
                 )
             ).all()
         return list(servers), list(migrations)

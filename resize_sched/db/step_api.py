@@ -12,122 +12,23 @@ part is recorded on the server here too (:meth:`StepApi.server_record_step_fault
 under the same "still due" conditions.
 """
 
-import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from resize_sched import exception
-from resize_sched.db import action_api, aggregate_api, models, steps
+from resize_sched.db import models, step_reads, steps
+from resize_sched.db.cas import cas_update, check_values, match
 from resize_sched.db.migration_checks import (
     check_migration_values,
     server_not_deleting_clauses,
     server_of_migration_ok,
     status_list,
 )
-from resize_sched.db.session import (
-    CAS_KEY,
-    SessionSource,
-    cas_update,
-    check_values,
-    match,
-    retry_on_deadlock,
-)
-
-
-@functools.cache
-def _server_by_migration() -> sa.ColumnElement[bool]:
-    """Finds the server of the migration whose uuid is bound to ``CAS_KEY``."""
-    return (
-        models.Server.uuid
-        == sa.select(models.Migration.server_uuid)
-        .where(models.Migration.uuid == sa.bindparam(CAS_KEY))
-        .scalar_subquery()
-    )
-
-
-@functools.cache
-def _taken_query(
-    with_spec: bool, event: str | None, with_server_ok: bool = False
-) -> sa.Select[Any]:
-    """The migration by uuid (bound to ``uuid``), with its server's request
-    spec (or None) when ``with_spec``, with the action and open event a
-    step's event goes to (``event``: ``host``, ``no host``; see
-    :func:`~resize_sched.db.action_api.step_event_columns`), and whether
-    its server is live with no delete asked for (``server_ok``) and its
-    journal's last seq (``last_seq``) when ``with_server_ok`` (the read of
-    a late take)."""
-    spec = models.RequestSpec
-    query = sa.select(models.Migration)
-    if with_spec:
-        query = query.add_columns(spec).outerjoin(
-            spec, spec.server_uuid == models.Migration.server_uuid
-        )
-    if with_server_ok:
-        journal = models.JournalEntry
-        query = query.add_columns(
-            server_of_migration_ok().label("server_ok"),
-            sa.select(sa.func.max(journal.seq))
-            .where(journal.migration_uuid == models.Migration.uuid)
-            .correlate(models.Migration)
-            .scalar_subquery()
-            .label("last_seq"),
-        )
-    if event is not None:
-        query = query.add_columns(*action_api.step_event_columns(event == "host"))
-    return query.where(models.Migration.uuid == sa.bindparam("uuid"))
-
-
-def _event_kind(run: steps.StepRun) -> str | None:
-    """Which :func:`_taken_query` columns ``run``'s event needs."""
-    if run.event is None:
-        return None
-    return "host" if run.event.host is not None else "no host"
-
-
-def _taken_params(run: steps.StepRun) -> dict[str, Any]:
-    """The parameters :func:`_taken_query` binds for ``run``."""
-    params: dict[str, Any] = {"uuid": run.migration_uuid}
-    event = run.event
-    if event is not None:
-        params.update(action_api.step_event_params(event.event, event.actions, event.host))
-    return params
-
-
-def _read_into(run: steps.StepRun, row: Any) -> tuple[int | None, int | None] | None:
-    """Keep on ``run`` what a :func:`_taken_query` row brought (its server,
-    its request spec); returns the event's action and open event (None: the
-    run records no event), kept on the run too."""
-    migration = row[0]
-    if run.load_request_spec:
-        run.request_spec = row[1]
-    run.server_uuid = migration.server_uuid
-    run.found = None if run.event is None else (row[-2], row[-1])
-    return run.found
-
-
-def _read_zones_into(session: Any, run: steps.StepRun, migration: Any) -> None:
-    """Keep on ``run`` the zones a move's scheduling asks about, read in the
-    step's read (one statement more there, one transaction fewer after): the
-    zone the request spec asks for, else the source host's
-    (:func:`resize_sched.conductor.tasks.policy.zone_fields`)."""
-    spec = run.request_spec
-    asked = spec.availability_zone if spec is not None else None
-    if asked is None and not migration.source_host:
-        return
-    host = None if asked is not None else migration.source_host
-    run.zones = (host, aggregate_api.zone_map_in(session, host))
-
-
-def _not_due(migration: Any, server: Any, expected: list[str]) -> str:
-    """Why a step expecting ``expected`` is not due on ``migration``."""
-    if migration.status not in expected:
-        return f"it is {migration.status}, not {' or '.join(expected)}"
-    if migration.task_owner is not None:
-        return "another step is running it"
-    state = "deleted" if server is None or server.deleted_at else server.task_state
-    return f"its server is {state}"
+from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.session import SessionSource, writes
 
 
 class StepApi(SessionSource):
@@ -188,7 +89,9 @@ class StepApi(SessionSource):
             raise exception.MigrationNotFound(migration_id=uuid)
         if changed == 0:
             raise exception.StepNotDue(
-                migration_id=uuid, step=run.name, reason=_not_due(migration, server, expected)
+                migration_id=uuid,
+                step=run.name,
+                reason=step_reads.not_due(migration, server, expected),
             )
         run.taken = True
         return migration
@@ -203,24 +106,26 @@ class StepApi(SessionSource):
         """
         with self._reader() as session:
             row = session.execute(
-                _taken_query(run.load_request_spec, _event_kind(run), with_server_ok=True),
-                _taken_params(run),
+                step_reads.taken_query(
+                    run.load_request_spec, step_reads.event_kind(run), with_server_ok=True
+                ),
+                step_reads.taken_params(run),
             ).first()
             if row is None:
                 raise exception.MigrationNotFound(migration_id=run.migration_uuid)
             migration = row[0]
             if migration.status in expected and migration.task_owner is None and row.server_ok:
-                _read_into(run, row)
+                step_reads.read_into(run, row)
                 run.expected_status = tuple(expected)
                 run.last_seq = row.last_seq or 0
                 if run.load_request_spec:
-                    _read_zones_into(session, run, migration)
+                    step_reads.read_zones_into(session, run, migration)
                 return migration
             server = session.get(models.Server, migration.server_uuid)
         raise exception.StepNotDue(
             migration_id=run.migration_uuid,
             step=run.name,
-            reason=_not_due(migration, server, expected),
+            reason=step_reads.not_due(migration, server, expected),
         )
 
     @retry_on_deadlock
@@ -253,9 +158,10 @@ class StepApi(SessionSource):
             when the run records no event.
         """
         row = session.execute(
-            _taken_query(run.load_request_spec, _event_kind(run)), _taken_params(run)
+            step_reads.taken_query(run.load_request_spec, step_reads.event_kind(run)),
+            step_reads.taken_params(run),
         ).one()
-        return row[0], _read_into(run, row)
+        return row[0], step_reads.read_into(run, row)
 
     def migration_release(self, uuid: str, /, *, token: str) -> None:
         """Give the migration back after a step, if ``token`` still owns it."""
@@ -305,24 +211,25 @@ class StepApi(SessionSource):
         run.ended = True
         run.applied.clear()
 
-    @retry_on_deadlock
-    def _step_end_untaken(self, run: steps.StepRun, error: BaseException) -> None:
+    @writes
+    def _step_end_untaken(
+        self, session: Session, run: steps.StepRun, error: BaseException
+    ) -> None:
         """The event of a run that failed before its late take: ``Error``,
         while the step is still due (the migration in the status the run
         read, with no owner); a duplicate whose twin took the migration
         meanwhile records nothing, as if it had found it taken at its start."""
-        with self._writer() as session:
-            still_due = session.scalar(
-                sa.select(sa.func.count())
-                .select_from(models.Migration)
-                .where(
-                    models.Migration.uuid == run.migration_uuid,
-                    models.Migration.status.in_(run.expected_status),
-                    models.Migration.task_owner.is_(None),
-                )
+        still_due = session.scalar(
+            sa.select(sa.func.count())
+            .select_from(models.Migration)
+            .where(
+                models.Migration.uuid == run.migration_uuid,
+                models.Migration.status.in_(run.expected_status),
+                models.Migration.task_owner.is_(None),
             )
-            if still_due:
-                steps.end_in(session, run, run.server_uuid, error=error)
+        )
+        if still_due:
+            steps.end_in(session, run, run.server_uuid, error=error)
 
     @retry_on_deadlock
     def migration_advance(
@@ -438,7 +345,7 @@ class StepApi(SessionSource):
                 server_values or {"updated_at": models.utcnow()},
                 expected=server_expected.items(),
                 fixed=server_not_deleting_clauses(),
-                key=None if server_uuid else _server_by_migration(),
+                key=None if server_uuid else step_reads.server_by_migration(),
                 reload=False,
             )
             if server_changed == 0:

@@ -38,9 +38,10 @@ from typing import Any
 from resize_sched import exception
 from resize_sched.db import journal as journals
 from resize_sched.db import models
-from resize_sched.db.action_api import ERROR, SUCCESS, ActionApi, failure_text
+from resize_sched.db.action_api import ActionApi, failure_text
+from resize_sched.db.action_names import ERROR, SUCCESS
+from resize_sched.db.cas import cas_update
 from resize_sched.db.migration_checks import server_of_migration_ok
-from resize_sched.db.session import cas_update
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ class StepRun:
     taken: bool = False
     #: with ``take_late``, once read: the statuses the take expects, and the
     #: action and open event the read found for the event
-    #: (:func:`resize_sched.db.action_api.step_event_columns`)
+    #: (:func:`resize_sched.db.action_queries.step_event_columns`)
     expected_status: tuple[str, ...] = ()
     found: tuple[int | None, int | None] | None = None
     #: the migration's journal's last seq as the run knows it: read with a
@@ -128,7 +129,7 @@ def begin_in(
     """Within ``session``: open the event of a step that has taken its migration.
 
     :param found: the action and open event, when the migration's read
-        brought them (:func:`resize_sched.db.action_api.step_event_columns`);
+        brought them (:func:`resize_sched.db.action_queries.step_event_columns`);
         None: looked for now.
     """
     event = run.event

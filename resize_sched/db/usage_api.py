@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from resize_sched import exception
 from resize_sched.db import models, project_scope
-from resize_sched.db.session import SessionSource
+from resize_sched.db.session import SessionSource, select_rows
 
 
 class UsageApi(SessionSource):
@@ -46,28 +46,22 @@ class UsageApi(SessionSource):
         :raises ProjectRequired: no project and not ALL_PROJECTS.
         """
         server = models.Server
-        query = sa.select(server).where(
-            server.launched_at.is_not(None),
-            server.launched_at < stop,
-            sa.or_(server.deleted_at.is_(None), server.deleted_at > start),
-        )
+        order = (server.project_id, server.uuid)
         condition = project_scope.project_condition(server.project_id, project_id, "usage")
-        if condition is not None:
-            query = query.where(condition)
         with self._reader() as session:
+            after = None
             if marker is not None:
-                after = session.execute(
-                    sa.select(server.project_id, server.uuid).where(server.uuid == marker)
-                ).first()
+                after = session.execute(sa.select(*order).where(server.uuid == marker)).first()
                 if after is None:
                     raise exception.ServerNotFound(server_id=marker)
-                query = query.where(
-                    sa.or_(
-                        server.project_id > after.project_id,
-                        sa.and_(server.project_id == after.project_id, server.uuid > after.uuid),
-                    )
-                )
-            query = query.order_by(server.project_id, server.uuid)
-            if limit is not None:
-                query = query.limit(limit)
+            query = select_rows(
+                server,
+                server.launched_at.is_not(None),
+                server.launched_at < stop,
+                sa.or_(server.deleted_at.is_(None), server.deleted_at > start),
+                condition,
+                order_by=order,
+                after=after,
+                limit=limit,
+            )
             return list(session.scalars(query))

@@ -23,7 +23,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, action_queries, models
 from resize_sched.db.api import Database
 from tests.functional.fixtures import database as db_fixture
 
@@ -201,27 +201,27 @@ def test_finding_the_action_and_its_events_reads_a_few_rows(
 ) -> None:
     db, migration = crowded
     server = migration.server_uuid
-    api = action_api.ActionApi
+    api = action_queries
     actions = action_api.RESIZE_OR_MIGRATE
     with _connect(db) as conn, Session(bind=conn) as session:
         found = _check(
-            conn, "_find_action", lambda: api._find_action(session, server, actions, None)
+            conn, "_find_action", lambda: api.find_action(session, server, actions, None)
         )
         assert found is not None and found.server_uuid == server
         by_request = _check(
             conn,
             "_find_action by an unknown request",
-            lambda: api._find_action(session, server, actions, "req-unknown"),
+            lambda: api.find_action(session, server, actions, "req-unknown"),
         )
         assert by_request is not None and by_request.id == found.id
-        assert _check(conn, "_open_event", lambda: api._open_event(session, found.id, EVENT, "h1"))
+        assert _check(conn, "_open_event", lambda: api.open_event(session, found.id, EVENT, "h1"))
         assert not _check(
             conn,
             "_finished_event",
-            lambda: api._finished_event(session, found.id, EVENT, "h1"),
+            lambda: api.finished_event(session, found.id, EVENT, "h1"),
         )
         for request_id in (None, "req-unknown"):
-            query = action_api._action_and_open_event(True, request_id is not None)
+            query = action_queries.action_and_open_event(True, request_id is not None)
             params = {
                 "server_uuid": server,
                 "actions": list(actions),
