@@ -23,26 +23,32 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import pathlib
 import random
 import re
-import shutil
-import signal
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from typing import Any
 
 from tests.chaos import checks, report
 from tests.chaos.clients import MOVES, OPERATIONS, Client, Tally
 from tests.chaos.proxy import KINDS
-from tests.chaos.stack import HarnessError, Stack
+from tests.chaos.stack import Stack
+from tests.harness import (
+    EXIT_FAILED,
+    EXIT_HARNESS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    HarnessError,
+    Interrupted,
+    run_main,
+)
 
-EXIT_OK, EXIT_VIOLATIONS, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
+#: Exit code 1 of the soak: violations (each printed).
+EXIT_VIOLATIONS = EXIT_FAILED
+__all__ = ["EXIT_HARNESS", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_VIOLATIONS", "Interrupted"]
 STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
 #: The flavors the clients create with and resize between: name, vcpus, MB, GB.
 FLAVORS = (
@@ -51,10 +57,6 @@ FLAVORS = (
     ("chaos-medium", 2, 2048, 20),
     ("chaos-large", 4, 4096, 40),
 )
-
-
-class Interrupted(BaseException):
-    """Ctrl-C or SIGTERM (a BaseException: no ``except Exception`` swallows it)."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -256,6 +258,41 @@ class Soak:
     def progress(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
+    # -- as tests.harness.run_main drives it --------------------------------------------
+
+    def collect(self) -> dict[str, Any]:
+        self.run()
+        figures = self.figures()
+        self.require_operations()
+        return figures
+
+    def require_operations(self) -> None:
+        """A run whose clients completed nothing checked nothing: no verdict."""
+        if self.tally.total() == 0:
+            raise HarnessError("the clients completed no operation at all")
+
+    def clean_up(self, figures: dict[str, Any]) -> dict[str, Any]:
+        self.stop_clients.set()
+        if self.stack.proxy is not None:
+            self.stack.proxy.chaos(False)
+        if not figures:
+            try:
+                figures = self.figures()
+            except Exception:  # noqa: BLE001 - the stack never came up
+                figures = {}
+        self.stack.close()
+        return figures
+
+    def report(self, figures: dict[str, Any]) -> None:
+        report.print_report(figures)
+
+    def failed(self, figures: dict[str, Any]) -> bool:
+        return bool(self.violations)
+
+    def keep_workdir(self, figures: dict[str, Any]) -> bool:
+        # NOTE: an API 5xx is no violation, but its log is worth keeping.
+        return bool(figures.get("api_5xx"))
+
     # -- phases -------------------------------------------------------------------------
 
     def run(self) -> None:
@@ -455,72 +492,15 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"chaos soak: harness error: set {' and '.join(missing)}", file=sys.stderr)
         return EXIT_HARNESS
-    own_dir = args.workdir is None
-    workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="rs-chaos-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    began = time.monotonic()
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
-    soak = Soak(args, workdir)
-    code = EXIT_OK
-    figures: dict[str, Any] = {}
-    Soak.progress(f"chaos soak: seed {args.seed}, strategy {args.strategy}, workdir {workdir}")
-    try:
-        try:
-            soak.run()
-            figures = soak.figures()
-            if soak.tally.total() == 0:
-                raise HarnessError("the clients completed no operation at all")
-        except HarnessError as exc:
-            print(f"\nchaos soak: harness error: {exc}", file=sys.stderr)
-            code = EXIT_HARNESS
-        except Exception:  # noqa: BLE001 - a bug of the harness, not a finding
-            print("\nchaos soak: harness error: unexpected exception", file=sys.stderr)
-            traceback.print_exc()
-            code = EXIT_HARNESS
-        except (Interrupted, KeyboardInterrupt) as exc:
-            print(f"\nchaos soak: interrupted ({exc}); cleaning up", file=sys.stderr)
-            code = EXIT_INTERRUPTED
-        finally:
-            soak.stop_clients.set()
-            # NOTE: a second Ctrl-C must not cut the clean-up short.
-            for sig in previous:
-                signal.signal(sig, signal.SIG_IGN)
-            if soak.stack.proxy is not None:
-                soak.stack.proxy.chaos(False)
-            if not figures:
-                try:
-                    figures = soak.figures()
-                except Exception:  # noqa: BLE001 - the stack never came up
-                    figures = {}
-            soak.stack.close()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    wall = time.monotonic() - began
-    if figures:
-        figures["wall_s"] = round(wall, 1)
-        report.print_report(figures)
-        if args.json:
-            pathlib.Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
-    if code == EXIT_OK and soak.violations:
-        code = EXIT_VIOLATIONS
-    verdict = {
-        EXIT_OK: "PASS",
-        EXIT_VIOLATIONS: "FAIL (violations)",
-        EXIT_HARNESS: "HARNESS ERROR (not a finding about resize_sched)",
-        EXIT_INTERRUPTED: "INTERRUPTED",
-    }[code]
-    print(f"\nresult: {verdict}, exit {code}, wall {wall:.0f} s", flush=True)
-    # NOTE: an API 5xx is no violation, but its log is worth keeping.
-    if own_dir and code == EXIT_OK and not figures.get("api_5xx"):
-        shutil.rmtree(workdir, ignore_errors=True)
-    else:
-        print(f"logs and configs kept in {workdir}")
-    return code
+    return run_main(
+        "chaos soak",
+        f"chaos soak: seed {args.seed}, strategy {args.strategy}, workdir {{workdir}}",
+        args.workdir,
+        "rs-chaos-",
+        lambda workdir: Soak(args, workdir),
+        json_path=args.json,
+        failed_verdict="FAIL (violations)",
+    )
 
 
 if __name__ == "__main__":

@@ -50,6 +50,8 @@ import urllib.parse
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from tests.harness import end_process, tail
+
 #: How long a node gets to start (or stop) before :class:`ClusterError`.
 START_TIMEOUT = 90.0
 STOP_TIMEOUT = 20.0
@@ -59,12 +61,8 @@ class ClusterError(Exception):
     """A node did not start, join or stop in time; names it and its log."""
 
 
-def _tail(path: pathlib.Path, lines: int = 30) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        return f"({path}: {exc})"
-    return "\n".join(text.splitlines()[-lines:])
+#: Lines of a node's log an error message quotes.
+LOG_LINES = 30
 
 
 #: Where :func:`free_ports` looks: below Linux's ephemeral range (32768 and
@@ -100,18 +98,6 @@ def _tool(name: str, *dirs: str) -> str:
     if found is None:
         raise ClusterError(f"{name} is not installed (looked in {', '.join(dirs) or 'PATH'})")
     return found
-
-
-def _end_process(proc: subprocess.Popen | None, timeout: float = STOP_TIMEOUT) -> None:
-    """Wait ``timeout`` seconds for ``proc`` to exit, then SIGKILL its group."""
-    if proc is None:
-        return
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(10)
 
 
 def _clear(workdir: pathlib.Path) -> None:
@@ -294,7 +280,7 @@ class RabbitCluster:
             raise ClusterError(
                 f"{node}: 'rabbitmqctl {' '.join(args)}' exited {result.returncode}: "
                 f"{result.stderr.strip() or result.stdout.strip()}\n"
-                f"--- {node.log}:\n{_tail(node.log)}"
+                f"--- {node.log}:\n{tail(node.log, LOG_LINES)}"
             )
         return result
 
@@ -340,8 +326,8 @@ class RabbitCluster:
                     if not node.alive:
                         raise ClusterError(
                             f"{node} exited while starting (status {node.process.poll()})\n"
-                            f"--- {node.stdout}:\n{_tail(node.stdout, 15)}\n"
-                            f"--- {node.log}:\n{_tail(node.log)}"
+                            f"--- {node.stdout}:\n{tail(node.stdout, 15)}\n"
+                            f"--- {node.log}:\n{tail(node.log, LOG_LINES)}"
                         )
                     if waiter.poll() is None:
                         continue
@@ -354,13 +340,14 @@ class RabbitCluster:
                     if waiter.returncode != 0:
                         raise ClusterError(
                             f"{node} did not start: {output.strip()}\n"
-                            f"--- {node.log}:\n{_tail(node.log)}"
+                            f"--- {node.log}:\n{tail(node.log, LOG_LINES)}"
                         )
                     node.app_running = True
                 if time.monotonic() > deadline:
                     node = next(iter(waiters))
                     raise ClusterError(
-                        f"{node} did not start in {timeout}s\n--- {node.log}:\n{_tail(node.log)}"
+                        f"{node} did not start in {timeout}s\n"
+                        f"--- {node.log}:\n{tail(node.log, LOG_LINES)}"
                     )
                 time.sleep(0.2)
         finally:
@@ -490,7 +477,7 @@ class RabbitCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         node.app_running = False
-        _end_process(node.process, timeout=10)
+        end_process(node.process, timeout=10)
 
     def start_node(self, node: RabbitNode, timeout: float = START_TIMEOUT) -> None:
         """Start a stopped or killed ``node``; wait until it runs, clustered."""
@@ -514,7 +501,7 @@ class RabbitCluster:
             with contextlib.suppress(ClusterError):
                 self.ctl_run(node, "stop", timeout=STOP_TIMEOUT, check=False)
         node.app_running = False
-        _end_process(node.process, timeout=STOP_TIMEOUT)
+        end_process(node.process, timeout=STOP_TIMEOUT)
 
     def stop_all(self) -> None:
         """Stop every node cleanly (``rabbitmqctl stop``), one after another."""
@@ -765,7 +752,7 @@ class GaleraCluster:
             if not node.alive:
                 raise ClusterError(
                     f"{node} exited (status {node.process.poll() if node.process else None})\n"
-                    f"--- {node.log}:\n{_tail(node.log)}"
+                    f"--- {node.log}:\n{tail(node.log, LOG_LINES)}"
                 )
             try:
                 st = self.status(node)
@@ -781,7 +768,7 @@ class GaleraCluster:
             if time.monotonic() > deadline:
                 raise ClusterError(
                     f"{node} not Synced in a cluster of {size} after {timeout}s (last: {last})\n"
-                    f"--- {node.log}:\n{_tail(node.log)}"
+                    f"--- {node.log}:\n{tail(node.log, LOG_LINES)}"
                 )
             time.sleep(0.5)
 
@@ -890,7 +877,7 @@ class GaleraCluster:
             timeout=START_TIMEOUT,
             check=False,
         )
-        found = _RECOVERED.findall(_tail(log, 200))
+        found = _RECOVERED.findall(tail(log, 200))
         if not found or found[-1].endswith(":-1"):
             return None
         return found[-1]
@@ -927,7 +914,7 @@ class GaleraCluster:
         """Stop ``node`` cleanly (SIGTERM; SIGKILL after 20 s)."""
         if node.alive and node.process is not None:
             node.process.terminate()
-        _end_process(node.process)
+        end_process(node.process, STOP_TIMEOUT)
 
     def close(self, keep_files: bool = False) -> None:
         """Stop every node (SIGKILL after 20 s) and empty ``workdir``.
@@ -941,7 +928,7 @@ class GaleraCluster:
             if node.alive and node.process is not None:
                 node.process.terminate()
         for node in self.nodes:
-            _end_process(node.process)
+            end_process(node.process, STOP_TIMEOUT)
         if not keep_files:
             _clear(self.workdir)
 

@@ -28,13 +28,9 @@ import json
 import os
 import pathlib
 import random
-import shutil
-import signal
 import sys
-import tempfile
 import threading
 import time
-import traceback
 import urllib.parse
 import uuid
 from typing import Any
@@ -43,11 +39,19 @@ from oslo_log import _options as log_options
 
 from tests.chaos import soak as chaos_soak
 from tests.chaos.clients import Client, Tally
-from tests.chaos.soak import FLAVORS, Interrupted, Soak
-from tests.chaos.stack import HarnessError, Stack
+from tests.chaos.soak import FLAVORS, Soak
+from tests.chaos.stack import Stack
 from tests.ha import faults as ha_faults
+from tests.harness import (
+    EXIT_FAILED,
+    EXIT_HARNESS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    HarnessError,
+    run_main,
+)
 
-EXIT_OK, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
+__all__ = ["EXIT_FAILED", "EXIT_HARNESS", "EXIT_INTERRUPTED", "EXIT_OK", "HaRun", "main"]
 #: The topic whose quorum queue's leader the broker faults hit.
 CONDUCTOR_QUEUE = "conductor"
 #: Galera nodes: each conductor's and the API's primary, then its backups.
@@ -228,6 +232,7 @@ class HaRun(Soak):
         self.quiet_end = 0.0
         self.trace: ha_faults.Trace | None = None
         self.galera_status: dict[str, Any] = {}
+        self.missed: list[str] = []
 
     # -- start --------------------------------------------------------------------------
 
@@ -552,6 +557,36 @@ class HaRun(Soak):
                 )
         return missed
 
+    # -- as tests.harness.run_main drives it --------------------------------------------
+
+    def collect(self) -> dict[str, Any]:
+        self.run()
+        figures = self.figures()
+        figures["checks_run"] = self.checks_run
+        figures["ha"] = self.ha_figures()
+        self.require_operations()
+        self.missed = self.criteria(figures["ha"])
+        return figures
+
+    def clean_up(self, figures: dict[str, Any]) -> dict[str, Any]:
+        self.stop_clients.set()
+        self.close()
+        return figures
+
+    def report(self, figures: dict[str, Any]) -> None:
+        figures["missed"] = self.missed
+        print_table(figures)
+
+    def failed(self, figures: dict[str, Any]) -> bool:
+        if self.missed:
+            print("\ncriteria missed:")
+            for line in self.missed:
+                print(f"  {line}")
+        return bool(self.missed)
+
+    def keep_workdir(self, figures: dict[str, Any]) -> bool:
+        return False
+
     def close(self) -> None:
         if self.stack is not None:
             self.stack.close()
@@ -618,71 +653,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_HARNESS
-    own_dir = args.workdir is None
-    workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="rs-ha-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    began = time.monotonic()
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
-    run = HaRun(args, workdir)
-    code = EXIT_OK
-    figures: dict[str, Any] = {}
-    missed: list[str] = []
-    Soak.progress(f"HA run: seed {args.seed}, strategy {args.strategy}, workdir {workdir}")
-    try:
-        try:
-            run.run()
-            figures = run.figures()
-            figures["checks_run"] = run.checks_run
-            figures["ha"] = run.ha_figures()
-            if run.tally.total() == 0:
-                raise HarnessError("the clients completed no operation at all")
-            missed = run.criteria(figures["ha"])
-        except HarnessError as exc:
-            print(f"\nha run: harness error: {exc}", file=sys.stderr)
-            code = EXIT_HARNESS
-        except Exception:  # noqa: BLE001 - a bug of the harness, not a finding
-            print("\nha run: harness error: unexpected exception", file=sys.stderr)
-            traceback.print_exc()
-            code = EXIT_HARNESS
-        except (Interrupted, KeyboardInterrupt) as exc:
-            print(f"\nha run: interrupted ({exc}); cleaning up", file=sys.stderr)
-            code = EXIT_INTERRUPTED
-        finally:
-            run.stop_clients.set()
-            for sig in previous:
-                signal.signal(sig, signal.SIG_IGN)
-            run.close()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    wall = time.monotonic() - began
-    if figures:
-        figures["wall_s"] = round(wall, 1)
-        figures["missed"] = missed
-        print_table(figures)
-        if args.json:
-            pathlib.Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
-    if code == EXIT_OK and missed:
-        code = EXIT_FAILED
-        print("\ncriteria missed:")
-        for line in missed:
-            print(f"  {line}")
-    verdict = {
-        EXIT_OK: "PASS",
-        EXIT_FAILED: "FAIL (violations or criteria missed)",
-        EXIT_HARNESS: "HARNESS ERROR (not a finding about resize_sched)",
-        EXIT_INTERRUPTED: "INTERRUPTED",
-    }[code]
-    print(f"\nresult: {verdict}, exit {code}, wall {wall:.0f} s", flush=True)
-    if own_dir and code == EXIT_OK:
-        shutil.rmtree(workdir, ignore_errors=True)
-    else:
-        print(f"logs and configs kept in {workdir}")
-    return code
+    return run_main(
+        "ha run",
+        f"HA run: seed {args.seed}, strategy {args.strategy}, workdir {{workdir}}",
+        args.workdir,
+        "rs-ha-",
+        lambda workdir: HaRun(args, workdir),
+        json_path=args.json,
+        failed_verdict="FAIL (violations or criteria missed)",
+    )
 
 
 if __name__ == "__main__":
