@@ -175,14 +175,11 @@ class DrainRun(ResizeRun):
             outcome.dest = scheduled.dest.host if scheduled.dest is not None else None
         outcome.requests = scheduled.requests
         outcome.rescheduled = bool(self.db.migration_get(migration.uuid).tried)
-        if not since:  # pragma: no cover - every schedule asks Placement something
-            raise RuntimeError(f"the cold migration of {uuid} made no Placement request")
-        outcome.contended = self.interleaver.contended(name, since[0])
+        outcome.contended = self._contended(name, since, f"cold migration of {uuid}")
         if outcome.result != "ok":
             return outcome
         driver.finish(migration.uuid)
-        for _ in range(verify_turns):
-            self.interleaver.turn()
+        self._wait_turns(verify_turns)
         driver.decide(uuid, confirm=True)
         return outcome
 

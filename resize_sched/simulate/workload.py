@@ -223,20 +223,28 @@ class ResizeRun:
         elif scheduled.returned:
             outcome.same_host = bool(scheduled.dest and scheduled.dest.same_host)
         outcome.schedule_requests = scheduled.requests
-        if not since:  # pragma: no cover - every schedule asks Placement something
-            raise RuntimeError(f"the resize of {uuid} made no Placement request")
-        outcome.contended = self.interleaver.contended(name, since[0])
+        outcome.contended = self._contended(name, since, f"resize of {uuid}")
         if outcome.result != "ok":
             return outcome
         driver.finish(migration.uuid)
         outcome.extra_held = self._extra_held(migration.uuid, new)
-        for _ in range(arrival.verify_turns):
-            self.interleaver.turn()
+        self._wait_turns(arrival.verify_turns)
         decision = driver.revert_or_confirm(uuid, arrival.revert)
         outcome.decision = decision.decision
         outcome.revert_refused = decision.revert_refused
         outcome.decision_requests = decision.requests
         return outcome
+
+    def _contended(self, name: str, since: list[int], what: str) -> bool:
+        """Whether another worker ran between the move's first turn (in ``since``) and now."""
+        if not since:  # pragma: no cover - every schedule asks Placement something
+            raise RuntimeError(f"the {what} made no Placement request")
+        return self.interleaver.contended(name, since[0])
+
+    def _wait_turns(self, turns: int) -> None:
+        """In VERIFY_RESIZE: let the other workers take ``turns`` turns."""
+        for _ in range(turns):
+            self.interleaver.turn()
 
     def _extra_held(self, migration: str, new: rs.Resources) -> dict[str, int]:
         """What both consumers hold beyond the running flavor ``new``, class by
