@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+#: What ``--help`` says the benchmark does.
+DESCRIPTION = "Benchmark the claim strategies side by side against the real Placement."
 #: The claim strategies compared, in the tables' order.
 STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
 
@@ -14,7 +16,7 @@ def _ints(text: str) -> list[int]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=DESCRIPTION)
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--hosts", type=int, default=100, help="compute hosts (default 100)")
     size.add_argument(
