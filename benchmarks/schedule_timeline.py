@@ -38,9 +38,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import resize_bench
 import sqlalchemy as sa
+from bench import Bench
 from figures import Figures
+from options import parse_args
+from worker import ResizeWorker
 
 #: The parts of our own time, in the order printed.
 PARTS = (
@@ -109,7 +111,7 @@ class Timeline:
         return out
 
 
-def _instrument(bench: resize_bench.Bench, timeline: Timeline) -> None:
+def _instrument(bench: Bench, timeline: Timeline) -> None:
     """Mark every transaction and statement of the bench's database."""
     db = bench.db
     assert db is not None
@@ -160,10 +162,10 @@ def _timed_client(client: Any, timeline: Timeline) -> None:
 def run(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     """Run the schedules and print the table; return configuration ->
     part -> mean milliseconds per schedule (with ``own`` and ``schedules``)."""
-    args = resize_bench.parse_args(argv)
+    args = parse_args(argv)
     results: dict[str, dict[str, float]] = {}
     for hosts in args.sizes:
-        bench = resize_bench.Bench(args, hosts)
+        bench = Bench(args, hosts)
         with bench.up():
             timeline = Timeline()
             _instrument(bench, timeline)
@@ -178,17 +180,17 @@ def run(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
 
 
 def _configuration(
-    bench: resize_bench.Bench, timeline: Timeline, strategy: str, prefer: bool
+    bench: Bench, timeline: Timeline, strategy: str, prefer: bool
 ) -> dict[str, float]:
     assert bench.cloud is not None
     deps = bench._deps(strategy, prefer, None)
     _timed_client(deps.client, timeline)
     servers = bench._take_servers(bench.args.resizes + 1)
-    worker = resize_bench.ResizeWorker(
+    worker = ResizeWorker(
         deps, servers, bench.cloud.flavors, Figures(strategy, prefer), bench.db_timer
     )
     worker.cycle(0, record=False)  # a fresh scheduler's first schedule, apart
-    schedule = worker.resizes.schedule
+    schedule = worker.driver.tasks.schedule
     samples: list[dict[str, float]] = []
 
     def timed(migration_uuid: str) -> Any:
@@ -202,10 +204,10 @@ def _configuration(
             timeline.thread = None
             samples.append(timeline.parts())
 
-    worker.resizes.schedule = timed  # type: ignore[method-assign]
+    worker.driver.tasks.schedule = timed  # type: ignore[method-assign]
     for n in range(1, bench.args.resizes + 1):
         worker.cycle(n)
-    worker.resizes.schedule = schedule  # type: ignore[method-assign]
+    worker.driver.tasks.schedule = schedule  # type: ignore[method-assign]
     means = {part: statistics.fmean(s[part] for s in samples) for part in PARTS}
     means["own"] = statistics.fmean(sum(s.values()) for s in samples)
     means["schedules"] = len(samples)

@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from oslo_config import cfg, types
 from oslo_log import log as logging
@@ -231,17 +231,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    # NOTE: every setting but the utilisation (swept below) is an option of
+    # the same name.
     base = simulation.Settings(
-        hosts=conf.hosts,
-        resizes=conf.resizes,
-        workers=conf.workers,
-        revert_ratio=conf.revert_ratio,
-        seed=conf.seed,
-        verify_turns=conf.verify_turns,
-        sweep_every=conf.sweep_every,
-        workload=conf.workload,
-        drain_hosts=conf.drain_hosts,
-        drain_workers=conf.drain_workers,
+        **{
+            f.name: getattr(conf, f.name)
+            for f in fields(simulation.Settings)
+            if f.name != "utilisation"
+        }
     )
     levels = sorted(set(conf.utilisation))
     seeds = [base.seed + n for n in range(conf.seeds)]

@@ -15,7 +15,12 @@ each from the same starting state:
     the concurrency model: worker threads that take turns at every
     Placement request, in an order drawn from the seed;
 :mod:`~resize_sched.simulate.run`
-    one strategy's run and what it counts;
+    one strategy's run from a copy of the seeded state, and what it counts;
+:mod:`~resize_sched.simulate.workload`
+    the resize workload: the workers' loop, one resize and the sweep;
+:mod:`~resize_sched.simulate.driver`
+    the conductor's steps of one move, run in this process (the benchmark
+    drives its resizes with it too);
 :mod:`~resize_sched.simulate.drain`
     the drain workload: the busiest hosts disabled and their servers
     cold-migrated off while the resizes go on;

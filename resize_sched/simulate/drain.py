@@ -33,15 +33,16 @@ from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.migrate import MigrateTask
 from resize_sched.placement.client import PlacementClient
 from resize_sched.scheduler import hosts as rs_hosts
-from resize_sched.simulate import oracle
-from resize_sched.simulate.run import LOG, _Run
+from resize_sched.simulate import cluster, oracle
+from resize_sched.simulate.driver import MoveDriver
+from resize_sched.simulate.workload import ResizeRun, Succeeded
 
 #: The disabled reason recorded on the drained hosts' service rows.
 REASON = "simulate: drained for maintenance"
 
 
 @dataclass
-class MoveOutcome:
+class MoveOutcome(Succeeded):
     """What one cold migration off a drained host did."""
 
     index: int
@@ -57,10 +58,6 @@ class MoveOutcome:
     rescheduled: bool = False
     contended: bool = False
     requests: int = 0
-
-    @property
-    def succeeded(self) -> bool:
-        return self.result == "ok"
 
     @property
     def no_room(self) -> bool:
@@ -105,13 +102,11 @@ def busiest(used: dict[str, rs.Resources], capacity: rs.Resources, count: int) -
     return sorted(used, key=lambda host: (-share(host), host))[:count]
 
 
-class DrainRun(_Run):
+class DrainRun(ResizeRun):
     """A run of the drain workload (see the module's docstring)."""
 
     def __init__(self, settings: Any, conf: Any, db: Any, layout: Any, *args: Any) -> None:
         super().__init__(settings, conf, db, layout, *args)
-        from resize_sched.simulate import cluster
-
         count = max(1, min(settings.drain_hosts, len(layout.hosts) - 1))
         self.drained = busiest(layout.used(), cluster.HOST, count)
         self.drained_rps = {layout.host_uuids[host] for host in self.drained}
@@ -137,23 +132,20 @@ class DrainRun(_Run):
     def _jobs(self, name: str, deps: TaskDeps, client: PlacementClient) -> None:
         if name not in self.drainers:
             return
-        tasks = MigrateTask(deps)
+        driver = MoveDriver(MigrateTask(deps), client, self.db)
         while self.next_move < len(self.to_move):
             server, verify_turns = self.to_move[self.next_move]
             self.next_move += 1
             self.busy.add(server)
             try:
-                self.moves.append(
-                    self.migrate(name, tasks, client, self.next_move, server, verify_turns)
-                )
+                self.moves.append(self.migrate(name, driver, self.next_move, server, verify_turns))
             finally:
                 self.busy.discard(server)
 
     def migrate(
         self,
         name: str,
-        tasks: MigrateTask,
-        client: PlacementClient,
+        driver: MoveDriver,
         index: int,
         uuid: str,
         verify_turns: int,
@@ -174,33 +166,21 @@ class DrainRun(_Run):
             since.append(self.interleaver.position())
 
         self.interleaver.at_next_turn(snapshot)
-        migration = tasks.begin(uuid)
-        client.reset_request_count()
-        try:
-            dest = tasks.schedule(migration.uuid)
-        except exception.RestoreFailed:
-            # NOTE: flagged needs_heal; the sweep heals it (no resize takes it).
-            outcome.result = "restore refused"
-        except exception.NoValidHost as exc:
-            outcome.result = exc.kind
-        except Exception as exc:  # recorded, never fatal: the report counts errors
-            LOG.error("Cold migration of %s failed unexpectedly: %s", uuid, exc)
-            outcome.result = f"error: {type(exc).__name__}"
-            self._abandon(tasks, migration.uuid)
-        else:
-            outcome.result = "ok" if dest is not None else "error: not scheduled"
-            outcome.dest = dest.host if dest is not None else None
-        outcome.requests = client.request_count
+        migration = driver.begin(uuid)
+        scheduled = driver.try_schedule(migration.uuid, "Cold migration", uuid)
+        # NOTE: a restore refused leaves the server flagged needs_heal; the
+        # sweep heals it (no resize takes it).
+        outcome.result = scheduled.result
+        if scheduled.returned:
+            outcome.dest = scheduled.dest.host if scheduled.dest is not None else None
+        outcome.requests = scheduled.requests
         outcome.rescheduled = bool(self.db.migration_get(migration.uuid).tried)
-        if not since:  # pragma: no cover - every schedule asks Placement something
-            raise RuntimeError(f"the cold migration of {uuid} made no Placement request")
-        outcome.contended = self.interleaver.contended(name, since[0])
+        outcome.contended = self._contended(name, since, f"cold migration of {uuid}")
         if outcome.result != "ok":
             return outcome
-        tasks.finish(migration.uuid)
-        for _ in range(verify_turns):
-            self.interleaver.turn()
-        tasks.confirm(uuid)
+        driver.finish(migration.uuid)
+        self._wait_turns(verify_turns)
+        driver.decide(uuid, confirm=True)
         return outcome
 
     def finished(self) -> DrainResult:

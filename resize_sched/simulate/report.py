@@ -105,8 +105,26 @@ def _mean(values: Sequence[int]) -> float | None:
     return round(statistics.fmean(values), 2) if values else None
 
 
+#: The columns that name a run, first in the per-run tables.
+RUN_HEADER = f"{'util':>5} {'seed':>4} {'strategy':<17} "
+
+
+def _run(f: dict[str, Any]) -> str:
+    """The run's name under :data:`RUN_HEADER`."""
+    return f"{f['utilisation']:>5.2f} {f['seed']:>4} {f['strategy']:<17} "
+
+
+def _pct(pct: float | None) -> str:
+    return f"{pct:.1f}%" if pct is not None else "-"
+
+
+def _table(header: str, lines: Sequence[str]) -> str:
+    """``header``, a rule as wide, then ``lines``."""
+    return "\n".join([header, "-" * len(header), *lines])
+
+
 HEADER = (
-    f"{'util':>5} {'seed':>4} {'strategy':<17} {'resizes':>7} {'ok':>4} {'feasible':>8} "
+    f"{RUN_HEADER}{'resizes':>7} {'ok':>4} {'feasible':>8} "
     f"{'ok/feas':>8} {'alone':>7} {'bug ok':>7} {'races':>6} {'VERIFY extra':>22} {'host%':>6} "
     f"{'rev.ref':>7} {'restore':>8} {'heal':>9} {'req':>5}"
 )
@@ -114,7 +132,7 @@ HEADER = (
 
 def table(rows: Sequence[dict[str, Any]]) -> str:
     """The figures as a readable table, one line per run (utilisation, seed, strategy)."""
-    lines = [HEADER, "-" * len(HEADER)]
+    lines = []
     for f in rows:
         extra = f["verify_extra_mean"]
         held = f"{extra[rs.VCPU]:.2f}/{extra[rs.MEMORY_MB] / 1024:.2f}/{extra[rs.DISK_GB]:.1f}"
@@ -126,9 +144,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             else "-"
         )
         lines.append(
-            f"{f['utilisation']:>5.2f} {f['seed']:>4} {f['strategy']:<17} {f['resizes']:>7} "
-            f"{f['succeeded']:>4} {f['oracle_feasible']:>8} "
-            f"{(f'{pct:.1f}%' if pct is not None else '-'):>8} "
+            f"{_run(f)}{f['resizes']:>7} "
+            f"{f['succeeded']:>4} {f['oracle_feasible']:>8} {_pct(pct):>8} "
             f"{f['uncontended_feasible_succeeded']:>3}/{f['uncontended_feasible']:<3} "
             f"{f['same_host_full_succeeded']:>3}/{f['same_host_full']:<3} "
             f"{f['lost_races']:>2}/{f['won_races']:<3} {held:>22} "
@@ -136,7 +153,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             f"{f['reverts_refused']:>3}/{f['reverts']:<3} {f['restores_refused']:>8} "
             f"{heal:>9} {f['requests_per_resize']:>5.2f}"
         )
-    return "\n".join(lines)
+    return _table(HEADER, lines)
 
 
 def summary(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -211,7 +228,7 @@ SUMMARY_HEADER = (
 
 def summary_table(entries: Sequence[dict[str, Any]]) -> str:
     """:func:`summary` as a table, one line per utilisation and strategy."""
-    lines = [SUMMARY_HEADER, "-" * len(SUMMARY_HEADER)]
+    lines = []
     for e in entries:
         share = e["success_of_feasible_pct"]
         spread = f"{share['mean']:.1f}% ({share['min']:.0f}-{share['max']:.0f})" if share else "-"
@@ -226,7 +243,7 @@ def summary_table(entries: Sequence[dict[str, Any]]) -> str:
             f"{e['reverts_refused']:>3}/{e['reverts']:<3} {e['restores_refused']:>7} "
             f"{e['healed']:>4} {(f'{req:.2f}' if req is not None else '-'):>5}"
         )
-    return "\n".join(lines)
+    return _table(SUMMARY_HEADER, lines)
 
 
 SUMMARY_LEGEND = """\
@@ -369,7 +386,7 @@ def drain_figures(result: RunResult) -> dict[str, Any]:
 
 
 DRAIN_HEADER = (
-    f"{'util':>5} {'seed':>4} {'strategy':<17} {'moves':>5} {'moved':>5} {'no room':>7} "
+    f"{RUN_HEADER}{'moves':>5} {'moved':>5} {'no room':>7} "
     f"{'resched':>7} {'fits':>4} {'missed':>6} {'left (VCPU/GiB/GB)':>19} "
     f"{'resizes':>7} {'ok':>4} {'ok/feas':>8} {'races':>6}"
 )
@@ -377,20 +394,19 @@ DRAIN_HEADER = (
 
 def drain_table(rows: Sequence[dict[str, Any]]) -> str:
     """:func:`drain_figures` as a table, one line per run."""
-    lines = [DRAIN_HEADER, "-" * len(DRAIN_HEADER)]
+    lines = []
     for f in rows:
         left = f["usage_left"]
         held = f"{left[rs.VCPU]}/{left[rs.MEMORY_MB] // 1024}/{left[rs.DISK_GB]}"
         r = f["resizes"]
         pct = r["success_of_feasible_pct"]
         lines.append(
-            f"{f['utilisation']:>5.2f} {f['seed']:>4} {f['strategy']:<17} {f['moves']:>5} "
+            f"{_run(f)}{f['moves']:>5} "
             f"{f['moved']:>5} {f['no_room']:>7} {f['rescheduled']:>7} {f['oracle_fits']:>4} "
             f"{f['missed']:>6} {held:>19} {r['resizes']:>7} {r['succeeded']:>4} "
-            f"{(f'{pct:.1f}%' if pct is not None else '-'):>8} "
-            f"{r['lost_races']:>2}/{r['won_races']:<3}"
+            f"{_pct(pct):>8} {r['lost_races']:>2}/{r['won_races']:<3}"
         )
-    return "\n".join(lines)
+    return _table(DRAIN_HEADER, lines)
 
 
 DRAIN_LEGEND = """\

@@ -1,95 +1,39 @@
 """One strategy's run: the same seeded cluster and resizes, the real code paths.
 
 For each utilisation and strategy :func:`run` starts a fresh embedded
-Placement and SQLite database, builds the seeded cluster
-(:mod:`~resize_sched.simulate.cluster`), and lets ``workers`` worker threads
-take the seeded arrivals in turn (:mod:`~resize_sched.simulate.interleave`).
-Each arrival is one resize, run as the conductor runs it, minus RPC:
-
-#. the oracle's snapshot (:mod:`~resize_sched.simulate.oracle`), within one
-   turn, before anything is written;
-#. ``begin`` (the API's database step), ``schedule`` (prepare, query, claim,
-   alternates, or fail and restore), ``finish`` (the destination reports);
-#. in VERIFY_RESIZE: what both consumers hold is read from Placement, then
-   the worker waits a seeded number of turns while the others go on;
-#. confirm, or revert at the set ratio. A revert Placement refuses (only a
-   same-host ``drop_and_reclaim`` can be: someone took the room it freed)
-   is counted, and the resize is confirmed instead, keeping the new flavor,
-   as an operator would rather than leave the server waiting.
-
-A restore Placement refuses leaves the server flagged ``needs_heal``; every
-``sweep_every`` arrivals (and once after the last), the conductor's sweep
-step for it runs (settle against Placement, then
-:func:`~resize_sched.conductor.heal.restore_missing`), and how many arrivals
-later it succeeded is recorded.
+Placement and SQLite database, copied from the seeded starting state
+(:class:`Template`, built once per utilisation and seed with
+:mod:`~resize_sched.simulate.cluster`), and lets ``workers`` worker threads
+take the seeded arrivals in turn (:mod:`~resize_sched.simulate.interleave`)
+under the settings' workload (:data:`WORKLOADS`: the resizes of
+:mod:`~resize_sched.simulate.workload`, or the drain of
+:mod:`~resize_sched.simulate.drain`).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import random
 import shutil
 import tempfile
 import threading
-import types
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from resize_sched import conf as rs_conf
-from resize_sched import exception
-from resize_sched import resources as rs
-from resize_sched.conductor import heal, recovery
-from resize_sched.conductor.tasks.base import TaskDeps
-from resize_sched.conductor.tasks.resize import ResizeTask
 from resize_sched.db.api import Database
 from resize_sched.placement.client import PlacementClient, owner_trait
 from resize_sched.placement.embedded import PlacementInProcess
-from resize_sched.simulate import cluster, oracle
+from resize_sched.simulate import cluster, drain
 from resize_sched.simulate.interleave import Interleaver
 from resize_sched.simulate.settings import Settings
-from resize_sched.strategies import Holdings
+from resize_sched.simulate.workload import Arrival, Outcome, ResizeRun, draw_arrivals
 
-LOG = logging.getLogger(__name__)
+__all__ = ["Arrival", "Outcome", "RunResult", "Template", "WORKLOADS", "draw_arrivals", "run"]
 
-
-@dataclass(frozen=True)
-class Arrival:
-    """One resize as drawn: which server (a slot in the server list), the
-    seed of its new flavor, confirm or revert, and its VERIFY_RESIZE turns."""
-
-    index: int
-    slot: int
-    flavor_seed: int
-    revert: bool
-    verify_turns: int
-
-
-@dataclass
-class Outcome(oracle.Judged):
-    """What one resize did, and what the oracle said of it."""
-
-    arrival: int
-    worker: str
-    server: str
-    old: str
-    new: str
-    source_fits: bool = False
-    other_fits: bool = False
-    source_free: bool = False
-    result: str = "error"  # ok, deferred, infeasible, restore refused, error: X
-    same_host: bool | None = None
-    contended: bool = False
-    schedule_requests: int = 0
-    extra_held: dict[str, int] = field(default_factory=dict)
-    decision: str | None = None
-    revert_refused: bool = False
-    decision_requests: int = 0
-
-    @property
-    def succeeded(self) -> bool:
-        return self.result == "ok"
+#: Settings.workload -> the shared state its workers run.
+WORKLOADS: dict[str, type[ResizeRun]] = {"resize": ResizeRun, "drain": drain.DrainRun}
 
 
 @dataclass
@@ -128,219 +72,6 @@ class RunResult:
                 for o in self.outcomes
             ],
         }
-
-
-def draw_arrivals(rng: random.Random, settings: Settings, servers: int) -> list[Arrival]:
-    """The seeded sequence of resizes (the same for every strategy)."""
-    return [
-        Arrival(
-            index=i + 1,
-            slot=rng.randrange(servers),
-            flavor_seed=rng.getrandbits(32),
-            revert=rng.random() < settings.revert_ratio,
-            verify_turns=rng.randint(0, settings.verify_turns),
-        )
-        for i in range(settings.resizes)
-    ]
-
-
-class _Run:
-    """The shared state of one run: arrivals, busy servers, outcomes."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        conf: Any,
-        db: Database,
-        layout: cluster.Layout,
-        flavors: dict[str, Any],
-        arrivals: list[Arrival],
-        interleaver: Interleaver,
-        progress: Callable[[], None],
-        placement_db: str,
-    ) -> None:
-        self.settings = settings
-        self.conf = conf
-        self.db = db
-        self.layout = layout
-        self.flavors = flavors
-        self.arrivals = list(arrivals)
-        self.interleaver = interleaver
-        self.progress = progress
-        self.owner = owner_trait(conf.placement.deployment_name)
-        self.placement_db = placement_db
-        self.capacities = oracle.capacities(placement_db)
-        self.servers = [server for server, _host, _flavor in layout.servers]
-        self.busy: set[str] = set()
-        self.outcomes: list[Outcome] = []
-        self.flagged: dict[str, int] = {}
-        self.heals: dict[int, int | None] = {}
-        self.crashed: list[BaseException] = []
-        self.next = 0
-        # NOTE: the sweep's requests are never the strategies'.
-        self.observer = interleaver.attach(PlacementClient.from_conf(conf), gated=False)
-        self.sweep_deps = TaskDeps.build(conf, db, self.observer)
-
-    # -- the workers' loop ------------------------------------------------------------
-
-    def work(self, name: str) -> None:
-        """The thread of worker ``name``; a crash is kept for :func:`run` to raise."""
-        try:
-            self._work(name)
-        except BaseException as exc:  # raised again by run() once every thread ended
-            self.crashed.append(exc)
-
-    def _work(self, name: str) -> None:
-        client = self.interleaver.attach(PlacementClient.from_conf(self.conf), gated=True)
-        deps = TaskDeps.build(self.conf, self.db, client)
-        tasks = ResizeTask(deps)
-        # NOTE: what a conductor does once at start, not a resize's cost; done
-        # lazily, legacy's side pool and the worker could both ask at once.
-        _ = client.max_version
-        deps.configured_strategy()
-        with self.interleaver.worker(name):
-            self._jobs(name, deps, client)
-            self._resizes(name, tasks, client)
-            deps.scheduler.close()
-
-    def _jobs(self, name: str, deps: TaskDeps, client: PlacementClient) -> None:
-        """What worker ``name`` does before it takes resizes (a workload's own work)."""
-
-    def _resizes(self, name: str, tasks: ResizeTask, client: PlacementClient) -> None:
-        """Take the next arrival until none is left."""
-        while self.next < len(self.arrivals):
-            arrival = self.arrivals[self.next]
-            self.next += 1
-            if arrival.index % self.settings.sweep_every == 0:
-                self.sweep(arrival.index)
-            server = self._free_server(arrival.slot)
-            if server is None:
-                continue
-            self.busy.add(server)
-            try:
-                self.outcomes.append(self.resize(name, tasks, client, arrival, server))
-            finally:
-                self.busy.discard(server)
-                self.progress()
-
-    def _free_server(self, slot: int) -> str | None:
-        count = len(self.servers)
-        for step in range(count):
-            server = self.servers[(slot + step) % count]
-            if server not in self.busy and server not in self.flagged:
-                return server
-        return None
-
-    # -- one resize -----------------------------------------------------------------
-
-    def resize(
-        self, name: str, tasks: ResizeTask, client: PlacementClient, arrival: Arrival, uuid: str
-    ) -> Outcome:
-        server = self.db.server_get(uuid)
-        old_name = server.flavor["name"]
-        new_spec = cluster.draw_flavor(random.Random(arrival.flavor_seed), exclude=old_name)
-        old = rs.stored_request(server.flavor).resources
-        new = new_spec.resources
-        source = server.rp_uuid
-        outcome = Outcome(arrival.index, name, uuid, old_name, new_spec.name)
-        since: list[int] = []
-
-        def snapshot() -> None:
-            # NOTE: at the start of the turn of the resize's first Placement
-            # request: nothing of it is written yet, nobody else runs.
-            verdict = oracle.judge(
-                self.capacities, oracle.usages(self.placement_db), source, old, new
-            )
-            outcome.source_fits = verdict.source_fits
-            outcome.other_fits = verdict.other_fits
-            outcome.source_free = verdict.source_free
-            since.append(self.interleaver.position())
-
-        self.interleaver.at_next_turn(snapshot)
-        migration = tasks.begin(uuid, self.flavors[new_spec.name])
-        client.reset_request_count()
-        try:
-            dest = tasks.schedule(migration.uuid)
-        except exception.RestoreFailed:
-            outcome.result = "restore refused"
-            self.flagged[uuid] = arrival.index
-            self.heals[arrival.index] = None
-        except exception.NoValidHost as exc:
-            outcome.result = exc.kind
-        except Exception as exc:  # recorded, never fatal: the report counts errors
-            LOG.error("Resize of %s failed unexpectedly: %s", uuid, exc)
-            outcome.result = f"error: {type(exc).__name__}"
-            self._abandon(tasks, migration.uuid)
-        else:
-            outcome.result = "ok" if dest is not None else "error: not scheduled"
-            outcome.same_host = bool(dest and dest.same_host)
-        outcome.schedule_requests = client.request_count
-        if not since:  # pragma: no cover - every schedule asks Placement something
-            raise RuntimeError(f"the resize of {uuid} made no Placement request")
-        outcome.contended = self.interleaver.contended(name, since[0])
-        if outcome.result != "ok":
-            return outcome
-        tasks.finish(migration.uuid)
-        outcome.extra_held = self._extra_held(migration.uuid, new)
-        for _ in range(arrival.verify_turns):
-            self.interleaver.turn()
-        self._decide(tasks, client, outcome, uuid, arrival.revert)
-        return outcome
-
-    def _extra_held(self, migration: str, new: rs.Resources) -> dict[str, int]:
-        """What both consumers hold beyond the running flavor ``new``, class by
-        class: what the executor recorded writing (it is their one writer)."""
-        held = Holdings.from_dict(self.db.migration_get(migration).holdings or {})
-        held_total = rs.add(rs.total(held.server), rs.total(held.migration))
-        return {
-            rc: amount - new.get(rc, 0)
-            for rc, amount in held_total.items()
-            if amount > new.get(rc, 0)
-        }
-
-    def _decide(
-        self, tasks: ResizeTask, client: PlacementClient, outcome: Outcome, uuid: str, revert: bool
-    ) -> None:
-        client.reset_request_count()
-        outcome.decision = "revert" if revert else "confirm"
-        if revert:
-            try:
-                tasks.revert(uuid)
-                outcome.decision_requests = client.request_count
-                return
-            except exception.ClaimRefused:
-                outcome.revert_refused = True
-        tasks.confirm(uuid)
-        outcome.decision_requests = client.request_count
-
-    def _abandon(self, tasks: ResizeTask, migration: str) -> None:
-        try:
-            if self.db.migration_get(migration).status in ("pre-migrating", "migrating"):
-                tasks.fail(migration, kind="failed", reason="simulation: unexpected error")
-        except Exception as exc:  # recorded by the caller already
-            LOG.error("Could not fail migration %s back: %s", migration, exc)
-
-    def finished(self) -> Any:
-        """What the workload reports beyond the resizes, once every worker ended."""
-        return None
-
-    # -- the sweep ---------------------------------------------------------------------
-
-    def sweep(self, at: int) -> None:
-        """The conductor's sweep step for failed restores: settle, then restore."""
-        manager = types.SimpleNamespace(db=self.db, deps=self.sweep_deps)
-        for migration in self.db.migration_list(statuses=["error"]):
-            if not migration.missing:
-                continue
-            try:
-                settled = recovery.reconcile(manager, migration, recovery.RecoveryReport())
-                heal.restore_missing(self.db, self.sweep_deps.executor, settled, "restore")
-            except exception.ClaimRefused:
-                continue  # still no room; the next sweep tries again
-            server = migration.server_uuid
-            if server in self.flagged:
-                flagged_at = self.flagged.pop(server)
-                self.heals[flagged_at] = at - flagged_at
 
 
 def _scratch_root() -> str | None:
@@ -417,12 +148,7 @@ def run(
             db = Database(f"sqlite:///{tmp}/resize_sched.sqlite")
             try:
                 interleaver = Interleaver(random.Random(f"turns-{settings.seed}"))
-                state_class: type[_Run] = _Run
-                if settings.workload == "drain":
-                    from resize_sched.simulate import drain
-
-                    state_class = drain.DrainRun
-                state = state_class(
+                state = WORKLOADS[settings.workload](
                     settings,
                     conf,
                     db,

@@ -23,204 +23,44 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
-import os
 import pathlib
 import random
-import re
-import shutil
-import signal
 import sys
-import tempfile
 import threading
 import time
-import traceback
 from typing import Any
 
 from tests.chaos import checks, report
-from tests.chaos.clients import MOVES, OPERATIONS, Client, Tally
+from tests.chaos.clients import OPERATIONS, Client, Tally
+from tests.chaos.options import FLAVORS, STRATEGIES, config_text, parse_args
 from tests.chaos.proxy import KINDS
-from tests.chaos.stack import HarnessError, Stack
-
-EXIT_OK, EXIT_VIOLATIONS, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
-STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
-#: The flavors the clients create with and resize between: name, vcpus, MB, GB.
-FLAVORS = (
-    ("chaos-tiny", 1, 512, 5),
-    ("chaos-small", 1, 1024, 10),
-    ("chaos-medium", 2, 2048, 20),
-    ("chaos-large", 4, 4096, 40),
+from tests.chaos.stack import Stack
+from tests.harness import (
+    EXIT_FAILED,
+    EXIT_HARNESS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    HarnessError,
+    Interrupted,
+    run_main,
 )
 
-
-class Interrupted(BaseException):
-    """Ctrl-C or SIGTERM (a BaseException: no ``except Exception`` swallows it)."""
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.chaos.soak",
-        description="Run resize_sched's real multi-process deployment under random "
-        "Placement faults and SIGKILLs with concurrent clients, then check Placement "
-        "against the database. See doc/chaos-soak.rst.",
-    )
-    parser.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seeds every random choice (default: a random seed, printed)",
-    )
-    parser.add_argument(
-        "--duration",
-        type=float,
-        default=90.0,
-        help="seconds of chaos, start-up and checks not counted (default 90)",
-    )
-    parser.add_argument(
-        "--strategy",
-        choices=(*STRATEGIES, "seed"),
-        default="seed",
-        help="the deployment's claim strategy; 'seed' (default) picks it "
-        "from the seed (seed mod 3 in the order legacy, drop_and_reclaim, "
-        "max_flavor)",
-    )
-    parser.add_argument("--clients", type=int, default=6, help="concurrent clients (6)")
-    parser.add_argument(
-        "--servers-per-client", type=int, default=3, help="servers each client keeps at most (3)"
-    )
-    parser.add_argument("--computes", type=int, default=3, help="compute daemons (3)")
-    parser.add_argument(
-        "--moves",
-        default=",".join(MOVES),
-        help="the moves in the clients' mix, comma-separated, or 'none' "
-        f"({','.join(MOVES)}; shelve brings offload and unshelve with it)",
-    )
-    parser.add_argument(
-        "--shelved-offload-time",
-        type=int,
-        default=15,
-        help="[DEFAULT] shelved_offload_time for the soak: a shelved server is "
-        "offloaded by the sweep after this many seconds unless a client offloads "
-        "or unshelves it first; 0 offloads at once, -1 never (15)",
-    )
-    parser.add_argument(
-        "--fault-rate",
-        type=float,
-        default=0.05,
-        help="chance that one Placement request gets a fault (0.05)",
-    )
-    parser.add_argument(
-        "--faults",
-        default=",".join(KINDS),
-        help=f"the Placement fault kinds to draw from, comma-separated ({','.join(KINDS)})",
-    )
-    parser.add_argument(
-        "--kill-every",
-        type=float,
-        nargs=2,
-        default=(8.0, 20.0),
-        metavar=("MIN", "MAX"),
-        help="seconds between SIGKILLs, drawn uniformly (8 20)",
-    )
-    parser.add_argument(
-        "--placement-timeout",
-        type=float,
-        default=4.0,
-        help="the daemons' [placement] timeout; delay and hold faults "
-        "keep a request 2 s longer (4)",
-    )
-    parser.add_argument(
-        "--stuck-after", type=int, default=20, help="[conductor] stuck_after for the soak (20)"
-    )
-    parser.add_argument(
-        "--sweep-interval",
-        type=int,
-        default=2,
-        help="[conductor] stuck_check_interval for the soak (2)",
-    )
-    parser.add_argument(
-        "--reap-after",
-        type=int,
-        default=30,
-        help="[conductor] reap_after: how long after a delete or the end of a resize the "
-        "sweep gives back late writes; above --placement-timeout times its attempts (30)",
-    )
-    parser.add_argument(
-        "--reap-interval",
-        type=int,
-        default=5,
-        help="[conductor] reap_interval for the soak (5)",
-    )
-    parser.add_argument(
-        "--quiesce-timeout",
-        type=float,
-        default=240.0,
-        help="seconds to wait for everything to settle after the chaos (240)",
-    )
-    parser.add_argument(
-        "--option",
-        action="append",
-        default=[],
-        metavar="GROUP.NAME=VALUE",
-        help="one more option in every daemon's config (repeatable)",
-    )
-    parser.add_argument(
-        "--transport-url",
-        default=os.environ.get("RESIZE_SCHED_TEST_RABBIT_URL", ""),
-        help="RabbitMQ (default $RESIZE_SCHED_TEST_RABBIT_URL)",
-    )
-    parser.add_argument(
-        "--db-url",
-        default=os.environ.get("RESIZE_SCHED_TEST_MYSQL_URL", ""),
-        help="a MariaDB/MySQL server for the scratch databases "
-        "(default $RESIZE_SCHED_TEST_MYSQL_URL)",
-    )
-    parser.add_argument(
-        "--workdir",
-        default=None,
-        help="where configs and logs go (default: a temporary directory, "
-        "removed after a clean run, kept and printed otherwise)",
-    )
-    parser.add_argument("--json", default=None, help="also write the figures to this file")
-    args = parser.parse_args(argv)
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(1, 1_000_000)
-    args.faults = tuple(k.strip() for k in args.faults.split(",") if k.strip())
-    unknown = set(args.faults) - set(KINDS)
-    if unknown or not args.faults:
-        parser.error(f"--faults: unknown kinds {sorted(unknown)}; known: {','.join(KINDS)}")
-    args.moves = tuple(m.strip() for m in args.moves.split(",") if m.strip() not in ("", "none"))
-    unknown = set(args.moves) - set(MOVES)
-    if unknown:
-        parser.error(f"--moves: unknown moves {sorted(unknown)}; known: {','.join(MOVES)}")
-    if args.strategy == "seed":
-        args.strategy = STRATEGIES[args.seed % 3]
-    return args
-
-
-def config_text(args: argparse.Namespace) -> str:
-    """The soak's own options, then each ``--option``."""
-    groups: dict[str, dict[str, str]] = {
-        "conductor": {
-            "stuck_check_interval": str(args.sweep_interval),
-            "stuck_after": str(args.stuck_after),
-            "reap_after": str(args.reap_after),
-            "reap_interval": str(args.reap_interval),
-        },
-        "DEFAULT": {
-            "report_interval": "5",
-            "shelved_offload_time": str(args.shelved_offload_time),
-        },
-    }
-    for option in args.option:
-        match = re.fullmatch(r"([A-Za-z_]+)\.([A-Za-z0-9_]+)=(.*)", option)
-        if match is None:
-            raise SystemExit(f"--option {option!r}: expected GROUP.NAME=VALUE")
-        groups.setdefault(match[1], {})[match[2]] = match[3]
-    return "".join(
-        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in values.items())
-        for group, values in groups.items()
-    )
+#: Exit code 1 of the soak: violations (each printed).
+EXIT_VIOLATIONS = EXIT_FAILED
+#: What tests/ha and the tests take from here (the options live in tests.chaos.options).
+__all__ = [
+    "EXIT_HARNESS",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_VIOLATIONS",
+    "FLAVORS",
+    "STRATEGIES",
+    "Interrupted",
+    "Soak",
+    "config_text",
+    "main",
+    "parse_args",
+]
 
 
 class Soak:
@@ -255,6 +95,41 @@ class Soak:
     @staticmethod
     def progress(message: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+    # -- as tests.harness.run_main drives it --------------------------------------------
+
+    def collect(self) -> dict[str, Any]:
+        self.run()
+        figures = self.figures()
+        self.require_operations()
+        return figures
+
+    def require_operations(self) -> None:
+        """A run whose clients completed nothing checked nothing: no verdict."""
+        if self.tally.total() == 0:
+            raise HarnessError("the clients completed no operation at all")
+
+    def clean_up(self, figures: dict[str, Any]) -> dict[str, Any]:
+        self.stop_clients.set()
+        if self.stack.proxy is not None:
+            self.stack.proxy.chaos(False)
+        if not figures:
+            try:
+                figures = self.figures()
+            except Exception:  # noqa: BLE001 - the stack never came up
+                figures = {}
+        self.stack.close()
+        return figures
+
+    def report(self, figures: dict[str, Any]) -> None:
+        report.print_report(figures)
+
+    def failed(self, figures: dict[str, Any]) -> bool:
+        return bool(self.violations)
+
+    def keep_workdir(self, figures: dict[str, Any]) -> bool:
+        # NOTE: an API 5xx is no violation, but its log is worth keeping.
+        return bool(figures.get("api_5xx"))
 
     # -- phases -------------------------------------------------------------------------
 
@@ -455,72 +330,15 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"chaos soak: harness error: set {' and '.join(missing)}", file=sys.stderr)
         return EXIT_HARNESS
-    own_dir = args.workdir is None
-    workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="rs-chaos-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    began = time.monotonic()
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
-    soak = Soak(args, workdir)
-    code = EXIT_OK
-    figures: dict[str, Any] = {}
-    Soak.progress(f"chaos soak: seed {args.seed}, strategy {args.strategy}, workdir {workdir}")
-    try:
-        try:
-            soak.run()
-            figures = soak.figures()
-            if soak.tally.total() == 0:
-                raise HarnessError("the clients completed no operation at all")
-        except HarnessError as exc:
-            print(f"\nchaos soak: harness error: {exc}", file=sys.stderr)
-            code = EXIT_HARNESS
-        except Exception:  # noqa: BLE001 - a bug of the harness, not a finding
-            print("\nchaos soak: harness error: unexpected exception", file=sys.stderr)
-            traceback.print_exc()
-            code = EXIT_HARNESS
-        except (Interrupted, KeyboardInterrupt) as exc:
-            print(f"\nchaos soak: interrupted ({exc}); cleaning up", file=sys.stderr)
-            code = EXIT_INTERRUPTED
-        finally:
-            soak.stop_clients.set()
-            # NOTE: a second Ctrl-C must not cut the clean-up short.
-            for sig in previous:
-                signal.signal(sig, signal.SIG_IGN)
-            if soak.stack.proxy is not None:
-                soak.stack.proxy.chaos(False)
-            if not figures:
-                try:
-                    figures = soak.figures()
-                except Exception:  # noqa: BLE001 - the stack never came up
-                    figures = {}
-            soak.stack.close()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    wall = time.monotonic() - began
-    if figures:
-        figures["wall_s"] = round(wall, 1)
-        report.print_report(figures)
-        if args.json:
-            pathlib.Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
-    if code == EXIT_OK and soak.violations:
-        code = EXIT_VIOLATIONS
-    verdict = {
-        EXIT_OK: "PASS",
-        EXIT_VIOLATIONS: "FAIL (violations)",
-        EXIT_HARNESS: "HARNESS ERROR (not a finding about resize_sched)",
-        EXIT_INTERRUPTED: "INTERRUPTED",
-    }[code]
-    print(f"\nresult: {verdict}, exit {code}, wall {wall:.0f} s", flush=True)
-    # NOTE: an API 5xx is no violation, but its log is worth keeping.
-    if own_dir and code == EXIT_OK and not figures.get("api_5xx"):
-        shutil.rmtree(workdir, ignore_errors=True)
-    else:
-        print(f"logs and configs kept in {workdir}")
-    return code
+    return run_main(
+        "chaos soak",
+        f"chaos soak: seed {args.seed}, strategy {args.strategy}, workdir {{workdir}}",
+        args.workdir,
+        "rs-chaos-",
+        lambda workdir: Soak(args, workdir),
+        json_path=args.json,
+        failed_verdict="FAIL (violations)",
+    )
 
 
 if __name__ == "__main__":

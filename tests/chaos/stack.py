@@ -24,7 +24,6 @@ import pathlib
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -40,19 +39,16 @@ import requests
 from resize_sched.db.api import Database
 from resize_sched.db.scratch import ScratchDatabase
 from tests.chaos.proxy import KINDS, ChaosProxy
+from tests.harness import HarnessError, children, free_port, kill_group, signal_group, tail
+
+#: HarnessError and free_port are the harness's; tests/tempest takes them from here.
+__all__ = ["REPO", "HarnessError", "Stack", "free_port"]
 
 LOG = logging.getLogger(__name__)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 #: The prefix of every scratch database and virtual host the soak makes.
 PREFIX = "rs_chaos_"
-
-
-class HarnessError(Exception):
-    """The soak could not run (a backend missing, a daemon that did not start).
-
-    Never a finding about resize_sched: the soak exits with its own code.
-    """
 
 
 def _external_placement() -> Any:
@@ -65,32 +61,6 @@ def _external_placement() -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module.ExternalPlacement
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _tail(path: pathlib.Path, lines: int = 25) -> str:
-    try:
-        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
-    except OSError as exc:
-        return f"(no log: {exc})"
-
-
-def _children(pid: int) -> list[int]:
-    """The child processes of ``pid`` (Linux /proc)."""
-    found: list[int] = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as f:
-                found += [int(p) for p in f.read().split()]
-    except OSError:
-        pass
-    return found
 
 
 class Vhost:
@@ -186,37 +156,26 @@ class Daemon:
 
     def kill(self) -> None:
         """SIGKILL the daemon's whole process group and reap it."""
-        if self.proc is None:
-            return
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait(timeout=30)
+        if self.proc is not None:
+            kill_group(self.proc)
 
     def stop(self, timeout: float = 20.0) -> int | None:
         """SIGTERM (SIGKILL after ``timeout``); the exit code, None if killed."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+            signal_group(self.proc, signal.SIGTERM)
             try:
                 return self.proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
                 return None
         # NOTE: a group may outlive its leader (cotyledon's workers).
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        signal_group(self.proc, signal.SIGKILL)
         return self.proc.returncode
 
     def tail(self) -> str:
-        return _tail(self.log_path)
+        return tail(self.log_path)
 
 
 class Stack:
@@ -464,7 +423,7 @@ class Stack:
         if daemon is None or not daemon.alive():
             return []
         assert daemon.proc is not None
-        return _children(daemon.proc.pid)
+        return children(daemon.proc.pid)
 
     def conductor_names(self) -> list[str]:
         return [name for name in self.daemons if name.startswith("conductor")]

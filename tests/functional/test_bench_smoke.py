@@ -29,13 +29,17 @@ BENCHMARKS = pathlib.Path(__file__).resolve().parents[2] / "benchmarks"
 #: The benchmark's modules, imported by their bare names as the script does.
 MODULES = (
     "resize_bench",
+    "bench",
     "cloud",
+    "consistency",
     "figures",
     "floor",
     "fullstack",
     "moves",
+    "options",
     "report",
     "schedule_timeline",
+    "worker",
 )
 
 

@@ -24,30 +24,41 @@ every exit.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pathlib
-import random
-import shutil
-import signal
 import sys
-import tempfile
 import threading
 import time
-import traceback
 import urllib.parse
 import uuid
 from typing import Any
 
-from oslo_log import _options as log_options
-
 from tests.chaos import soak as chaos_soak
 from tests.chaos.clients import Client, Tally
-from tests.chaos.soak import FLAVORS, Interrupted, Soak
-from tests.chaos.stack import HarnessError, Stack
+from tests.chaos.soak import FLAVORS, Soak
+from tests.chaos.stack import Stack
 from tests.ha import faults as ha_faults
+from tests.ha.options import parse_args, rabbit_options
+from tests.ha.rabbit import ClusterVhost
+from tests.ha.report import print_table
+from tests.harness import (
+    EXIT_FAILED,
+    EXIT_HARNESS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    HarnessError,
+    run_main,
+)
 
-EXIT_OK, EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED = 0, 1, 2, 130
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_HARNESS",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "HaRun",
+    "main",
+    "parse_args",
+    "print_table",
+]
 #: The topic whose quorum queue's leader the broker faults hit.
 CONDUCTOR_QUEUE = "conductor"
 #: Galera nodes: each conductor's and the API's primary, then its backups.
@@ -58,148 +69,9 @@ HARNESS_NODES = (1, 3, 2)
 GALERA_VICTIM = 2
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m tests.ha.run",
-        description="Run resize_sched (API, two conductors, two computes) over a "
-        "three-node RabbitMQ cluster with quorum queues and a three-node Galera "
-        "cluster on loopback, inject broker and database node faults one after "
-        "the other under the chaos soak's clients, then check the invariants and "
-        "print each fault's window: operations, casts lost and doubled, the time to "
-        "the first successful resize, database retries, errors. See doc/ha.rst.",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=None, help="seeds the clients (default: random, printed)"
-    )
-    parser.add_argument(
-        "--strategy",
-        choices=(*chaos_soak.STRATEGIES, "seed"),
-        default="seed",
-        help="the claim strategy; 'seed' (default) picks it from the seed",
-    )
-    parser.add_argument("--clients", type=int, default=4, help="concurrent clients (4)")
-    parser.add_argument("--computes", type=int, default=2, help="compute daemons (2)")
-    parser.add_argument(
-        "--warmup", type=float, default=15.0, help="seconds of clients before the first fault (15)"
-    )
-    parser.add_argument(
-        "--down",
-        type=float,
-        default=15.0,
-        help="seconds a SIGKILLed node (broker or Galera) stays down before it is restarted (15)",
-    )
-    parser.add_argument(
-        "--outage",
-        type=float,
-        default=5.0,
-        help="seconds the whole broker cluster stays stopped (5)",
-    )
-    parser.add_argument(
-        "--stop-app",
-        type=float,
-        default=60.0,
-        help="seconds one broker node stays stop_app'ed (60)",
-    )
-    parser.add_argument(
-        "--window",
-        type=float,
-        default=35.0,
-        help="each fault's window lasts at least this long from its recovery clock, "
-        "and at least --settle seconds after the fault is undone (35)",
-    )
-    parser.add_argument(
-        "--settle", type=float, default=8.0, help="seconds after a fault is undone (8)"
-    )
-    parser.add_argument(
-        "--recover-within",
-        type=float,
-        default=30.0,
-        help="the criterion: seconds from a fault's recovery clock to the first "
-        "successful resize (30)",
-    )
-    parser.add_argument(
-        "--quiesce-timeout",
-        type=float,
-        default=150.0,
-        help="seconds to wait for everything to settle after the faults (150)",
-    )
-    parser.add_argument(
-        "--placement-db-url",
-        default=os.environ.get("RESIZE_SCHED_TEST_MYSQL_URL", ""),
-        help="a MariaDB/MySQL server for Placement's scratch database (another "
-        "service's database, not on the Galera cluster; default "
-        "$RESIZE_SCHED_TEST_MYSQL_URL)",
-    )
-    parser.add_argument(
-        "--workdir",
-        default=None,
-        help="configs, logs and the clusters' data (default: a temporary directory, "
-        "removed after a clean run, kept and printed otherwise)",
-    )
-    parser.add_argument("--json", default=None, help="also write the figures to this file")
-    args = parser.parse_args(argv)
-    if args.seed is None:
-        args.seed = random.SystemRandom().randrange(1, 1_000_000)
-    if args.strategy == "seed":
-        args.strategy = chaos_soak.STRATEGIES[args.seed % 3]
-    # NOTE: what the chaos soak's Soak methods read.
-    base = chaos_soak.parse_args(
-        ["--seed", str(args.seed), "--strategy", args.strategy, "--clients", str(args.clients)]
-        + ["--computes", str(args.computes), "--fault-rate", "0"]
-    )
-    for name, value in vars(base).items():
-        setattr(args, name, getattr(args, name, value))
-    return args
-
-
-def rabbit_options() -> str:
-    """The daemons' messaging, Galera and logging options for the HA run."""
-    levels = ",".join([*log_options.DEFAULT_LOG_LEVELS, "resize_sched.rpc.trace=DEBUG"])
-    return (
-        "[oslo_messaging_rabbit]\n"
-        "rabbit_quorum_queue = true\n"
-        "heartbeat_timeout_threshold = 10\n"
-        "heartbeat_rate = 2\n"
-        "kombu_reconnect_delay = 0.5\n"
-        "rabbit_retry_interval = 1\n"
-        "rabbit_retry_backoff = 1\n"
-        "rabbit_interval_max = 3\n"
-        # NOTE: the conductors and the API write on three different Galera
-        # nodes: reads wait for what the others committed (doc/install-guide.rst).
-        "[database]\n"
-        "mysql_wsrep_sync_wait = 3\n"
-        "[DEFAULT]\n"
-        f"default_log_levels = {levels}\n"
-    )
-
-
 def _backend(url: str) -> tuple[str, int]:
     parts = urllib.parse.urlsplit(url)
     return parts.hostname or "127.0.0.1", parts.port or 3306
-
-
-class ClusterVhost:
-    """The :class:`~tests.chaos.stack.Vhost` interface on the RabbitMQ cluster."""
-
-    def __init__(self, rabbit: Any, name: str) -> None:
-        self.rabbit = rabbit
-        self.name = name
-        self.url = ""
-
-    def create(self) -> str:
-        self.rabbit.add_vhost(self.name)
-        self.url = self.rabbit.transport_url(self.name)
-        return self.url
-
-    def consumers(self, queue: str) -> int:
-        found = self.rabbit.queues(self.name)
-        info = found.get(queue) if isinstance(found, dict) else None
-        if info is None and not isinstance(found, dict):
-            info = next((q for q in found if q.get("name") == queue), None)
-        return int((info or {}).get("consumers", 0))
-
-    def delete(self) -> None:
-        """Nothing: the cluster goes as a whole."""
 
 
 class HaRun(Soak):
@@ -228,6 +100,7 @@ class HaRun(Soak):
         self.quiet_end = 0.0
         self.trace: ha_faults.Trace | None = None
         self.galera_status: dict[str, Any] = {}
+        self.missed: list[str] = []
 
     # -- start --------------------------------------------------------------------------
 
@@ -552,6 +425,36 @@ class HaRun(Soak):
                 )
         return missed
 
+    # -- as tests.harness.run_main drives it --------------------------------------------
+
+    def collect(self) -> dict[str, Any]:
+        self.run()
+        figures = self.figures()
+        figures["checks_run"] = self.checks_run
+        figures["ha"] = self.ha_figures()
+        self.require_operations()
+        self.missed = self.criteria(figures["ha"])
+        return figures
+
+    def clean_up(self, figures: dict[str, Any]) -> dict[str, Any]:
+        self.stop_clients.set()
+        self.close()
+        return figures
+
+    def report(self, figures: dict[str, Any]) -> None:
+        figures["missed"] = self.missed
+        print_table(figures)
+
+    def failed(self, figures: dict[str, Any]) -> bool:
+        if self.missed:
+            print("\ncriteria missed:")
+            for line in self.missed:
+                print(f"  {line}")
+        return bool(self.missed)
+
+    def keep_workdir(self, figures: dict[str, Any]) -> bool:
+        return False
+
     def close(self) -> None:
         if self.stack is not None:
             self.stack.close()
@@ -567,49 +470,6 @@ class HaRun(Soak):
                 print(f"ha run: closing {what} failed: {exc}", file=sys.stderr)
 
 
-def print_table(figures: dict[str, Any]) -> None:
-    ha = figures["ha"]
-    print()
-    print(
-        f"HA run: seed {figures['seed']}, strategy {figures['strategy']}, "
-        f"{figures['clients']} clients, {figures['computes']} computes, two conductors"
-    )
-    for window in ha["windows"]:
-        fault = window["fault"]
-        if fault is not None:
-            extra = f", rejoined in {fault['rejoin_s']} s" if "rejoin_s" in fault else ""
-            print(
-                f"  {window['window']}: {fault['target']}; undone after "
-                f"{fault['undone_after_s']} s, clock from t0+{fault['clock_after_t0_s']} s"
-                f"{extra}{'; ERROR ' + fault['error'] if fault['error'] else ''}"
-            )
-    print()
-    print(ha_faults.table([(w["window"], w) for w in ha["windows"]]))
-    casts = ha["casts"]
-    print(
-        f"\ncasts: {casts['sent']} sent, {casts['received']} received, {casts['lost']} lost "
-        f"({casts['lost_before_clients']} more sent at start-up before a conductor consumed), "
-        f"{casts['redelivered']} delivered twice, {casts['refused']} refused to their sender"
-    )
-    for lost in casts["lost_ids"]:
-        print(f"  lost: {lost}")
-    for twice in casts["redelivered_ids"]:
-        print(
-            f"  delivered twice: {twice['method']} from {twice['sender']}; the receiver "
-            f"then logged: {twice['second_delivery_then'] or '(nothing)'}"
-        )
-    print(f"database retries logged: {ha['db_retries']}")
-    for line in ha["db_retry_lines"]:
-        print(f"  {line}")
-    for line in ha["error_lines"]:
-        print(f"  ERROR {line}")
-    print("galera after the run: " + json.dumps(ha["galera"]))
-    print(f"invariant checks: {figures['checks_run']}, violations: {len(figures['violations'])}")
-    for v in figures["violations"]:
-        print(f"  [{v['kind']}] {v['detail']}")
-    print("timings: " + ", ".join(f"{k} {v} s" for k, v in figures["timings_s"].items()))
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.placement_db_url:
@@ -618,71 +478,15 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_HARNESS
-    own_dir = args.workdir is None
-    workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="rs-ha-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    began = time.monotonic()
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
-    run = HaRun(args, workdir)
-    code = EXIT_OK
-    figures: dict[str, Any] = {}
-    missed: list[str] = []
-    Soak.progress(f"HA run: seed {args.seed}, strategy {args.strategy}, workdir {workdir}")
-    try:
-        try:
-            run.run()
-            figures = run.figures()
-            figures["checks_run"] = run.checks_run
-            figures["ha"] = run.ha_figures()
-            if run.tally.total() == 0:
-                raise HarnessError("the clients completed no operation at all")
-            missed = run.criteria(figures["ha"])
-        except HarnessError as exc:
-            print(f"\nha run: harness error: {exc}", file=sys.stderr)
-            code = EXIT_HARNESS
-        except Exception:  # noqa: BLE001 - a bug of the harness, not a finding
-            print("\nha run: harness error: unexpected exception", file=sys.stderr)
-            traceback.print_exc()
-            code = EXIT_HARNESS
-        except (Interrupted, KeyboardInterrupt) as exc:
-            print(f"\nha run: interrupted ({exc}); cleaning up", file=sys.stderr)
-            code = EXIT_INTERRUPTED
-        finally:
-            run.stop_clients.set()
-            for sig in previous:
-                signal.signal(sig, signal.SIG_IGN)
-            run.close()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    wall = time.monotonic() - began
-    if figures:
-        figures["wall_s"] = round(wall, 1)
-        figures["missed"] = missed
-        print_table(figures)
-        if args.json:
-            pathlib.Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
-    if code == EXIT_OK and missed:
-        code = EXIT_FAILED
-        print("\ncriteria missed:")
-        for line in missed:
-            print(f"  {line}")
-    verdict = {
-        EXIT_OK: "PASS",
-        EXIT_FAILED: "FAIL (violations or criteria missed)",
-        EXIT_HARNESS: "HARNESS ERROR (not a finding about resize_sched)",
-        EXIT_INTERRUPTED: "INTERRUPTED",
-    }[code]
-    print(f"\nresult: {verdict}, exit {code}, wall {wall:.0f} s", flush=True)
-    if own_dir and code == EXIT_OK:
-        shutil.rmtree(workdir, ignore_errors=True)
-    else:
-        print(f"logs and configs kept in {workdir}")
-    return code
+    return run_main(
+        "ha run",
+        f"HA run: seed {args.seed}, strategy {args.strategy}, workdir {{workdir}}",
+        args.workdir,
+        "rs-ha-",
+        lambda workdir: HaRun(args, workdir),
+        json_path=args.json,
+        failed_verdict="FAIL (violations or criteria missed)",
+    )
 
 
 if __name__ == "__main__":
