@@ -18,12 +18,12 @@ Events ``details`` (2.84) lie above our highest microversion. A failed step's
 """
 
 import datetime
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 import webob
 
 from resize_sched.api import faults, policy
+from resize_sched.api.handlers.server_view import host_id
 from resize_sched.api.request import (
     ApiRequest,
     json_response,
@@ -36,13 +36,6 @@ from resize_sched.policies import instance_actions as rules
 
 if TYPE_CHECKING:
     from resize_sched.api.state import ApiState
-
-
-def host_id(project_id: str | None, host: str | None) -> str:
-    """Nova's ``hostId``: a hash of project and host, empty without a host."""
-    if not host:
-        return ""
-    return hashlib.sha224(f"{project_id or ''}{host}".encode()).hexdigest()
 
 
 def _server(state: "ApiState", req: ApiRequest, rule: str, server_id: str) -> models.Server:
