@@ -1,5 +1,6 @@
-"""The API service: a subset of the Compute API v2.1 that openstacksdk and
-python-novaclient use unchanged.
+"""The API service: the subset of the Compute API v2.1 that we serve.
+
+openstacksdk and python-novaclient use it unchanged.
 
 Layers, outermost first: :mod:`~resize_sched.api.middleware`
 (oslo.middleware's request id, CORS, proxy headers, body size limit and

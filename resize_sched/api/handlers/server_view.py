@@ -1,4 +1,4 @@
-"""The server document: the JSON of one server for show, list, update and create.
+"""The server document: one server's JSON in show, list and update answers.
 
 What ``/servers`` (and every answer that carries a server) shows follows the
 microversion for the changes that touch what we serve: 2.3 (admin extended

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import webob
 from oslo_log import log as logging
 
-from resize_sched import actions, exception, quota
-from resize_sched.api import faults, policy, schemas
+from resize_sched import actions
+from resize_sched.api import policy, quota_check, schemas
 from resize_sched.api.handlers.availability_zones import HostZones
 from resize_sched.api.handlers.server_view import host_statuses, view
 from resize_sched.api.name_filter import NameFilter
@@ -147,18 +147,15 @@ def check_metadata_quota(state: "ApiState", owner: Any, metadata: Mapping[str, s
     :param owner: what names the project and user whose ``metadata_items``
         quota applies (the request's context, or the server).
     """
-    try:
-        quota.enforce(
-            state.db,
-            state.conf,
-            owner.project_id,
-            owner.user_id,
-            {"metadata_items": len(metadata)},
-            {"metadata_items": 0},
-        )
-    except exception.OverQuota as exc:
-        allowed = exc.kwargs["limit"]
-        raise faults.Forbidden(f"Maximum number of metadata items exceeds {allowed}") from None
+    quota_check.enforce_one(
+        state,
+        owner.project_id,
+        owner.user_id,
+        "metadata_items",
+        len(metadata),
+        0,
+        "Maximum number of metadata items exceeds {limit}",
+    )
 
 
 def update(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:

@@ -1,5 +1,6 @@
-"""JSON schemas of request bodies, one module per subject, and the validator
-the handlers call.
+"""JSON schemas of request bodies, and the validator the handlers call.
+
+One module per subject.
 
 ``from resize_sched.api import schemas; schemas.RESIZE`` reaches every
 schema and helper: this package re-exports them. The shared field types and

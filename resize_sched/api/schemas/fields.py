@@ -1,5 +1,7 @@
-"""The field types the body schemas share: names, counts, booleans, ids,
-addresses, and the closed object that wraps each body.
+"""The field types and object shapes every body schema is built from.
+
+Names, counts, booleans, ids, addresses, and the closed object that wraps
+each body.
 
 They follow Nova's ``parameter_types`` where we serve the same thing: counts
 may be integers or digit strings, a flavor id is a string or an integer.

@@ -1,7 +1,9 @@
-"""Body schemas of the server actions (``POST /servers/{id}/action``):
-resize and its confirm and revert, migrate, live migrate, evacuate, stop,
+"""Body schemas of the server actions (``POST /servers/{id}/action``).
+
+Resize and its confirm and revert, migrate, live migrate, evacuate, stop,
 start, shelve, unshelve and reset state, per microversion where Nova's
-change."""
+change.
+"""
 
 from typing import Any
 

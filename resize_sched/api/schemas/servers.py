@@ -1,5 +1,4 @@
-"""Body schemas of servers: create (with its scheduler hints), update, and
-their metadata.
+"""Body schemas of servers: create (with its hints), update, metadata.
 
 Server create accepts ``imageRef`` (recorded, and checked when ``[glance]``
 is configured), accepts and ignores the optional keys openstacksdk and the
