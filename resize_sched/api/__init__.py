@@ -1,14 +1,18 @@
-"""The API service: a subset of the Compute API v2.1 that openstacksdk and
-python-novaclient use unchanged.
+"""The API service: the subset of the Compute API v2.1 that we serve.
+
+openstacksdk and python-novaclient use it unchanged.
 
 Layers, outermost first: :mod:`~resize_sched.api.middleware`
 (oslo.middleware's request id, CORS, proxy headers, body size limit and
 ``/healthcheck``), :mod:`~resize_sched.api.app` (version documents, the route
 table), :mod:`~resize_sched.api.auth` (who is calling),
 :mod:`~resize_sched.api.microversion` (microversion-parse), one module per resource under
-:mod:`~resize_sched.api.handlers`, :mod:`~resize_sched.api.schemas` (request
-bodies) and :mod:`~resize_sched.api.faults` (the only place domain errors
-become HTTP errors). :mod:`~resize_sched.api.deploy` builds it all from the
+:mod:`~resize_sched.api.handlers` (the server document apart, in
+:mod:`~resize_sched.api.handlers.server_view`, and server create in
+:mod:`~resize_sched.api.handlers.server_create`),
+:mod:`~resize_sched.api.schemas` (request bodies, one module per subject)
+and :mod:`~resize_sched.api.faults` (the only place domain errors become HTTP
+errors). :mod:`~resize_sched.api.deploy` builds it all from the
 configuration; :mod:`~resize_sched.api.wsgi` is the WSGI entry point.
 
 Microversions 2.1 to 2.80 (:data:`resize_sched.api.microversion.MAX_VERSION`).

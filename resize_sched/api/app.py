@@ -40,6 +40,7 @@ from resize_sched.api.handlers import (
     migrations,
     quota_sets,
     server_actions,
+    server_create,
     server_groups,
     server_metadata,
     server_migrations,
@@ -80,90 +81,114 @@ class Route:
         return re.compile(f"^{regex}$")
 
 
+#: The conventional handler names of a collection, the method each answers
+#: and the path after the collection's (``{id}``: one member).
+_VERBS = (
+    ("index", "GET", ""),
+    ("create", "POST", ""),
+    ("update_all", "PUT", ""),
+    ("detail", "GET", "/detail"),
+    ("show", "GET", "/{id}"),
+    ("update", "PUT", "/{id}"),
+    ("delete", "DELETE", "/{id}"),
+    ("action", "POST", "/{id}/action"),
+)
+
+
+def collection(path: str, id_name: str, module: Any, verbs: str) -> tuple[Route, ...]:
+    """The routes of a collection whose handlers have the conventional names.
+
+    Literal paths come before the member's template (``/detail`` before
+    ``/{id}``), as the route table needs.
+
+    :param path: the collection's path (``/servers``).
+    :param id_name: the name of a member's id (``server_id``).
+    :param module: the handler module.
+    :param verbs: the handlers it has, of :data:`_VERBS`' names
+        (``"index show"``); any order.
+    :raises ValueError: a name not in :data:`_VERBS`.
+    :raises AttributeError: ``module`` lacks one. Both at import: a typo
+        never reaches a request.
+    """
+    names = verbs.split()
+    unknown = set(names) - {name for name, _, _ in _VERBS}
+    if unknown:
+        raise ValueError(f"not a conventional handler name: {sorted(unknown)}")
+    return tuple(
+        Route(method, path + tail.replace("{id}", f"{{{id_name}}}"), getattr(module, name))
+        for name, method, tail in _VERBS
+        if name in names
+    )
+
+
+def named(method: str, template: str, module: Any, names: str) -> tuple[Route, ...]:
+    """Routes whose last path segment names the handler (``disable-log-reason``:
+    ``module.disable_log_reason``).
+
+    :param template: the path, ``*`` standing for the last segment.
+    :param names: the last segments, in the order they are matched.
+    :raises AttributeError: ``module`` lacks one (at import).
+    """
+    return tuple(
+        Route(method, template.replace("*", name), getattr(module, name.replace("-", "_")))
+        for name in names.split()
+    )
+
+
 #: Every route under /v2.1. Literal paths come before templates that would
 #: also match them (``/flavors/detail`` before ``/flavors/{flavor_id}``).
 ROUTES = (
-    Route("GET", "/flavors", flavors.index),
-    Route("POST", "/flavors", flavors.create),
-    Route("GET", "/flavors/detail", flavors.detail),
-    Route("GET", "/flavors/{flavor_id}", flavors.show),
-    Route("DELETE", "/flavors/{flavor_id}", flavors.delete),
+    *collection("/flavors", "flavor_id", flavors, "index create detail show delete"),
     Route("POST", "/flavors/{flavor_id}/action", flavor_access.action),
     Route("GET", "/flavors/{flavor_id}/os-flavor-access", flavor_access.index),
-    Route("GET", "/flavors/{flavor_id}/os-extra_specs", flavor_extra_specs.index),
-    Route("POST", "/flavors/{flavor_id}/os-extra_specs", flavor_extra_specs.create),
-    Route("GET", "/flavors/{flavor_id}/os-extra_specs/{key}", flavor_extra_specs.show),
-    Route("PUT", "/flavors/{flavor_id}/os-extra_specs/{key}", flavor_extra_specs.update),
-    Route("DELETE", "/flavors/{flavor_id}/os-extra_specs/{key}", flavor_extra_specs.delete),
-    Route("GET", "/servers", servers.index),
-    Route("POST", "/servers", servers.create),
-    Route("GET", "/servers/detail", servers.detail),
-    Route("GET", "/servers/{server_id}", servers.show),
-    Route("PUT", "/servers/{server_id}", servers.update),
-    Route("DELETE", "/servers/{server_id}", servers.delete),
+    *collection(
+        "/flavors/{flavor_id}/os-extra_specs",
+        "key",
+        flavor_extra_specs,
+        "index create show update delete",
+    ),
+    *collection("/servers", "server_id", servers, "index detail show update delete"),
+    Route("POST", "/servers", server_create.create),
     Route("POST", "/servers/{server_id}/action", server_actions.action),
-    Route("GET", "/servers/{server_id}/metadata", server_metadata.index),
-    Route("POST", "/servers/{server_id}/metadata", server_metadata.create),
-    Route("PUT", "/servers/{server_id}/metadata", server_metadata.update_all),
-    Route("GET", "/servers/{server_id}/metadata/{key}", server_metadata.show),
-    Route("PUT", "/servers/{server_id}/metadata/{key}", server_metadata.update),
-    Route("DELETE", "/servers/{server_id}/metadata/{key}", server_metadata.delete),
-    Route("GET", "/servers/{server_id}/os-instance-actions", instance_actions.index),
-    Route("GET", "/servers/{server_id}/os-instance-actions/{request_id}", instance_actions.show),
-    Route("GET", "/servers/{server_id}/migrations", server_migrations.index),
-    Route("GET", "/servers/{server_id}/migrations/{migration_id}", server_migrations.show),
-    Route("DELETE", "/servers/{server_id}/migrations/{migration_id}", server_migrations.delete),
-    Route(
-        "POST", "/servers/{server_id}/migrations/{migration_id}/action", server_migrations.action
+    *collection(
+        "/servers/{server_id}/metadata",
+        "key",
+        server_metadata,
+        "index create update_all show update delete",
+    ),
+    *collection(
+        "/servers/{server_id}/os-instance-actions", "request_id", instance_actions, "index show"
+    ),
+    *collection(
+        "/servers/{server_id}/migrations",
+        "migration_id",
+        server_migrations,
+        "index show delete action",
     ),
     Route("GET", "/os-migrations", migrations.index),
-    Route("GET", "/os-services", services.index),
-    Route("PUT", "/os-services/disable", services.disable),
-    Route("PUT", "/os-services/disable-log-reason", services.disable_log_reason),
-    Route("PUT", "/os-services/enable", services.enable),
-    Route("PUT", "/os-services/force-down", services.force_down),
-    Route("PUT", "/os-services/{service_id}", services.update),
-    Route("GET", "/os-hypervisors", hypervisors.index),
-    Route("GET", "/os-hypervisors/detail", hypervisors.detail),
+    *named("PUT", "/os-services/*", services, "disable disable-log-reason enable force-down"),
+    *collection("/os-services", "service_id", services, "index update"),
     Route("GET", "/os-hypervisors/statistics", hypervisors.statistics),
-    Route("GET", "/os-hypervisors/{hypervisor_id}", hypervisors.show),
+    *collection("/os-hypervisors", "hypervisor_id", hypervisors, "index detail show"),
     Route("GET", "/os-hypervisors/{hypervisor_id}/uptime", hypervisors.uptime),
-    Route("GET", "/os-aggregates", aggregates.index),
-    Route("POST", "/os-aggregates", aggregates.create),
-    Route("GET", "/os-aggregates/{aggregate_id}", aggregates.show),
-    Route("PUT", "/os-aggregates/{aggregate_id}", aggregates.update),
-    Route("DELETE", "/os-aggregates/{aggregate_id}", aggregates.delete),
-    Route("POST", "/os-aggregates/{aggregate_id}/action", aggregates.action),
-    Route("GET", "/os-availability-zone", availability_zones.index),
-    Route("GET", "/os-availability-zone/detail", availability_zones.detail),
     Route("GET", "/os-hypervisors/{hypervisor_hostname_pattern}/search", hypervisors.search),
     Route(
         "GET", "/os-hypervisors/{hypervisor_hostname_pattern}/servers", hypervisors.search_servers
     ),
-    Route("GET", "/os-hosts", hosts.index),
-    Route("GET", "/os-hosts/{host_name}", hosts.show),
-    Route("PUT", "/os-hosts/{host_name}", hosts.update),
-    Route("GET", "/os-hosts/{host_name}/startup", hosts.startup),
-    Route("GET", "/os-hosts/{host_name}/shutdown", hosts.shutdown),
-    Route("GET", "/os-hosts/{host_name}/reboot", hosts.reboot),
-    Route("GET", "/os-server-groups", server_groups.index),
-    Route("POST", "/os-server-groups", server_groups.create),
-    Route("GET", "/os-server-groups/{server_group_id}", server_groups.show),
-    Route("DELETE", "/os-server-groups/{server_group_id}", server_groups.delete),
-    Route("GET", "/os-simple-tenant-usage", simple_tenant_usage.index),
-    Route("GET", "/os-simple-tenant-usage/{tenant_id}", simple_tenant_usage.show),
-    Route("GET", "/os-quota-sets/{tenant_id}", quota_sets.show),
-    Route("PUT", "/os-quota-sets/{tenant_id}", quota_sets.update),
-    Route("DELETE", "/os-quota-sets/{tenant_id}", quota_sets.delete),
-    Route("GET", "/os-quota-sets/{tenant_id}/defaults", quota_sets.defaults),
-    Route("GET", "/os-quota-sets/{tenant_id}/detail", quota_sets.detail),
+    *collection(
+        "/os-aggregates", "aggregate_id", aggregates, "index create show update delete action"
+    ),
+    *collection("/os-availability-zone", "zone", availability_zones, "index detail"),
+    *collection("/os-hosts", "host_name", hosts, "index show update"),
+    *named("GET", "/os-hosts/{host_name}/*", hosts, "startup shutdown reboot"),
+    *collection("/os-server-groups", "server_group_id", server_groups, "index create show delete"),
+    *collection("/os-simple-tenant-usage", "tenant_id", simple_tenant_usage, "index show"),
+    *collection("/os-quota-sets", "tenant_id", quota_sets, "show update delete"),
+    *named("GET", "/os-quota-sets/{tenant_id}/*", quota_sets, "defaults detail"),
     Route("GET", "/os-quota-class-sets/{id}", quota_sets.class_show),
     Route("PUT", "/os-quota-class-sets/{id}", quota_sets.class_update),
     Route("GET", "/limits", quota_sets.limits),
-    Route("GET", "/os-keypairs", keypairs.index),
-    Route("POST", "/os-keypairs", keypairs.create),
-    Route("GET", "/os-keypairs/{keypair_name}", keypairs.show),
-    Route("DELETE", "/os-keypairs/{keypair_name}", keypairs.delete),
+    *collection("/os-keypairs", "keypair_name", keypairs, "index create show delete"),
 )
 
 

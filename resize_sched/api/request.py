@@ -9,6 +9,7 @@ body (:meth:`ApiRequest.validated_body`) and links back to us.
 import datetime
 import json
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import webob
@@ -274,6 +275,33 @@ def time_param(req: ApiRequest, name: str) -> datetime.datetime | None:
     if value.tzinfo is None:
         value = value.replace(tzinfo=datetime.UTC)
     return value
+
+
+def changed_between(
+    req: ApiRequest,
+    items: list[Any],
+    changed: Callable[[Any], datetime.datetime],
+    *,
+    since_from: str,
+    reversed_message: str,
+) -> list[Any]:
+    """The items changed within ``changes-since`` (read from microversion
+    ``since_from``) and ``changes-before`` (from 2.66), both bounds included.
+
+    :param changed: when an item last changed.
+    :param reversed_message: the 400's words when ``changes-before`` is
+        earlier than ``changes-since`` (each resource words it as Nova's).
+    :raises faults.BadRequest: a bad time, or the two the wrong way round.
+    """
+    since = time_param(req, "changes-since") if req.version.at_least(since_from) else None
+    before = time_param(req, "changes-before") if req.version.at_least("2.66") else None
+    if since is not None and before is not None and before < since:
+        raise faults.BadRequest(reversed_message)
+    if since is not None:
+        items = [item for item in items if changed(item) >= since]
+    if before is not None:
+        items = [item for item in items if changed(item) <= before]
+    return items
 
 
 def paginate(

@@ -1,5 +1,7 @@
-"""What every API handler is given: the configuration, the database, the
-conductor's RPC client and, on first use, the Placement client."""
+"""What every API handler is given (ApiState): configuration, database, clients.
+
+The conductor's RPC client always; the Placement client on first use.
+"""
 
 from dataclasses import dataclass
 

@@ -51,60 +51,28 @@ ZONE_NAME = {
 _NULLABLE_ZONE = {"anyOf": [ZONE_NAME, {"type": "null"}]}
 _HOST = {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\x00-\\x1f]*\\Z"}
 
-CREATE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "aggregate": {
-            "type": "object",
-            "properties": {"name": schemas._NAME, "availability_zone": _NULLABLE_ZONE},
-            "required": ["name"],
-            "additionalProperties": False,
-        }
-    },
-    "required": ["aggregate"],
-    "additionalProperties": False,
-}
-UPDATE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "aggregate": {
-            "type": "object",
-            "properties": {"name": schemas._NAME, "availability_zone": _NULLABLE_ZONE},
-            "additionalProperties": False,
-            "anyOf": [{"required": ["name"]}, {"required": ["availability_zone"]}],
-        }
-    },
-    "required": ["aggregate"],
-    "additionalProperties": False,
-}
-_HOST_ACTION = {
-    "type": "object",
-    "properties": {"host": _HOST},
-    "required": ["host"],
-    "additionalProperties": False,
-}
+_AGGREGATE = {"name": schemas.NAME, "availability_zone": _NULLABLE_ZONE}
+CREATE_SCHEMA = schemas.body("aggregate", schemas.closed(_AGGREGATE, required=["name"]))
+UPDATE_SCHEMA = schemas.body(
+    "aggregate",
+    schemas.closed(
+        _AGGREGATE, anyOf=[{"required": ["name"]}, {"required": ["availability_zone"]}]
+    ),
+)
+_HOST_ACTION = schemas.closed({"host": _HOST}, required=["host"])
+# NOTE: the bounds before additionalProperties: the order in which
+# jsonschema reports (and a 400 names) the first error.
 ACTION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "add_host": _HOST_ACTION,
         "remove_host": _HOST_ACTION,
-        "set_metadata": {
-            "type": "object",
-            "properties": {
-                "metadata": {
-                    "type": "object",
-                    "patternProperties": {
-                        "^[a-zA-Z0-9-_:. /]{1,255}\\Z": {
-                            "type": ["string", "null"],
-                            "maxLength": 255,
-                        }
-                    },
-                    "additionalProperties": False,
-                }
-            },
-            "required": ["metadata"],
-            "additionalProperties": False,
-        },
+        "set_metadata": schemas.body(
+            "metadata",
+            schemas.key_value_map(
+                "^[a-zA-Z0-9-_:. /]{1,255}\\Z", {"type": ["string", "null"], "maxLength": 255}
+            ),
+        ),
     },
     "minProperties": 1,
     "maxProperties": 1,

@@ -1,5 +1,7 @@
-"""Flavor access: ``/v2.1/flavors/{id}/os-flavor-access`` and the flavor
-actions ``addTenantAccess`` and ``removeTenantAccess`` (admin), as Nova's.
+"""Flavor access: which projects may use a private flavor, listed and changed.
+
+``/v2.1/flavors/{id}/os-flavor-access`` and the flavor actions
+``addTenantAccess`` and ``removeTenantAccess`` (admin), as Nova's.
 
 A private flavor is seen and used by administrators and by the projects it
 is shared with (``flavor_projects``); a public one has no access list (404

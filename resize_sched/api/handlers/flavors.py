@@ -32,18 +32,10 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-#: ``sort_key`` values (Nova's column names) and the attribute each sorts by.
-SORT_KEYS = {
-    "flavorid": "flavorid",
-    "id": "flavorid",
-    "name": "name",
-    "memory_mb": "memory_mb",
-    "vcpus": "vcpus",
-    "root_gb": "root_gb",
-    "ephemeral_gb": "ephemeral_gb",
-    "swap": "swap",
-    "created_at": "created_at",
-}
+#: The columns ``sort_key`` may name (Nova's), each the attribute it sorts by.
+_SORTABLE = "flavorid name memory_mb vcpus root_gb ephemeral_gb swap created_at".split()
+#: ``sort_key`` values and the attribute each sorts by (``id``: the flavor id).
+SORT_KEYS = {"id": "flavorid", **{column: column for column in _SORTABLE}}
 
 
 def view(req: ApiRequest, flavor: models.Flavor, *, detail: bool = True) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""Hypervisors: ``GET /v2.1/os-hypervisors``, ``/detail``, ``/statistics``, ``/{id}``,
+"""Hypervisors: the compute nodes as ``/v2.1/os-hypervisors`` shows them.
+
+``GET /v2.1/os-hypervisors``, ``/detail``, ``/statistics``, ``/{id}``,
 ``/{id}/uptime``, and up to 2.52 ``/{pattern}/search`` and ``/{pattern}/servers``.
 
 Nova's ``os-hypervisors`` over our compute nodes (one per compute host, the

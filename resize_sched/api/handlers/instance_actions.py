@@ -18,31 +18,24 @@ Events ``details`` (2.84) lie above our highest microversion. A failed step's
 """
 
 import datetime
-import hashlib
 from typing import TYPE_CHECKING, Any
 
 import webob
 
 from resize_sched.api import faults, policy
+from resize_sched.api.handlers.server_view import host_id
 from resize_sched.api.request import (
     ApiRequest,
+    changed_between,
     json_response,
     nova_timestamp,
     paginate,
-    time_param,
 )
 from resize_sched.db import models
 from resize_sched.policies import instance_actions as rules
 
 if TYPE_CHECKING:
     from resize_sched.api.state import ApiState
-
-
-def host_id(project_id: str | None, host: str | None) -> str:
-    """Nova's ``hostId``: a hash of project and host, empty without a host."""
-    if not host:
-        return ""
-    return hashlib.sha224(f"{project_id or ''}{host}".encode()).hexdigest()
 
 
 def _server(state: "ApiState", req: ApiRequest, rule: str, server_id: str) -> models.Server:
@@ -103,16 +96,15 @@ def index(state: "ApiState", req: ApiRequest, server_id: str) -> webob.Response:
     actions = state.db.action_list(server.uuid)
     links: list[dict[str, str]] = []
     if req.version.at_least("2.58"):
-        since = time_param(req, "changes-since")
-        before = time_param(req, "changes-before") if req.version.at_least("2.66") else None
-        if since is not None and before is not None and before < since:
-            raise faults.BadRequest(
+        actions = changed_between(
+            req,
+            actions,
+            _changed,
+            since_from="2.58",
+            reversed_message=(
                 "The value of changes-since must be less than or equal to changes-before."
-            )
-        if since is not None:
-            actions = [a for a in actions if _changed(a) >= since]
-        if before is not None:
-            actions = [a for a in actions if _changed(a) <= before]
+            ),
+        )
         actions, links = paginate(
             req, actions, "request_id", f"servers/{server.uuid}/os-instance-actions"
         )

@@ -22,8 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from oslo_log import log as logging
 
-from resize_sched import exception, quota
-from resize_sched.api import faults, policy
+from resize_sched.api import faults, policy, quota_check
 from resize_sched.api.request import ApiRequest, empty_response, isotime, json_response, paginate
 from resize_sched.db import models
 from resize_sched.policies import quotas as rules
@@ -224,17 +223,15 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
 def _check_quota(state: "ApiState", req: ApiRequest, user_id: str, *, before: bool) -> None:
     # NOTE: after the write the new key pair is in the count: take it out.
     count = state.db.keypair_count(user_id)
-    try:
-        quota.enforce(
-            state.db,
-            state.conf,
-            req.context.project_id,
-            user_id,
-            {"key_pairs": 1},
-            {"key_pairs": count if before else count - 1},
-        )
-    except exception.OverQuota:
-        raise faults.Forbidden("Quota exceeded, too many key pairs.") from None
+    quota_check.enforce_one(
+        state,
+        req.context.project_id,
+        user_id,
+        "key_pairs",
+        1,
+        count if before else count - 1,
+        "Quota exceeded, too many key pairs.",
+    )
 
 
 def delete(state: "ApiState", req: ApiRequest, keypair_name: str) -> webob.Response:

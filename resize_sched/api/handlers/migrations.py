@@ -29,13 +29,13 @@ import webob
 from oslo_log import log as logging
 
 from resize_sched import exception
-from resize_sched.api import faults, policy
+from resize_sched.api import policy
 from resize_sched.api.request import (
     ApiRequest,
+    changed_between,
     json_response,
     nova_timestamp,
     paginate,
-    time_param,
 )
 from resize_sched.db import models
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
@@ -64,6 +64,34 @@ class FlavorIds:
         return self.known[flavorid]
 
 
+def host_fields(migration: models.Migration, hosts: bool) -> dict[str, str | None]:
+    """Where a migration runs, as both migration lists show it (Nova's
+    names; ``dest_host`` is the destination's name, Nova's its IP).
+
+    :param hosts: the caller may see them; every field is null if not.
+    """
+    fields = {
+        "source_compute": migration.source_host,
+        "source_node": migration.source_node,
+        "dest_compute": migration.dest_host,
+        "dest_node": migration.dest_node,
+        "dest_host": migration.dest_host,
+    }
+    return fields if hosts else dict.fromkeys(fields)
+
+
+def later_fields(req: ApiRequest, migration: models.Migration) -> dict[str, Any]:
+    """The fields both migration lists add in later microversions: ``uuid``
+    from 2.59, ``user_id`` and ``project_id`` from 2.80."""
+    fields: dict[str, Any] = {}
+    if req.version.at_least("2.59"):
+        fields["uuid"] = migration.uuid
+    if req.version.at_least("2.80"):
+        fields["user_id"] = migration.user_id
+        fields["project_id"] = migration.project_id
+    return fields
+
+
 def view(
     req: ApiRequest, migration: models.Migration, flavor_ids: FlavorIds, *, hosts: bool = True
 ) -> dict[str, Any]:
@@ -79,26 +107,15 @@ def view(
         "id": migration.id,
         "instance_uuid": migration.server_uuid,
         "status": migration.status,
-        "source_compute": migration.source_host,
-        "source_node": migration.source_node,
-        "dest_compute": migration.dest_host,
-        "dest_node": migration.dest_node,
-        "dest_host": migration.dest_host,
+        **host_fields(migration, hosts),
         "old_instance_type_id": flavor_ids(migration.old_flavor),
         "new_instance_type_id": flavor_ids(migration.new_flavor),
         "created_at": nova_timestamp(migration.created_at),
         "updated_at": nova_timestamp(migration.updated_at),
     }
-    if not hosts:
-        for key in ("source_compute", "source_node", "dest_compute", "dest_node", "dest_host"):
-            body[key] = None
     if req.version.at_least("2.23"):
         body["migration_type"] = migration.migration_type
-    if req.version.at_least("2.59"):
-        body["uuid"] = migration.uuid
-    if req.version.at_least("2.80"):
-        body["user_id"] = migration.user_id
-        body["project_id"] = migration.project_id
+    body.update(later_fields(req, migration))
     return body
 
 
@@ -120,15 +137,13 @@ def _filtered(req: ApiRequest, migrations: list[models.Migration]) -> list[model
     if "host" in params:
         host = params["host"]
         migrations = [m for m in migrations if host in (m.source_host, m.dest_host)]
-    since = time_param(req, "changes-since") if req.version.at_least("2.59") else None
-    before = time_param(req, "changes-before") if req.version.at_least("2.66") else None
-    if since is not None and before is not None and since > before:
-        raise faults.BadRequest("changes-since must not be later than changes-before.")
-    if since is not None:
-        migrations = [m for m in migrations if _changed(m) >= since]
-    if before is not None:
-        migrations = [m for m in migrations if _changed(m) <= before]
-    return migrations
+    return changed_between(
+        req,
+        migrations,
+        _changed,
+        since_from="2.59",
+        reversed_message="changes-since must not be later than changes-before.",
+    )
 
 
 def index(state: "ApiState", req: ApiRequest) -> webob.Response:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import webob
 from oslo_log import log as logging
 
-from resize_sched import exception, quota
-from resize_sched.api import faults, policy, schemas
+from resize_sched import exception
+from resize_sched.api import faults, policy, quota_check, schemas
 from resize_sched.api.request import ApiRequest, empty_response, int_param, json_response
 from resize_sched.conductor.tasks.policy import hinted_group
 from resize_sched.db import models
@@ -122,17 +122,15 @@ def create(state: "ApiState", req: ApiRequest) -> webob.Response:
             )
     else:
         group_policy, group_rules = body["policies"][0], {}
-    try:
-        quota.enforce(
-            state.db,
-            state.conf,
-            ctxt.project_id,
-            ctxt.user_id,
-            {"server_groups": 1},
-            {"server_groups": state.db.group_count(ctxt.project_id)},
-        )
-    except exception.OverQuota:
-        raise faults.Forbidden("Quota exceeded, too many server groups.") from None
+    quota_check.enforce_one(
+        state,
+        ctxt.project_id,
+        ctxt.user_id,
+        "server_groups",
+        1,
+        state.db.group_count(ctxt.project_id),
+        "Quota exceeded, too many server groups.",
+    )
     group = state.db.group_create(
         name=body["name"],
         project_id=ctxt.project_id,
@@ -177,15 +175,13 @@ def requested_group(
         raise faults.BadRequest(exc.message) from None
     ctxt = req.context
     members = state.db.group_members([group.id])[group.id]
-    try:
-        quota.enforce(
-            state.db,
-            state.conf,
-            ctxt.project_id,
-            ctxt.user_id,
-            {"server_group_members": count},
-            {"server_group_members": len(members)},
-        )
-    except exception.OverQuota:
-        raise faults.Forbidden("Quota exceeded, too many servers in group") from None
+    quota_check.enforce_one(
+        state,
+        ctxt.project_id,
+        ctxt.user_id,
+        "server_group_members",
+        count,
+        len(members),
+        "Quota exceeded, too many servers in group",
+    )
     return group.uuid
