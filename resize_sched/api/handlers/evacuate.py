@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 import webob
 from oslo_log import log as logging
 
-from resize_sched import actions, exception
-from resize_sched.api import faults, policy, schemas
+from resize_sched import actions
+from resize_sched.api import faults, schemas
+from resize_sched.api.action_runner import Begun, ServerAction
 from resize_sched.api.request import ApiRequest, json_response
 from resize_sched.db import models
 from resize_sched.policies import evacuate as rules
@@ -32,65 +33,54 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-_STATES = (models.STATUS_ACTIVE, models.STATUS_SHUTOFF, models.STATUS_ERROR)
 # NOTE: Nova's alphabet: no look-alike letters or digits.
 _ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
 
-def evacuate(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    """``{"evacuate": {"host": ..., "adminPass": ...}}``.
+def _evacuate(state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any) -> Begun:
+    """``{"evacuate": {"host": ..., "adminPass": ...}}``, its states checked.
 
     :returns: 200; ``{"adminPass": ...}`` before 2.14.
-    :raises faults.BadRequest: a bad body; the named host is the server's
-        own, disabled or down.
-    :raises faults.NotFound: the named host is unknown.
-    :raises ServerNotFound: unknown server, or another project's: 404.
-    :raises faults.Forbidden: the policy refuses (non-administrators).
-    :raises faults.Conflict: the server's state, or its host is up.
+    :raises faults.Conflict: the server's host is up.
+    :raises Invalid: the named host is the server's own, disabled or down: 400.
+    :raises ComputeHostNotFound: the named host is unknown: 404.
     """
-    schemas.validate(body, schemas.evacuate(req.version))
-    server = policy.authorized_server(req, state.db, rules.EVACUATE, server_id)
-    args = body["evacuate"]
-    if not state.conductor.can_live_migrate:
-        raise faults.Conflict(
-            "Evacuation needs conductor RPC 1.5; [upgrade_levels] conductor caps it lower "
-            "(an upgrade in progress)."
-        )
-    if server.status not in _STATES or server.task_state is not None:
-        raise faults.Conflict(
-            f"Cannot 'evacuate' instance {server.uuid} while it is in "
-            + (
-                f"task_state {server.task_state}"
-                if server.task_state
-                else f"vm_state {server.vm_state}"
-            )
-        )
     if not actions.source_is_down(state.db, state.conf, server):
         raise faults.Conflict(f"Compute service of {server.host} is still in use.")
     host = args.get("host")
     if host is not None:
-        try:
-            state.db.service_get_by_host(host)
-        except exception.NotFound:
-            raise faults.NotFound(f"Compute host {host} could not be found.") from None
-        try:
-            actions.check_live_destination(state.db, state.conf, server, host)
-        except exception.Invalid as exc:
-            raise faults.BadRequest(exc.message) from None
+        actions.check_destination(
+            state.db, state.conf, server, host, move=models.MIGRATION_TYPE_EVACUATION
+        )
     migration = actions.begin_evacuation(
         state.db, server.uuid, host=host, project_id=req.project_scope(), context=req.context
     )
-    state.conductor.evacuate_server(req.context, migration.uuid)
-    LOG.info(
-        "Evacuation of server %s from %s requested (migration %s, host %s)",
-        server.uuid,
-        server.host,
-        migration.uuid,
-        host or "chosen by the scheduler",
-    )
     if req.version.at_least("2.14"):
-        return webob.Response(status=200)
-    password = args.get("adminPass") or "".join(secrets.choice(_ALPHABET) for _ in range(12))
-    return json_response({"adminPass": password})
+        response = webob.Response(status=200)
+    else:
+        password = args.get("adminPass") or "".join(secrets.choice(_ALPHABET) for _ in range(12))
+        response = json_response({"adminPass": password})
+    return Begun(
+        migration.uuid,
+        (
+            "Evacuation of server %s from %s requested (migration %s, host %s)",
+            server.uuid,
+            server.host,
+            migration.uuid,
+            host or "chosen by the scheduler",
+        ),
+        response,
+    )
+
+
+#: ``evacuate``: the server's states (409), its host down (409), the named
+#: host (404, 400); then the evacuation is recorded and cast.
+evacuate = ServerAction(
+    "evacuate",
+    lambda req: schemas.evacuate(req.version),
+    rules.EVACUATE,
+    _evacuate,
+    "evacuate_server",
+    LOG,
+    states_first=True,
+)

@@ -16,12 +16,12 @@ nothing. The accepted migration is recorded (``accepted``, of type
 
 from typing import TYPE_CHECKING, Any
 
-import webob
 from oslo_log import log as logging
 
-from resize_sched import actions, exception
-from resize_sched.api import faults, policy, schemas
-from resize_sched.api.request import ApiRequest, empty_response
+from resize_sched import actions
+from resize_sched.api import schemas
+from resize_sched.api.action_runner import Begun, ServerAction
+from resize_sched.api.request import ApiRequest
 from resize_sched.db import models
 from resize_sched.policies import live_migrate as rules
 
@@ -33,41 +33,20 @@ LOG = logging.getLogger(__name__)
 _TRUE = {True, "True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes"}
 
 
-def live_migrate(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    """``{"os-migrateLive": {"host": ..., "block_migration": ...}}``.
+def _live_migrate(
+    state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any
+) -> Begun:
+    """``{"os-migrateLive": {"host": ..., "block_migration": ...}}``, its
+    states checked.
 
-    :returns: 202, no body.
-    :raises faults.BadRequest: a bad body; the host is unknown, disabled,
-        down, or the server's own.
-    :raises ServerNotFound: unknown, or another project's: 404.
-    :raises faults.Forbidden: the policy refuses (non-administrators).
-    :raises ServerStateConflict: not ACTIVE with no task: 409.
+    :raises Invalid: the host is unknown, disabled, down, or the server's own: 400.
+    :raises ServerStateConflict: not ACTIVE with nothing to heal: 409.
     """
-    schemas.validate(body, schemas.migrate_live(req.version))
-    server = policy.authorized_server(req, state.db, rules.MIGRATE_LIVE, server_id)
-    args = body["os-migrateLive"]
-    if not state.conductor.can_live_migrate:
-        raise faults.Conflict(
-            "Live migration needs conductor RPC 1.5; [upgrade_levels] conductor caps it "
-            "lower (an upgrade in progress)."
-        )
-    if server.status != models.STATUS_ACTIVE or server.task_state is not None:
-        raise faults.Conflict(
-            f"Cannot 'os-migrateLive' instance {server.uuid} while it is in "
-            + (
-                f"task_state {server.task_state}"
-                if server.task_state
-                else f"vm_state {server.vm_state}"
-            )
-        )
     host = args.get("host")
     if host is not None:
-        try:
-            actions.check_live_destination(state.db, state.conf, server, host)
-        except exception.Invalid as exc:
-            raise faults.BadRequest(exc.message) from None
+        actions.check_destination(
+            state.db, state.conf, server, host, move=models.MIGRATION_TYPE_LIVE
+        )
     block = args.get("block_migration")
     migration = actions.begin_live_migration(
         state.db,
@@ -77,12 +56,26 @@ def live_migrate(
         project_id=req.project_scope(),
         context=req.context,
     )
-    state.conductor.live_migrate_server(req.context, migration.uuid)
-    LOG.info(
-        "Live migration of server %s requested (migration %s, host %s, force %s)",
-        server.uuid,
+    return Begun(
         migration.uuid,
-        host or "chosen by the scheduler",
-        args.get("force", False) in _TRUE,
+        (
+            "Live migration of server %s requested (migration %s, host %s, force %s)",
+            server.uuid,
+            migration.uuid,
+            host or "chosen by the scheduler",
+            args.get("force", False) in _TRUE,
+        ),
     )
-    return empty_response(202)
+
+
+#: ``os-migrateLive``: the server's states (409), the named host (400);
+#: then the live migration is recorded and cast. 202, no body.
+live_migrate = ServerAction(
+    "os-migrateLive",
+    lambda req: schemas.migrate_live(req.version),
+    rules.MIGRATE_LIVE,
+    _live_migrate,
+    "live_migrate_server",
+    LOG,
+    states_first=True,
+)

@@ -11,12 +11,13 @@ steps, so an older conductor serves it too.
 
 from typing import TYPE_CHECKING, Any
 
-import webob
 from oslo_log import log as logging
 
-from resize_sched import actions, exception
-from resize_sched.api import faults, policy, schemas
-from resize_sched.api.request import ApiRequest, empty_response
+from resize_sched import actions
+from resize_sched.api import policy, schemas
+from resize_sched.api.action_runner import Begun, ServerAction
+from resize_sched.api.request import ApiRequest
+from resize_sched.db import models
 from resize_sched.policies import migrate_server as rules
 
 if TYPE_CHECKING:
@@ -25,45 +26,16 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 
-def checked_host(state: "ApiState", host: str, server: Any) -> str:
-    """``host`` if a server may be moved there: a compute host we know, enabled,
-    not the server's own.
-
-    :raises faults.BadRequest: unknown, disabled, or the server's own host.
-    """
-    if host == server.host:
-        raise faults.BadRequest(
-            f"The target host can't be the same one: server {server.uuid} is on host {host}."
-        )
-    try:
-        service = state.db.service_get_by_host(host)
-    except exception.NotFound:
-        raise faults.BadRequest(f"Compute host {host} could not be found.") from None
-    if service.disabled:
-        why = f" ({service.disabled_reason})" if service.disabled_reason else ""
-        raise faults.BadRequest(
-            f"Compute host {host} is disabled{why}: enable it "
-            f"(openstack compute service set --enable {host} nova-compute) or name another."
-        )
-    return host
-
-
-def migrate(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    """``migrate``: cold migrate the server (to ``host`` from 2.56).
-
-    :returns: 202, no body.
-    """
-    at_256 = req.version.at_least("2.56")
-    schemas.validate(body, schemas.MIGRATE_V256 if at_256 else schemas.MIGRATE)
-    host = (body["migrate"] or {}).get("host")
-    server = policy.authorized_server(req, state.db, rules.MIGRATE, server_id)
+def _migrate(state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any) -> Begun:
+    """``migrate``: cold migrate the server (to ``host`` from 2.56)."""
+    host = (args or {}).get("host")
     if host is not None:
         policy.authorize(req, rules.MIGRATE_HOST, policy.server_target(server))
     actions.check_movable(server, "migrate")
     if host is not None:
-        checked_host(state, host, server)
+        actions.check_destination(
+            state.db, state.conf, server, host, move=models.MIGRATION_TYPE_MIGRATION
+        )
     migration = actions.begin_migrate(
         state.db,
         state.claim_strategy(),
@@ -72,15 +44,23 @@ def migrate(
         project_id=req.project_scope(),
         context=req.context,
     )
-    state.conductor.resize_server(req.context, migration.uuid)
-    LOG.info(
-        "Cold migration of server %s%s requested (migration %s)",
-        server_id,
-        f" to host {host}" if host else "",
+    return Begun(
         migration.uuid,
+        (
+            "Cold migration of server %s%s requested (migration %s)",
+            server_id,
+            f" to host {host}" if host else "",
+            migration.uuid,
+        ),
     )
-    return empty_response(202)
 
+
+def _schema(req: ApiRequest) -> dict[str, Any]:
+    return schemas.MIGRATE_V256 if req.version.at_least("2.56") else schemas.MIGRATE
+
+
+#: ``migrate``: 202, no body.
+migrate = ServerAction("migrate", _schema, rules.MIGRATE, _migrate, "resize_server", LOG)
 
 #: The actions served here, by body key.
 ACTIONS = {"migrate": migrate}

@@ -5,7 +5,8 @@
 ``evacuate`` (:mod:`resize_sched.api.handlers.evacuate`) and ``shelve``,
 ``shelveOffload``, ``unshelve`` (:mod:`resize_sched.api.handlers.shelve`).
 
-Each runs the database-only first step from :mod:`resize_sched.actions` (a
+Each is served by :class:`resize_sched.api.action_runner.ServerAction`: it
+runs the database-only first step from :mod:`resize_sched.actions` (a
 compare-and-swap that records the intent, so of two concurrent requests one
 gets a 409) and then casts to the conductor, which does the Placement work.
 Every check happens before the first write: a refused action changes
@@ -21,6 +22,7 @@ from oslo_log import log as logging
 
 from resize_sched import actions, exception
 from resize_sched.api import faults, policy, schemas
+from resize_sched.api.action_runner import Begun, ServerAction, Step
 from resize_sched.api.handlers import move_actions, shelve
 from resize_sched.api.handlers.evacuate import evacuate
 from resize_sched.api.handlers.flavors import visible_flavor
@@ -39,13 +41,8 @@ LOG = logging.getLogger(__name__)
 _ACTION = {"type": "object", "minProperties": 1, "maxProperties": 1}
 
 
-def _resize(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    schemas.validate(body, schemas.RESIZE)
-    scope = req.project_scope()
-    policy.authorized_server(req, state.db, rules.RESIZE, server_id)
-    flavorid = flavor_ref(body["resize"]["flavorRef"])
+def _resize(state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any) -> Begun:
+    flavorid = flavor_ref(args["flavorRef"])
     strategy = state.claim_strategy()
     try:
         visible_flavor(req, state.db, flavorid)
@@ -54,50 +51,55 @@ def _resize(
             strategy,
             server_id,
             flavorid,
-            project_id=scope,
+            project_id=req.project_scope(),
             context=req.context,
             quota_conf=state.conf,
         )
     except exception.FlavorNotFound:
         raise faults.BadRequest(f"Flavor {flavorid} could not be found.") from None
-    state.conductor.resize_server(req.context, migration.uuid)
-    LOG.info(
-        "Resize of server %s to flavor %s requested (migration %s)",
-        server_id,
-        flavorid,
+    return Begun(
         migration.uuid,
+        (
+            "Resize of server %s to flavor %s requested (migration %s)",
+            server_id,
+            flavorid,
+            migration.uuid,
+        ),
     )
-    return empty_response(202)
 
 
-def _confirm(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    schemas.validate(body, schemas.CONFIRM_RESIZE)
-    policy.authorized_server(req, state.db, rules.CONFIRM_RESIZE, server_id)
-    migration = actions.begin_confirm(
-        state.db, server_id, project_id=req.project_scope(), context=req.context
-    )
-    state.conductor.confirm_resize(req.context, migration.uuid)
-    LOG.info("Confirm of server %s requested (migration %s)", server_id, migration.uuid)
-    return empty_response(204)
+def _decision(revert: bool) -> Step:
+    """The first step of a confirm or a revert (the revert checks quota, as Nova)."""
+    what = "Revert" if revert else "Confirm"
+
+    def step(state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any) -> Begun:
+        scope, ctxt = req.project_scope(), req.context
+        if revert:
+            migration = actions.begin_revert(
+                state.db, server_id, project_id=scope, context=ctxt, quota_conf=state.conf
+            )
+        else:
+            migration = actions.begin_confirm(state.db, server_id, project_id=scope, context=ctxt)
+        return Begun(
+            migration.uuid,
+            (f"{what} of server %s requested (migration %s)", server_id, migration.uuid),
+        )
+
+    return step
 
 
-def _revert(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    schemas.validate(body, schemas.REVERT_RESIZE)
-    policy.authorized_server(req, state.db, rules.REVERT_RESIZE, server_id)
-    migration = actions.begin_revert(
-        state.db,
-        server_id,
-        project_id=req.project_scope(),
-        context=req.context,
-        quota_conf=state.conf,
-    )
-    state.conductor.revert_resize(req.context, migration.uuid)
-    LOG.info("Revert of server %s requested (migration %s)", server_id, migration.uuid)
-    return empty_response(202)
+def _power(stop: bool) -> Step:
+    """The first step of a stop or a start."""
+
+    def step(state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any) -> Begun:
+        actions.begin_power(
+            state.db, server_id, stop=stop, project_id=req.project_scope(), context=req.context
+        )
+        return Begun(
+            server_id, ("%s of server %s requested", "Stop" if stop else "Start", server_id)
+        )
+
+    return step
 
 
 #: ``os-resetState``'s states: (status, vm_state), as Nova maps them.
@@ -148,51 +150,35 @@ def _reset_state(
     return empty_response(202)
 
 
-def _power(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any], *, stop: bool
-) -> webob.Response:
-    schemas.validate(body, schemas.STOP if stop else schemas.START)
-    policy.authorized_server(req, state.db, rules.STOP if stop else rules.START, server_id)
-    if not state.conductor.can_power:
-        # NOTE: checked before anything is recorded: an older conductor
-        # ([upgrade_levels] conductor below 1.4) would drop the cast.
-        raise faults.Conflict(
-            "Stopping and starting servers needs conductor RPC 1.4; "
-            "[upgrade_levels] conductor caps it lower (an upgrade in progress)."
-        )
-    actions.begin_power(
-        state.db, server_id, stop=stop, project_id=req.project_scope(), context=req.context
-    )
-    if stop:
-        state.conductor.stop_server(req.context, server_id)
-    else:
-        state.conductor.start_server(req.context, server_id)
-    LOG.info("%s of server %s requested", "Stop" if stop else "Start", server_id)
-    return empty_response(202)
-
-
-def _stop(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    return _power(state, req, server_id, body, stop=True)
-
-
-def _start(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    return _power(state, req, server_id, body, stop=False)
-
-
 Action = Callable[[Any, ApiRequest, str, dict[str, Any]], webob.Response]
 
 #: The actions served, by body key.
 ACTIONS: dict[str, Action] = {
-    "resize": _resize,
-    "confirmResize": _confirm,
-    "revertResize": _revert,
+    "resize": ServerAction("resize", schemas.RESIZE, rules.RESIZE, _resize, "resize_server", LOG),
+    "confirmResize": ServerAction(
+        "confirmResize",
+        schemas.CONFIRM_RESIZE,
+        rules.CONFIRM_RESIZE,
+        _decision(revert=False),
+        "confirm_resize",
+        LOG,
+        status=204,
+    ),
+    "revertResize": ServerAction(
+        "revertResize",
+        schemas.REVERT_RESIZE,
+        rules.REVERT_RESIZE,
+        _decision(revert=True),
+        "revert_resize",
+        LOG,
+    ),
     "os-resetState": _reset_state,
-    "os-stop": _stop,
-    "os-start": _start,
+    "os-stop": ServerAction(
+        "os-stop", schemas.STOP, rules.STOP, _power(stop=True), "stop_server", LOG
+    ),
+    "os-start": ServerAction(
+        "os-start", schemas.START, rules.START, _power(stop=False), "start_server", LOG
+    ),
     **move_actions.ACTIONS,
     "os-migrateLive": live_migrate,
     "evacuate": evacuate,

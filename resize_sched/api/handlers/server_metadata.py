@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING
 import webob
 from oslo_log import log as logging
 
-from resize_sched import exception
+from resize_sched import actions, exception
 from resize_sched.api import faults, policy, schemas
 from resize_sched.api.handlers.servers import check_metadata_quota
 from resize_sched.api.request import ApiRequest, empty_response, json_response
-from resize_sched.db import models
 from resize_sched.policies import server_metadata as rules
 
 if TYPE_CHECKING:
@@ -29,8 +28,9 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-#: The vm_states whose metadata may change (with no task in flight), as Nova.
-CHANGEABLE = (models.VM_ACTIVE, models.VM_STOPPED)
+#: The states whose metadata may change (vm_state active or stopped, no
+#: task in flight), as Nova: the table's entry.
+_ALLOWED = actions.ALLOWED["metadata"]
 
 #: How often a change lost to a concurrent one is tried again on the new row.
 _ATTEMPTS = 5
@@ -51,24 +51,20 @@ def _change(
     """
     server = policy.authorized_server(req, state.db, rule, server_id)
     for attempt in range(_ATTEMPTS):
-        if server.vm_state not in CHANGEABLE or server.task_state is not None:
+        if not _ALLOWED.allows(server):
             raise exception.ServerStateConflict(
                 server_id=server.uuid,
                 actual=f"{server.vm_state}/{server.task_state}",
-                expected="active or stopped with no task",
-                operation="a metadata change",
+                expected=_ALLOWED.words,
+                operation=_ALLOWED.cas_operation,
             )
         metadata = change(dict(server.metadata_items or {}))
         check_metadata_quota(state, server, metadata)
         try:
             server = state.db.server_update(
                 server.uuid,
-                expected={
-                    "vm_state": CHANGEABLE,
-                    "task_state": None,
-                    "updated_at": server.updated_at,
-                },
-                operation="a metadata change",
+                expected=_ALLOWED.expected(updated_at=server.updated_at),
+                operation=_ALLOWED.cas_operation,
                 metadata_items=metadata or None,
             )
         except exception.ServerStateConflict:

@@ -21,10 +21,11 @@ lookups and policy checks; a live migration not yet ``running`` is a 400,
 as Nova answers before 2.65.
 """
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import webob
 
+from resize_sched import actions
 from resize_sched.api import faults, policy
 from resize_sched.api.request import ApiRequest, empty_response, json_response, nova_timestamp
 from resize_sched.db import models
@@ -126,18 +127,6 @@ def show(state: "ApiState", req: ApiRequest, server_id: str, migration_id: str) 
     )
 
 
-def _refuse(server: models.Server, operation: str, check_vm_state: bool) -> NoReturn:
-    """Nova's answer for a server that is not live-migrating: 409 naming its state."""
-    # NOTE: a live migration's task state is "migrating"; a resize never has it.
-    if check_vm_state and server.vm_state != models.VM_ACTIVE:
-        attr, value = "vm_state", server.vm_state
-    else:
-        attr, value = "task_state", server.task_state
-    raise faults.Conflict(
-        f"Cannot '{operation}' instance {server.uuid} while it is in {attr} {value}"
-    )
-
-
 def action(
     state: "ApiState", req: ApiRequest, server_id: str, migration_id: str
 ) -> webob.Response:
@@ -151,7 +140,7 @@ def action(
     _require(req, "2.22")
     req.validated_body(FORCE_COMPLETE)
     server = _server(state, req, rules.FORCE_COMPLETE, server_id)
-    migration = _running_live(state, server, migration_id, "force_complete", True)
+    migration = _running_live(state, server, migration_id, "force_complete")
     state.conductor.live_migration_force_complete(req.context, migration.uuid)
     return empty_response(202)
 
@@ -167,7 +156,7 @@ def delete(
     """
     _require(req, "2.24")
     server = _server(state, req, rules.DELETE, server_id)
-    migration = _running_live(state, server, migration_id, "abort live migration", False)
+    migration = _running_live(state, server, migration_id, "abort live migration")
     state.conductor.live_migration_abort(req.context, migration.uuid)
     return empty_response(202)
 
@@ -177,16 +166,18 @@ def _running_live(
     server: models.Server,
     migration_id: str,
     operation: str,
-    check_vm_state: bool,
 ) -> models.Migration:
     """The server's live migration ``migration_id``, which must be running.
 
+    :param operation: the action's entry in the table of allowed states
+        (a live migration's task is ``migrating``; a resize never has it).
     :raises faults.Conflict: the server is not live-migrating (as Nova).
     :raises faults.NotFound: no migration of the server has that id.
     :raises faults.BadRequest: that live migration is not ``running``.
     """
-    if server.task_state != models.TASK_MIGRATING:
-        _refuse(server, operation, check_vm_state)
+    allowed = actions.ALLOWED[operation]
+    if not allowed.allows(server):
+        raise faults.Conflict(allowed.refusal(server))
     for migration in state.db.migration_list(server_uuid=server.uuid):
         if str(migration.id) == migration_id:
             break

@@ -15,13 +15,13 @@ for a SHELVED_OFFLOADED server: 409 otherwise; an unknown zone: 400). The
 
 from typing import TYPE_CHECKING, Any
 
-import webob
 from oslo_log import log as logging
 
 from resize_sched import actions
-from resize_sched.api import faults, policy, schemas
+from resize_sched.api import faults, schemas
+from resize_sched.api.action_runner import Begun, ServerAction
 from resize_sched.api.handlers import availability_zones
-from resize_sched.api.request import ApiRequest, empty_response
+from resize_sched.api.request import ApiRequest
 from resize_sched.policies import shelve as rules
 
 if TYPE_CHECKING:
@@ -30,62 +30,42 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 
-def _check_conductor(state: "ApiState") -> None:
-    if not state.conductor.can_shelve:
-        # NOTE: checked before anything is recorded: an older conductor
-        # ([upgrade_levels] conductor below 1.6) would drop the cast.
-        raise faults.Conflict(
-            "Shelving servers needs conductor RPC 1.6; [upgrade_levels] conductor caps it "
-            "lower (an upgrade in progress)."
-        )
-
-
-def shelve(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
+def _shelve(state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any) -> Begun:
     """``shelve``: power the server off and keep it (offloaded per
     ``[DEFAULT] shelved_offload_time``). 202, no body."""
-    schemas.validate(body, schemas.SHELVE)
-    policy.authorized_server(req, state.db, rules.SHELVE, server_id)
-    _check_conductor(state)
     actions.begin_shelve(state.db, server_id, project_id=req.project_scope(), context=req.context)
-    state.conductor.shelve_server(req.context, server_id)
-    LOG.info("Shelve of server %s requested", server_id)
-    return empty_response(202)
+    return Begun(server_id, ("Shelve of server %s requested", server_id))
 
 
-def shelve_offload(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
+def _shelve_offload(
+    state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any
+) -> Begun:
     """``shelveOffload``: remove a SHELVED server from its host. 202, no body."""
-    schemas.validate(body, schemas.SHELVE_OFFLOAD)
-    policy.authorized_server(req, state.db, rules.SHELVE_OFFLOAD, server_id)
-    _check_conductor(state)
     actions.begin_shelve_offload(
         state.db, server_id, project_id=req.project_scope(), context=req.context
     )
-    state.conductor.shelve_offload_server(req.context, server_id)
-    LOG.info("Shelve offload of server %s requested", server_id)
-    return empty_response(202)
+    return Begun(server_id, ("Shelve offload of server %s requested", server_id))
 
 
-def unshelve(
-    state: "ApiState", req: ApiRequest, server_id: str, body: dict[str, Any]
-) -> webob.Response:
-    """``unshelve``: start a SHELVED server where it is, or place an
-    offloaded one (in ``availability_zone`` from 2.77). 202, no body."""
-    at_277 = req.version.at_least("2.77")
-    schemas.validate(body, schemas.UNSHELVE_V277 if at_277 else schemas.UNSHELVE)
-    server = policy.authorized_server(req, state.db, rules.UNSHELVE, server_id)
-    zone: Any = actions.KEEP_ZONE
-    asked = body["unshelve"] if at_277 else None
-    if asked:
-        zone = asked["availability_zone"]
-        # NOTE: Nova's order: the state (409) before the zone (400).
+def _zone(req: ApiRequest, args: Any) -> Any:
+    """The zone an unshelve asks for (2.77), else :data:`actions.KEEP_ZONE`."""
+    asked = args if req.version.at_least("2.77") else None
+    return asked["availability_zone"] if asked else actions.KEEP_ZONE
+
+
+def _check_zone(state: "ApiState", req: ApiRequest, server: Any, args: Any) -> None:
+    """A zone asked for: the server's state (409) before the zone (400), as Nova."""
+    zone = _zone(req, args)
+    if zone is not actions.KEEP_ZONE:
         actions.check_unshelvable(server, zone)
         if zone not in availability_zones.available_zones(state):
             raise faults.BadRequest("The requested availability zone is not available")
-    _check_conductor(state)
+
+
+def _unshelve(state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any) -> Begun:
+    """``unshelve``: start a SHELVED server where it is, or place an
+    offloaded one (in ``availability_zone`` from 2.77). 202, no body."""
+    zone = _zone(req, args)
     server = actions.begin_unshelve(
         state.db,
         server_id,
@@ -93,15 +73,39 @@ def unshelve(
         project_id=req.project_scope(),
         context=req.context,
     )
-    state.conductor.unshelve_server(req.context, server_id)
-    LOG.info(
-        "Unshelve of server %s (%s) requested%s",
+    return Begun(
         server_id,
-        server.status,
-        f" into zone {zone}" if zone is not actions.KEEP_ZONE else "",
+        (
+            "Unshelve of server %s (%s) requested%s",
+            server_id,
+            server.status,
+            f" into zone {zone}" if zone is not actions.KEEP_ZONE else "",
+        ),
     )
-    return empty_response(202)
 
+
+def _unshelve_schema(req: ApiRequest) -> dict[str, Any]:
+    return schemas.UNSHELVE_V277 if req.version.at_least("2.77") else schemas.UNSHELVE
+
+
+shelve = ServerAction("shelve", schemas.SHELVE, rules.SHELVE, _shelve, "shelve_server", LOG)
+shelve_offload = ServerAction(
+    "shelveOffload",
+    schemas.SHELVE_OFFLOAD,
+    rules.SHELVE_OFFLOAD,
+    _shelve_offload,
+    "shelve_offload_server",
+    LOG,
+)
+unshelve = ServerAction(
+    "unshelve",
+    _unshelve_schema,
+    rules.UNSHELVE,
+    _unshelve,
+    "unshelve_server",
+    LOG,
+    before_gate=_check_zone,
+)
 
 #: The actions served here, by body key.
 ACTIONS = {"shelve": shelve, "shelveOffload": shelve_offload, "unshelve": unshelve}
