@@ -3,7 +3,10 @@
 Each method runs one driver step and reports the outcome to the conductor
 (:class:`resize_sched.conductor.rpcapi.ConductorAPI`). The manager never
 touches Placement allocations or the database: the conductor is their only
-writer and decides what a report means.
+writer and decides what a report means. Most methods are one row of the
+table in :mod:`resize_sched.compute.steps`, run by :meth:`ComputeManager._step`;
+a revert, a live migration's hand-over and its abort, and a destroy have
+shapes of their own and are written out here.
 
 The resize handshake between hosts::
 
@@ -39,6 +42,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception, notifications, rpc
 from resize_sched.compute import rpcapi as compute_rpcapi
+from resize_sched.compute import steps
 from resize_sched.compute.driver import base as driver_base
 from resize_sched.conductor import rpcapi as conductor_rpcapi
 from resize_sched.context import RequestContext
@@ -48,6 +52,24 @@ LOG = logging.getLogger(__name__)
 
 class _Reported(Exception):
     """A step's failure already reported to the conductor in its own words."""
+
+
+def _uuids(message: dict[str, Any]) -> tuple[str, str | None]:
+    """The server's and the migration's uuid of a ``server`` or ``migration`` message.
+
+    NOTE: a migration message always has ``server_uuid``; a server message never does.
+    """
+    if "server_uuid" in message:
+        return message["server_uuid"], message["uuid"]
+    return message["uuid"], None
+
+
+def _server_of(message: dict[str, Any]) -> dict[str, Any]:
+    """The server a message is about: itself, or the one a migration carries
+    (older senders send only its uuid)."""
+    if "server_uuid" not in message:
+        return message
+    return message.get("server") or {"uuid": message["server_uuid"]}
 
 
 class ComputeManager:
@@ -85,76 +107,32 @@ class ComputeManager:
                 )
         self.notifier = notifier
 
-    # -- the RPC API ------------------------------------------------------------------
+    # -- the RPC API: most methods run one row of compute/steps.py ---------------------
 
     @messaging.expose
     def spawn(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Create ``server``; report ``build_done`` or ``operation_failed("spawn")``."""
-        server = kwargs["server"]
-
-        def step() -> None:
-            self._notify_server(ctxt, notifications.CREATE, notifications.START, server)
-            self.driver.spawn(server)
-            self._notify_server(ctxt, notifications.CREATE, notifications.END, server)
-            self.conductor_api.build_done(ctxt, server_uuid=server["uuid"])
-
-        def failed(fault: dict[str, Any]) -> None:
-            self._notify_server(ctxt, notifications.CREATE, notifications.ERROR, server, fault)
-
-        self._run(ctxt, "spawn", step, server["uuid"], on_failure=failed)
+        self._step(ctxt, steps.SPAWN, kwargs["server"])
 
     @messaging.expose
     def prep_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the destination: accept ``migration``; report ``resize_prepared``."""
-        migration = kwargs["migration"]
-
-        def step() -> None:
-            self._notify_resize(ctxt, notifications.RESIZE_PREP, notifications.START, migration)
-            self.driver.prep_resize(migration)
-            self._notify_resize(ctxt, notifications.RESIZE_PREP, notifications.END, migration)
-            self.conductor_api.resize_prepared(
-                ctxt, migration_uuid=migration["uuid"], host=self.host
-            )
-
-        self._run_migration(ctxt, "prep_resize", step, migration)
+        self._step(ctxt, steps.PREP_RESIZE, kwargs["migration"])
 
     @messaging.expose
     def resize_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the source: power off and hand over; cast ``finish_resize`` to the destination."""
-        migration = kwargs["migration"]
-
-        def step() -> None:
-            self._notify_resize(ctxt, notifications.RESIZE, notifications.START, migration)
-            self.driver.migrate_disk_and_power_off(migration)
-            self._notify_resize(ctxt, notifications.RESIZE, notifications.END, migration)
-            self.compute_api.finish_resize(ctxt, migration["dest_host"], migration)
-
-        self._run_migration(ctxt, "resize", step, migration)
+        self._step(ctxt, steps.RESIZE_INSTANCE, kwargs["migration"])
 
     @messaging.expose
     def finish_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the destination: start with the new flavor; report ``resize_finished``."""
-        migration = kwargs["migration"]
-
-        def step() -> None:
-            self._notify_resize(ctxt, notifications.RESIZE_FINISH, notifications.START, migration)
-            self.driver.finish_migration(migration)
-            self._notify_resize(ctxt, notifications.RESIZE_FINISH, notifications.END, migration)
-            self.conductor_api.resize_finished(ctxt, migration_uuid=migration["uuid"])
-
-        self._run_migration(ctxt, "finish_resize", step, migration)
+        self._step(ctxt, steps.FINISH_RESIZE, kwargs["migration"])
 
     @messaging.expose
     def confirm_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the source: drop the old copy; only a failure is reported."""
-        migration = kwargs["migration"]
-
-        def step() -> None:
-            self._notify_resize(ctxt, notifications.RESIZE_CONFIRM, notifications.START, migration)
-            self.driver.confirm_migration(migration)
-            self._notify_resize(ctxt, notifications.RESIZE_CONFIRM, notifications.END, migration)
-
-        self._run_migration(ctxt, "confirm", step, migration)
+        self._step(ctxt, steps.CONFIRM_RESIZE, kwargs["migration"])
 
     @messaging.expose
     def revert_resize(self, ctxt: RequestContext, **kwargs: Any) -> None:
@@ -163,44 +141,42 @@ class ComputeManager:
         failure is reported."""
         migration = kwargs["migration"]
         source, dest = migration["source_host"], migration["dest_host"]
+        revert = notifications.RESIZE_REVERT
 
         def step() -> None:
-            revert = notifications.RESIZE_REVERT
             if self.host == dest and dest != source:
-                self._notify_resize(ctxt, revert, notifications.START, migration)
+                self._notify(ctxt, revert, notifications.START, migration)
                 self.driver.revert(migration)
                 self.compute_api.revert_resize(ctxt, source, migration)
             elif self.host == source:
                 if dest == source:
-                    self._notify_resize(ctxt, revert, notifications.START, migration)
+                    self._notify(ctxt, revert, notifications.START, migration)
                 self.driver.finish_revert(migration)
-                self._notify_resize(ctxt, revert, notifications.END, migration)
+                self._notify(ctxt, revert, notifications.END, migration)
             else:
                 raise exception.Invalid(
                     reason=f"revert of migration {migration['uuid']} ({source} -> {dest}) "
                     f"was sent to {self.host}"
                 )
 
-        self._run_migration(ctxt, "revert", step, migration)
+        self._run(ctxt, "revert", step, migration, error_action=revert)
+
+    @messaging.expose
+    def power_off(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Stop ``server``; report ``power_changed`` or ``operation_failed("stop")``."""
+        self._step(ctxt, steps.POWER_OFF, kwargs["server"])
+
+    @messaging.expose
+    def power_on(self, ctxt: RequestContext, **kwargs: Any) -> None:
+        """Start ``server``; report ``power_changed`` or ``operation_failed("start")``."""
+        self._step(ctxt, steps.POWER_ON, kwargs["server"])
 
     # -- live migration -----------------------------------------------------------------
 
     @messaging.expose
     def pre_live_migration(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the destination: make ready; report ``live_migration_prepared``."""
-        migration = kwargs["migration"]
-
-        def step() -> None:
-            self._notify_live(
-                ctxt, notifications.LIVE_MIGRATION_PRE, notifications.START, migration
-            )
-            self.driver.pre_live_migration(migration)
-            self._notify_live(ctxt, notifications.LIVE_MIGRATION_PRE, notifications.END, migration)
-            self.conductor_api.live_migration_prepared(
-                ctxt, migration_uuid=migration["uuid"], host=self.host
-            )
-
-        self._run(ctxt, "pre_live_migration", step, migration["server_uuid"], migration["uuid"])
+        self._step(ctxt, steps.PRE_LIVE_MIGRATION, kwargs["migration"])
 
     @messaging.expose
     def live_migration(self, ctxt: RequestContext, **kwargs: Any) -> None:
@@ -211,175 +187,78 @@ class ComputeManager:
         then already runs on the destination).
         """
         migration = kwargs["migration"]
-        server_uuid, migration_uuid = migration["server_uuid"], migration["uuid"]
 
         def hand_over() -> None:
             try:
                 self.driver.live_migration(migration)
             except exception.LiveMigrationAborted as exc:
-                self._notify_live(
-                    ctxt, notifications.LIVE_MIGRATION_ABORT, notifications.END, migration
-                )
+                abort = notifications.LIVE_MIGRATION_ABORT
+                self._notify(ctxt, abort, notifications.END, migration)
                 self.conductor_api.operation_failed(
                     ctxt,
                     "live_migration_abort",
                     f"{exc.message} [{exc.code}]",
-                    server_uuid=server_uuid,
-                    migration_uuid=migration_uuid,
+                    server_uuid=migration["server_uuid"],
+                    migration_uuid=migration["uuid"],
                     host=self.host,
                 )
                 raise _Reported() from exc
 
-        def post() -> None:
-            self._notify_live(
-                ctxt, notifications.LIVE_MIGRATION_POST, notifications.START, migration
-            )
-            self.driver.post_live_migration(migration)
-            self._notify_live(
-                ctxt, notifications.LIVE_MIGRATION_POST, notifications.END, migration
-            )
-            self.compute_api.post_live_migration_at_destination(
-                ctxt, migration["dest_host"], migration
-            )
-
         try:
-            if not self._run(ctxt, "live_migration", hand_over, server_uuid, migration_uuid):
+            if not self._run(ctxt, "live_migration", hand_over, migration):
                 return
         except _Reported:
             return
-        self._run(ctxt, "post_live_migration", post, server_uuid, migration_uuid)
+        self._step(ctxt, steps.POST_LIVE_MIGRATION, migration)
 
     @messaging.expose
     def live_migration_abort(self, ctxt: RequestContext, **kwargs: Any) -> None:
-        """On the source: stop the hand-over; the running step reports it."""
+        """On the source: stop the hand-over; the running step reports it (and sends the end)."""
         migration = kwargs["migration"]
-        self._notify_live(ctxt, notifications.LIVE_MIGRATION_ABORT, notifications.START, migration)
+        self._notify(ctxt, notifications.LIVE_MIGRATION_ABORT, notifications.START, migration)
         self.driver.live_migration_abort(migration["uuid"])
 
     @messaging.expose
     def live_migration_force_complete(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the source: end the hand-over now."""
-        migration = kwargs["migration"]
-        action = notifications.LIVE_MIGRATION_FORCE_COMPLETE
-        self._notify_live(ctxt, action, notifications.START, migration)
-        self.driver.live_migration_force_complete(migration["uuid"])
-        self._notify_live(ctxt, action, notifications.END, migration)
+        self._step(ctxt, steps.LIVE_MIGRATION_FORCE_COMPLETE, kwargs["migration"])
 
     @messaging.expose
     def post_live_migration_at_destination(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the destination: the server is this host's; report ``live_migration_finished``."""
-        migration = kwargs["migration"]
-        action = notifications.LIVE_MIGRATION_POST_DEST
-        self._notify_live(ctxt, action, notifications.START, migration)
-        self.driver.post_live_migration_at_destination(migration)
-        self._notify_live(ctxt, action, notifications.END, migration)
-        self.conductor_api.live_migration_finished(ctxt, migration_uuid=migration["uuid"])
+        self._step(ctxt, steps.POST_LIVE_MIGRATION_AT_DESTINATION, kwargs["migration"])
 
     @messaging.expose
     def rollback_live_migration_at_destination(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the destination: remove what pre_live_migration made; nothing is reported."""
-        migration = kwargs["migration"]
-        action = notifications.LIVE_MIGRATION_ROLLBACK_DEST
-        self._notify_live(ctxt, action, notifications.START, migration)
-        self.driver.rollback_live_migration_at_destination(migration)
-        self._notify_live(ctxt, action, notifications.END, migration)
+        self._step(ctxt, steps.ROLLBACK_LIVE_MIGRATION_AT_DESTINATION, kwargs["migration"])
 
     @messaging.expose
     def rollback_live_migration_at_source(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On the source: the hand-over stopped; the server runs on here."""
-        migration = kwargs["migration"]
-        action = notifications.LIVE_MIGRATION_ROLLBACK
-        self._notify_live(ctxt, action, notifications.START, migration)
-        self.driver.rollback_live_migration_at_source(migration)
-        self._notify_live(ctxt, action, notifications.END, migration)
+        self._step(ctxt, steps.ROLLBACK_LIVE_MIGRATION_AT_SOURCE, kwargs["migration"])
 
-    # -- evacuation -----------------------------------------------------------------------
+    # -- evacuation, shelving, deleting ---------------------------------------------------
 
     @messaging.expose
     def rebuild_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """On an evacuation's destination: rebuild; report ``evacuation_rebuilt``."""
-        migration = kwargs["migration"]
-        server = migration.get("server") or {"uuid": migration["server_uuid"]}
-
-        def step() -> None:
-            self._notify_server(ctxt, notifications.REBUILD, notifications.START, server)
-            self.driver.rebuild(migration)
-            self._notify_server(ctxt, notifications.REBUILD, notifications.END, server)
-            self.conductor_api.evacuation_rebuilt(
-                ctxt, migration_uuid=migration["uuid"], host=self.host
-            )
-
-        self._run(ctxt, "rebuild", step, migration["server_uuid"], migration["uuid"])
-
-    @messaging.expose
-    def power_off(self, ctxt: RequestContext, **kwargs: Any) -> None:
-        """Stop ``server``; report ``power_changed`` or ``operation_failed("stop")``."""
-        self._power(ctxt, kwargs["server"], on=False)
-
-    @messaging.expose
-    def power_on(self, ctxt: RequestContext, **kwargs: Any) -> None:
-        """Start ``server``; report ``power_changed`` or ``operation_failed("start")``."""
-        self._power(ctxt, kwargs["server"], on=True)
-
-    def _power(self, ctxt: RequestContext, server: dict[str, Any], *, on: bool) -> None:
-        action = notifications.POWER_ON if on else notifications.POWER_OFF
-
-        def step() -> None:
-            self._notify_server(ctxt, action, notifications.START, server)
-            if on:
-                self.driver.power_on(server)
-            else:
-                self.driver.power_off(server)
-            self._notify_server(ctxt, action, notifications.END, server)
-            self.conductor_api.power_changed(
-                ctxt,
-                server_uuid=server["uuid"],
-                power_state=driver_base.POWER_RUNNING if on else driver_base.POWER_SHUTDOWN,
-                host=self.host,
-            )
-
-        self._run(ctxt, "start" if on else "stop", step, server["uuid"])
-
-    # -- shelving ----------------------------------------------------------------------
+        self._step(ctxt, steps.REBUILD_INSTANCE, kwargs["migration"])
 
     @messaging.expose
     def shelve_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Power ``server`` off for a shelve; report ``server_shelved``."""
-        server = kwargs["server"]
-
-        def step() -> None:
-            self._notify_server(ctxt, notifications.SHELVE, notifications.START, server)
-            self.driver.shelve(server)
-            self._notify_server(ctxt, notifications.SHELVE, notifications.END, server)
-            self.conductor_api.server_shelved(ctxt, server_uuid=server["uuid"], host=self.host)
-
-        self._run(ctxt, "shelve", step, server["uuid"])
+        self._step(ctxt, steps.SHELVE_INSTANCE, kwargs["server"])
 
     @messaging.expose
     def shelve_offload_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Remove the shelved ``server`` from this host; report ``server_offloaded``."""
-        server = kwargs["server"]
-
-        def step() -> None:
-            self._notify_server(ctxt, notifications.SHELVE_OFFLOAD, notifications.START, server)
-            self.driver.shelve_offload(server)
-            self._notify_server(ctxt, notifications.SHELVE_OFFLOAD, notifications.END, server)
-            self.conductor_api.server_offloaded(ctxt, server_uuid=server["uuid"], host=self.host)
-
-        self._run(ctxt, "shelve_offload", step, server["uuid"])
+        self._step(ctxt, steps.SHELVE_OFFLOAD_INSTANCE, kwargs["server"])
 
     @messaging.expose
     def unshelve_instance(self, ctxt: RequestContext, **kwargs: Any) -> None:
         """Start the shelved ``server`` here; report ``server_unshelved``."""
-        server = kwargs["server"]
-
-        def step() -> None:
-            self._notify_server(ctxt, notifications.UNSHELVE, notifications.START, server)
-            self.driver.unshelve(server)
-            self._notify_server(ctxt, notifications.UNSHELVE, notifications.END, server)
-            self.conductor_api.server_unshelved(ctxt, server_uuid=server["uuid"], host=self.host)
-
-        self._run(ctxt, "unshelve", step, server["uuid"])
+        self._step(ctxt, steps.UNSHELVE_INSTANCE, kwargs["server"])
 
     @messaging.expose
     def destroy(self, ctxt: RequestContext, **kwargs: Any) -> None:
@@ -391,91 +270,87 @@ class ComputeManager:
         server_uuid = kwargs["server_uuid"]
         server = kwargs.get("server") or {"uuid": server_uuid}
         try:
-            self._notify_server(ctxt, notifications.DELETE, notifications.START, server)
+            self._notify(ctxt, notifications.DELETE, notifications.START, server)
             self.driver.destroy(server_uuid)
-            self._notify_server(ctxt, notifications.DELETE, notifications.END, server)
+            self._notify(ctxt, notifications.DELETE, notifications.END, server)
         except Exception:
             # NOTE: the conductor has already released the allocations; there is
             # no report for a destroy, so the log is all an operator gets.
             LOG.exception("Destroying server %s on %s failed", server_uuid, self.host)
 
-    # -- helpers ------------------------------------------------------------------------
+    # -- running a step ------------------------------------------------------------------
 
-    def _notify_server(
+    def _step(self, ctxt: RequestContext, step: steps.Step, message: dict[str, Any]) -> bool:
+        """Run one row of :mod:`resize_sched.compute.steps` on ``message``.
+
+        :returns: whether the step succeeded (a step whose failures are not
+            caught raises them).
+        """
+
+        def run() -> None:
+            self._notify(ctxt, step.action, notifications.START, message)
+            call = getattr(self.driver, step.driver)
+            call(message["uuid"] if step.by_uuid else message)
+            self._notify(ctxt, step.action, notifications.END, message)
+            if step.report is not None:
+                server_uuid, migration_uuid = _uuids(message)
+                subject = (
+                    {"server_uuid": server_uuid}
+                    if migration_uuid is None
+                    else {"migration_uuid": migration_uuid}
+                )
+                host = {"host": self.host} if step.report_host else {}
+                report = getattr(self.conductor_api, step.report)
+                report(ctxt, **subject, **step.report_args, **host)
+            if step.forward is not None:
+                forward = getattr(self.compute_api, step.forward)
+                forward(ctxt, message["dest_host"], message)
+
+        if step.operation is None:
+            run()
+            return True
+        error_action = step.action if step.error else None
+        return self._run(ctxt, step.operation, run, message, error_action=error_action)
+
+    def _notify(
         self,
         ctxt: RequestContext,
         action: str,
         phase: str,
-        server: dict[str, Any],
+        message: dict[str, Any],
         fault: dict[str, Any] | None = None,
     ) -> None:
-        notifications.emit(
-            self.notifier,
-            ctxt,
-            action,
-            phase,
-            lambda: notifications.instance_step_payload(action, phase, server, self.host, fault),
-        )
+        """Send ``instance.<action>.<phase>`` about ``message``, with the
+        payload its kind of action carries: a resize step's, a live
+        migration's, or the server's own."""
 
-    def _notify_resize(
-        self,
-        ctxt: RequestContext,
-        action: str,
-        phase: str,
-        migration: dict[str, Any],
-        fault: dict[str, Any] | None = None,
-    ) -> None:
-        notifications.emit(
-            self.notifier,
-            ctxt,
-            action,
-            phase,
-            lambda: notifications.resize_step_payload(action, phase, migration, fault),
-        )
+        def build() -> dict[str, Any]:
+            if action in notifications.RESIZE_OPERATIONS.values():
+                return notifications.resize_step_payload(action, phase, message, fault)
+            if action in notifications.LIVE_MIGRATION_ACTIONS:
+                server = _server_of(message)
+                return notifications.live_migration_payload(action, phase, server, message)
+            return notifications.instance_step_payload(
+                action, phase, _server_of(message), self.host, fault
+            )
 
-    def _notify_live(
-        self, ctxt: RequestContext, action: str, phase: str, migration: dict[str, Any]
-    ) -> None:
-        server = migration.get("server") or {"uuid": migration["server_uuid"]}
-        notifications.emit(
-            self.notifier,
-            ctxt,
-            action,
-            phase,
-            lambda: notifications.live_migration_payload(action, phase, server, migration),
-        )
-
-    def _run_migration(
-        self,
-        ctxt: RequestContext,
-        operation: str,
-        step: Callable[[], None],
-        migration: dict[str, Any],
-    ) -> None:
-        action = notifications.RESIZE_OPERATIONS[operation]
-
-        def failed(fault: dict[str, Any]) -> None:
-            self._notify_resize(ctxt, action, notifications.ERROR, migration, fault)
-
-        self._run(
-            ctxt, operation, step, migration["server_uuid"], migration["uuid"], on_failure=failed
-        )
+        notifications.emit(self.notifier, ctxt, action, phase, build)
 
     def _run(
         self,
         ctxt: RequestContext,
         operation: str,
         step: Callable[[], None],
-        server_uuid: str,
-        migration_uuid: str | None = None,
-        on_failure: Callable[[dict[str, Any]], None] | None = None,
+        message: dict[str, Any],
+        error_action: str | None = None,
     ) -> bool:
         """Run ``step``; report any failure to the conductor as ``operation``,
-        after ``on_failure`` (which sends the error notification) is given
-        the fault.
+        after sending ``instance.<error_action>.error`` (when given) with the
+        fault.
 
         :returns: whether ``step`` succeeded.
         """
+        server_uuid, migration_uuid = _uuids(message)
         LOG.debug(
             "%s of server %s (migration %s) on %s",
             operation,
@@ -499,12 +374,11 @@ class ComputeManager:
             error = exc
         else:
             return True
-        if on_failure is not None and notifications.enabled(self.notifier):
-            on_failure(
-                notifications.fault_payload(
-                    notifications.KIND_FAILED, reason, operation=operation, exc=error
-                )
+        if error_action is not None and notifications.enabled(self.notifier):
+            fault = notifications.fault_payload(
+                notifications.KIND_FAILED, reason, operation=operation, exc=error
             )
+            self._notify(ctxt, error_action, notifications.ERROR, message, fault)
         try:
             self.conductor_api.operation_failed(
                 ctxt,

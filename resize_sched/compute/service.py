@@ -32,7 +32,6 @@ Nothing here is global: the all-in-one deployment runs several services, each
 with its own ``ConfigOpts`` and host, in one process on one shared transport.
 """
 
-import math
 import threading
 import time
 from typing import Any
@@ -47,6 +46,11 @@ from resize_sched.compute import rpcapi as compute_rpcapi
 from resize_sched.compute import tree as provider_tree
 from resize_sched.compute.driver import base as driver_base
 from resize_sched.compute.driver.fake import FakeDriver
+from resize_sched.compute.inventory import (
+    describe_inventory,
+    inventory_from_conf,
+    inventory_matches,
+)
 from resize_sched.compute.manager import ComputeManager
 from resize_sched.conductor import rpcapi as conductor_rpcapi
 from resize_sched.context import admin_context
@@ -56,72 +60,12 @@ from resize_sched.placement.client import (
     PlacementClient,
     owner_trait,
 )
-from resize_sched.resources import DISK_GB, MEMORY_MB, VCPU, inventory_record
 
 LOG = logging.getLogger(__name__)
 
 #: Times an inventory write is re-read and re-sent after a generation conflict
 #: (someone else changed the provider in between: traits, aggregates...).
 INVENTORY_CONFLICT_RETRIES = 5
-
-# resource class, then its [compute] options: total, reserved, allocation ratio
-_INVENTORY_OPTS = (
-    (VCPU, "vcpus", "reserved_host_cpus", "cpu_allocation_ratio"),
-    (MEMORY_MB, "memory_mb", "reserved_host_memory_mb", "ram_allocation_ratio"),
-    (DISK_GB, "disk_gb", "reserved_host_disk_mb", "disk_allocation_ratio"),
-)
-
-
-def inventory_from_conf(conf: cfg.ConfigOpts) -> dict[str, dict[str, Any]]:
-    """The full inventory records ``[compute]`` asks for.
-
-    :param conf: a ConfigOpts with ``[compute]`` registered and parsed.
-    :returns: class -> record (``total``, ``reserved``, ``min_unit``,
-        ``max_unit``, ``step_size``, ``allocation_ratio``).
-    :raises ConfigurationError: a reserved amount exceeds its total.
-    """
-    c = conf.compute
-    records = {}
-    for rc, total_opt, reserved_opt, ratio_opt in _INVENTORY_OPTS:
-        if rc == DISK_GB and c.sharing_aggregates:
-            continue  # NOTE: the disk is a sharing provider's, not this host's
-        total, reserved = getattr(c, total_opt), getattr(c, reserved_opt)
-        if rc == DISK_GB:
-            # NOTE: reserved disk is configured in MiB, as in Nova; Placement
-            # counts whole GiB, so round up rather than offer room that is not there.
-            reserved = math.ceil(reserved / 1024)
-        if reserved > total:
-            raise exception.ConfigurationError(
-                reason=f"[compute] {reserved_opt} ({getattr(c, reserved_opt)}) reserves "
-                f"{reserved} {rc}, more than [compute] {total_opt} ({total})"
-            )
-        records[rc] = inventory_record(
-            total, reserved=reserved, allocation_ratio=getattr(c, ratio_opt)
-        )
-    return records
-
-
-def inventory_matches(
-    current: dict[str, dict[str, Any]], wanted: dict[str, dict[str, Any]]
-) -> bool:
-    """Whether Placement's records equal the wanted ones (ratios to 1e-6).
-
-    NOTE: a Placement on MySQL keeps ratios in a single-precision FLOAT column,
-    so 1.1 may read back as 1.100000023...; exact equality would rewrite forever.
-    """
-    if current.keys() != wanted.keys():
-        return False
-    for rc, record in wanted.items():
-        for field, value in record.items():
-            have = current[rc].get(field)
-            if have is None:
-                return False
-            if field == "allocation_ratio":
-                if not math.isclose(float(have), float(value), rel_tol=1e-6):
-                    return False
-            elif have != value:
-                return False
-    return True
 
 
 class ComputeService:
@@ -307,7 +251,7 @@ class ComputeService:
                 "Set the inventory of %s (%s): %s",
                 self.host,
                 self.provider_uuid,
-                _describe(self.inventory),
+                describe_inventory(self.inventory),
             )
             return True
         raise AssertionError("unreachable")  # pragma: no cover
@@ -519,10 +463,3 @@ class ComputeService:
 def _foreign_mark(trait: str, own: str) -> bool:
     """Whether ``trait`` marks a provider as someone else's than ``own``'s."""
     return trait != own and (trait.startswith(OWNER_TRAIT_PREFIX) or trait == NOVA_COMPUTE_TRAIT)
-
-
-def _describe(inventory: dict[str, dict[str, Any]]) -> str:
-    return ", ".join(
-        f"{rc}={r['total']} (reserved {r['reserved']}, ratio {r['allocation_ratio']})"
-        for rc, r in sorted(inventory.items())
-    )

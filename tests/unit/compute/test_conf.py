@@ -8,7 +8,7 @@ from oslo_config import cfg
 from resize_sched import conf as rs_conf
 from resize_sched import exception
 from resize_sched.compute.driver.fake import FakeDriver
-from resize_sched.compute.service import inventory_from_conf, inventory_matches
+from resize_sched.compute.inventory import inventory_from_conf, inventory_matches
 from resize_sched.conf import fake_driver
 
 
