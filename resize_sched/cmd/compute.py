@@ -22,12 +22,11 @@ import time
 from collections.abc import Sequence
 from types import FrameType
 
-from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import checks, exception
 from resize_sched import conf as rs_conf
-from resize_sched.cmd import settle_heap
+from resize_sched.cmd import parse_or_exit_code, settle_heap
 from resize_sched.compute.service import ComputeService
 
 LOG = logging.getLogger(__name__)
@@ -77,14 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     :returns: the exit code: 0 after a clean stop (or ``--help``), 1 on error.
     """
     conf = rs_conf.new_conf()
-    try:
-        rs_conf.parse_args(
-            conf, sys.argv[1:] if argv is None else list(argv), description=DESCRIPTION
-        )
-    except SystemExit as exc:  # --help, --version, or a usage error already shown
-        return 0 if exc.code in (0, None) else 1
-    except cfg.Error as exc:
-        return _error(str(exc))
+    code = parse_or_exit_code(conf, argv, DESCRIPTION, lambda exc: _error(str(exc)))
+    if code is not None:
+        return code
     logging.setup(conf, "resize_sched")
     try:
         # NOTE: validates [compute] and [fake_driver] before anything starts.
