@@ -1,4 +1,4 @@
-"""A thin, typed client for the Placement API.
+"""A thin, typed client for the Placement API: pinned microversions, typed errors.
 
 Every call is one HTTP request (the count is kept in ``request_count``), made
 through a keystoneauth1 Adapter with the microversion pinned for that call:
@@ -11,6 +11,15 @@ Failures are never returned: they raise the typed errors of
 answers are keystoneauth's own (``connect_retries``, ``status_code_retries``,
 ``retriable_status_codes`` in ``[placement]``); generation conflicts are for
 the caller to retry, since only it knows what to re-read.
+
+The client is one class in several modules, each with one job: the plumbing
+(one request, the microversion negotiated once), allocation candidates and
+allocations are here; the resource-provider calls are
+:mod:`~resize_sched.placement.providers`; the pinned versions
+:mod:`~resize_sched.placement.microversions`; the mapping of an error answer
+to a typed error :mod:`~resize_sched.placement.errors`; the traits that mark
+our providers :mod:`~resize_sched.placement.traits`. This module re-exports
+their names, which callers import from here.
 """
 
 from __future__ import annotations
@@ -30,50 +39,76 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.conf import placement as placement_conf
+
+# NOTE: the error mapping, the microversions and the traits were defined here
+# before the client was split by job; callers import them from this module.
+from resize_sched.placement.errors import CONCURRENT_UPDATE, error_for, parse_error
+from resize_sched.placement.microversions import (
+    CONSUMER_TYPE_VERSION,
+    ERROR_CODE_VERSION,
+    FORBIDDEN_AGGREGATES_VERSION,
+    IN_TREE_VERSION,
+    INVENTORY_VERSION,
+    MIN_VERSION,
+    PROVIDER_ALLOCATIONS_VERSION,
+    RESHAPER_VERSION,
+    ROOT_REQUIRED_VERSION,
+    parse_version,
+)
+from resize_sched.placement.microversions import mv as _mv
+from resize_sched.placement.providers import TRAIT_CONFLICT_RETRIES, ProviderCalls
+from resize_sched.placement.providers import filter_params as _filters
+from resize_sched.placement.traits import (
+    CHILD_TRAIT_PREFIX,
+    DISABLED_TRAIT,
+    NOVA_COMPUTE_TRAIT,
+    OWNER_TRAIT_PREFIX,
+    SHARING_TRAIT,
+    child_trait,
+    owner_trait,
+)
 from resize_sched.resources import (
     Allocations,
     RequestGroup,
-    Resources,
     format_resources,
     normalize,
     normalize_allocations,
 )
 
-LOG = logging.getLogger(__name__)
+__all__ = [
+    "CHILD_TRAIT_PREFIX",
+    "CONCURRENT_UPDATE",
+    "CONSUMER_TYPE_VERSION",
+    "DISABLED_TRAIT",
+    "ERROR_CODE_VERSION",
+    "FORBIDDEN_AGGREGATES_VERSION",
+    "INSTANCE",
+    "INVENTORY_VERSION",
+    "IN_TREE_VERSION",
+    "MIGRATION",
+    "MIN_VERSION",
+    "NOVA_COMPUTE_TRAIT",
+    "OWNER_TRAIT_PREFIX",
+    "PROVIDER_ALLOCATIONS_VERSION",
+    "RESHAPER_VERSION",
+    "ROOT_REQUIRED_VERSION",
+    "SHARING_TRAIT",
+    "TRAIT_CONFLICT_RETRIES",
+    "Candidates",
+    "ConsumerAllocations",
+    "ConsumerWrite",
+    "PlacementClient",
+    "child_trait",
+    "error_for",
+    "owner_trait",
+    "parse_error",
+    "parse_version",
+]
 
-MIN_VERSION = (1, 28)  # consumer generations: required of the server
-ERROR_CODE_VERSION = (1, 23)  # errors carry a code: the floor of every call
-INVENTORY_VERSION = (1, 26)  # reserved may equal total
-IN_TREE_VERSION = (1, 31)  # in_tree on allocation candidates, root/parent in summaries
-ROOT_REQUIRED_VERSION = (1, 35)  # root_required on allocation candidates
-CONSUMER_TYPE_VERSION = (1, 38)  # consumer_type, used when the server has it
-FORBIDDEN_AGGREGATES_VERSION = (1, 32)  # member_of=!in:... (not in any of these)
-RESHAPER_VERSION = (1, 30)  # POST /reshaper: inventories and allocations in one request
-# GET /resource_providers/{uuid}/allocations is as old as Placement (1.0) and
-# its answer never changed shape; the floor of every call is error codes.
-PROVIDER_ALLOCATIONS_VERSION = ERROR_CODE_VERSION
+LOG = logging.getLogger(__name__)
 
 INSTANCE = "INSTANCE"
 MIGRATION = "MIGRATION"
-
-#: The owner trait of a deployment is this prefix and its upper-cased
-#: ``[placement] deployment_name`` (see :func:`owner_trait`).
-OWNER_TRAIT_PREFIX = "CUSTOM_RESIZE_SCHED_"
-#: The standard trait on the root provider of a host that takes no new work
-#: (os-traits; Nova sets it on the compute nodes of a disabled service).
-DISABLED_TRAIT = "COMPUTE_STATUS_DISABLED"
-#: The standard trait of a provider whose inventory the hosts of its
-#: aggregates share (a storage pool's DISK_GB).
-SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
-#: The standard trait Nova puts on the root provider of its compute nodes.
-NOVA_COMPUTE_TRAIT = "COMPUTE_NODE"
-
-#: Times :meth:`PlacementClient.update_traits` re-reads a provider's traits
-#: after a provider generation conflict.
-TRAIT_CONFLICT_RETRIES = 5
-
-CONCURRENT_UPDATE = "placement.concurrent_update"
-_CAPACITY_REFUSED = "Unable to allocate inventory"
 
 
 @dataclass(frozen=True)
@@ -109,77 +144,7 @@ class Candidates:
     mappings: list[dict[str, list[str]]] = field(default_factory=list)
 
 
-def _mv(version: tuple[int, int]) -> str:
-    return f"{version[0]}.{version[1]}"
-
-
-def parse_error(response: Any) -> tuple[str, str]:
-    """Return Placement's (error code, detail) from an error response.
-
-    The detail loses the generic title webob puts in front of it.
-    """
-    try:
-        error = response.json()["errors"][0]
-        code, detail = error.get("code") or "", error.get("detail") or ""
-    except (ValueError, KeyError, IndexError, TypeError):
-        code, detail = "", response.text or ""
-    _title, sep, rest = detail.partition("\n\n")
-    return code, " ".join((rest if sep else detail).split())
-
-
-def error_for(method: str, url: str, status: int, code: str, detail: str) -> Exception:
-    """Map one failed answer to the typed error the caller should see."""
-    info = {"method": method, "url": url, "status": status, "placement_code": code}
-    if status >= 500:
-        return exception.PlacementUnavailable(reason=f"HTTP {status} ({code}): {detail}", **info)
-    if status == 409:
-        if code == CONCURRENT_UPDATE:
-            return exception.ConsumerGenerationConflict(detail=detail, **info)
-        if _CAPACITY_REFUSED in detail:
-            return exception.ClaimRefused(detail=f"{detail} ({method} {url})", **info)
-        return exception.PlacementConflict(detail=detail, **info)
-    if status == 404:
-        return exception.PlacementNotFound(what=f"{url} ({method}, {code})", detail=detail, **info)
-    if status == 400:
-        return exception.PlacementBadRequest(detail=f"{detail} ({code})", **info)
-    return exception.PlacementError(
-        reason=f"{method} {url} answered HTTP {status} ({code}): {detail}", **info
-    )
-
-
-def owner_trait(deployment_name: str) -> str:
-    """The trait marking the resource providers of one deployment as its own.
-
-    :param deployment_name: ``[placement] deployment_name`` (letters, digits, ``_``).
-    :returns: ``CUSTOM_RESIZE_SCHED_<NAME>``, the name upper-cased.
-    """
-    return OWNER_TRAIT_PREFIX + deployment_name.upper()
-
-
-#: The child trait of a deployment is this prefix and its upper-cased
-#: ``[placement] deployment_name`` (see :func:`child_trait`).
-CHILD_TRAIT_PREFIX = "CUSTOM_RSCHED_CHILD_"
-
-
-def child_trait(owner: str) -> str:
-    """The trait our compute services put on the child providers they create.
-
-    Kept apart from the owner trait, which marks hosts (roots) only: a child
-    with the owner trait would be listed, and scheduled to, as a host.
-
-    :param owner: the deployment's owner trait (:func:`owner_trait`).
-    :returns: ``CUSTOM_RSCHED_CHILD_<NAME>``.
-    """
-    return CHILD_TRAIT_PREFIX + owner[len(OWNER_TRAIT_PREFIX) :]
-
-
-def parse_version(text: str) -> tuple[int, int]:
-    """``"1.39"`` -> ``(1, 39)``."""
-    major, _, minor = text.partition(".")
-    return int(major), int(minor)
-
-
-class PlacementClient:
+class PlacementClient(ProviderCalls):
     """Placement API calls with typed errors and pinned microversions.
 
     Thread-safe: one client may be shared by the threads of a process.
@@ -273,276 +238,6 @@ class PlacementClient:
         return version
 
     # -- resource providers -----------------------------------------------------
-
-    def create_resource_provider(
-        self, name: str, uuid: str | None = None, parent_provider_uuid: str | None = None
-    ) -> dict:
-        """Create a resource provider.
-
-        :param name: unique provider name.
-        :param uuid: the provider's uuid; Placement picks one when None.
-        :param parent_provider_uuid: the parent, for a nested provider.
-        :returns: the provider (``uuid``, ``name``, ``generation``, ...).
-        :raises PlacementConflict: the name or uuid is taken.
-        """
-        body: dict[str, Any] = {"name": name}
-        if uuid:
-            body["uuid"] = uuid
-        if parent_provider_uuid:
-            body["parent_provider_uuid"] = parent_provider_uuid
-        return self._request("POST", "/resource_providers", self._pin(), json=body).json()
-
-    def get_resource_provider(self, uuid: str) -> dict:
-        """Read one provider.
-
-        :raises PlacementNotFound: there is no such provider.
-        """
-        return self._request("GET", f"/resource_providers/{uuid}", self._pin()).json()
-
-    def list_resource_providers(
-        self,
-        *,
-        name: str | None = None,
-        in_tree: str | None = None,
-        required: Iterable[str] = (),
-        member_of: Iterable[str] = (),
-        resources: Mapping[str, int] | None = None,
-    ) -> list[dict]:
-        """List providers matching every filter given.
-
-        :param name: exact provider name.
-        :param in_tree: a provider uuid; only providers of its tree qualify.
-        :param required: traits every provider must have (``!TRAIT`` forbids).
-        :param member_of: each item one ``member_of`` value (an aggregate uuid or
-            ``in:agg1,agg2``); all of them must hold.
-        :param resources: class -> amount each provider must have free now,
-            all of them on the provider itself (1.4, below the pinned floor).
-        :returns: the providers.
-        """
-        params = _filters(name=name, in_tree=in_tree, required=required, member_of=member_of)
-        if resources:
-            params.append(("resources", format_resources(resources)))
-        resp = self._request("GET", "/resource_providers", self._pin(), params=params)
-        return resp.json()["resource_providers"]
-
-    def delete_resource_provider(self, uuid: str) -> None:
-        """Delete a provider.
-
-        :raises PlacementNotFound: there is no such provider.
-        :raises PlacementConflict: it still has allocations or children.
-        """
-        self._request("DELETE", f"/resource_providers/{uuid}", self._pin())
-
-    def set_inventory(
-        self,
-        rp_uuid: str,
-        inventories: Mapping[str, int | Mapping[str, Any]],
-        generation: int | None = None,
-    ) -> int:
-        """Replace a provider's whole inventory (custom classes are created).
-
-        :param inventories: class -> total, or class -> full inventory record
-            (``total``, ``reserved``, ``allocation_ratio``, ``min_unit``,
-            ``max_unit``, ``step_size``).
-        :param generation: the provider generation; None reads it first.
-        :returns: the provider's new generation.
-        :raises ConsumerGenerationConflict: the provider changed meanwhile.
-        :raises PlacementConflict: removing inventory that is in use.
-        """
-        records = {
-            rc: ({"total": int(v)} if isinstance(v, int) else dict(v))
-            for rc, v in inventories.items()
-        }
-        for rc in records:
-            if rc.startswith("CUSTOM_"):
-                self._request("PUT", f"/resource_classes/{rc}", self._pin())
-        if generation is None:
-            generation = self.get_inventories(rp_uuid)[1]
-        body = {"resource_provider_generation": generation, "inventories": records}
-        path = f"/resource_providers/{rp_uuid}/inventories"
-        resp = self._request("PUT", path, self._pin(INVENTORY_VERSION), json=body)
-        return resp.json()["resource_provider_generation"]
-
-    def get_inventories(self, rp_uuid: str) -> tuple[dict[str, dict], int]:
-        """Read a provider's inventory.
-
-        :returns: (class -> inventory record, provider generation).
-        :raises PlacementNotFound: there is no such provider.
-        """
-        path = f"/resource_providers/{rp_uuid}/inventories"
-        body = self._request("GET", path, self._pin()).json()
-        return body["inventories"], body["resource_provider_generation"]
-
-    def get_aggregates(self, rp_uuid: str) -> tuple[frozenset[str], int]:
-        """Read a provider's aggregates.
-
-        :returns: (aggregate uuids, provider generation).
-        :raises PlacementNotFound: there is no such provider.
-        """
-        path = f"/resource_providers/{rp_uuid}/aggregates"
-        body = self._request("GET", path, self._pin()).json()
-        return frozenset(body["aggregates"]), body["resource_provider_generation"]
-
-    def set_aggregates(self, rp_uuid: str, aggregates: Iterable[str], generation: int) -> int:
-        """Replace a provider's aggregates, checked against ``generation``.
-
-        :returns: the provider's new generation.
-        :raises ConsumerGenerationConflict: the provider changed since ``generation``.
-        """
-        body = {"aggregates": sorted(set(aggregates)), "resource_provider_generation": generation}
-        path = f"/resource_providers/{rp_uuid}/aggregates"
-        resp = self._request("PUT", path, self._pin(), json=body)
-        return resp.json()["resource_provider_generation"]
-
-    def update_aggregates(
-        self,
-        rp_uuid: str,
-        *,
-        add: Iterable[str] = (),
-        remove: Iterable[str] = (),
-        conflict_retries: int = TRAIT_CONFLICT_RETRIES,
-    ) -> bool:
-        """Add and remove some of a provider's aggregates, keeping the others
-        (another service's, a shared disk pool's).
-
-        Read, then written with the generation read; a generation conflict
-        (the provider changed meanwhile) is re-read and retried.
-
-        :returns: whether they were written (False: they already were so).
-        :raises ConsumerGenerationConflict: still conflicting after
-            ``conflict_retries`` re-reads.
-        :raises PlacementNotFound: there is no such provider.
-        """
-        add, remove = frozenset(add), frozenset(remove)
-        for attempt in range(conflict_retries + 1):
-            current, generation = self.get_aggregates(rp_uuid)
-            wanted = (current | add) - remove
-            if wanted == current:
-                return False
-            try:
-                self.set_aggregates(rp_uuid, wanted, generation)
-                return True
-            except exception.ConsumerGenerationConflict:
-                if attempt == conflict_retries:
-                    raise
-                LOG.debug("Provider %s changed meanwhile; re-reading its aggregates", rp_uuid)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def trait_exists(self, name: str) -> bool:
-        """Whether Placement knows the trait ``name`` (a query naming an unknown one is a 400)."""
-        try:
-            self._request("GET", f"/traits/{name}", self._pin())
-        except exception.PlacementNotFound:
-            return False
-        return True
-
-    def get_traits(self, rp_uuid: str) -> tuple[frozenset[str], int]:
-        """Read a provider's traits.
-
-        :returns: (its traits, provider generation).
-        :raises PlacementNotFound: there is no such provider.
-        """
-        path = f"/resource_providers/{rp_uuid}/traits"
-        body = self._request("GET", path, self._pin()).json()
-        return frozenset(body["traits"]), body["resource_provider_generation"]
-
-    def put_traits(self, rp_uuid: str, traits: Iterable[str], generation: int) -> int:
-        """Replace a provider's traits, checked against ``generation``.
-
-        ``CUSTOM_*`` traits are created first (one request each).
-
-        :returns: the provider's new generation.
-        :raises ConsumerGenerationConflict: the provider changed since ``generation``.
-        :raises PlacementBadRequest: an unknown standard trait.
-        :raises PlacementNotFound: there is no such provider.
-        """
-        traits = sorted(set(traits))
-        version = self._pin()
-        for name in traits:
-            if name.startswith("CUSTOM_"):
-                self._request("PUT", f"/traits/{name}", version)
-        body = {"traits": traits, "resource_provider_generation": generation}
-        path = f"/resource_providers/{rp_uuid}/traits"
-        resp = self._request("PUT", path, version, json=body)
-        return resp.json()["resource_provider_generation"]
-
-    def update_traits(
-        self,
-        rp_uuid: str,
-        *,
-        add: Iterable[str] = (),
-        remove: Iterable[str] = (),
-        conflict_retries: int = TRAIT_CONFLICT_RETRIES,
-    ) -> bool:
-        """Add and remove some of a provider's traits, keeping the others.
-
-        Read, then written with the generation read. Unlike allocation writes,
-        a generation conflict is retried here: what to re-read (the traits)
-        is all this call needs.
-
-        :returns: whether they were written (False: they already were so).
-        :raises ConsumerGenerationConflict: still conflicting after
-            ``conflict_retries`` re-reads.
-        :raises PlacementNotFound: there is no such provider.
-        """
-        add, remove = frozenset(add), frozenset(remove)
-        for attempt in range(conflict_retries + 1):
-            current, generation = self.get_traits(rp_uuid)
-            wanted = (current | add) - remove
-            if wanted == current:
-                return False
-            try:
-                self.put_traits(rp_uuid, wanted, generation)
-                return True
-            except exception.ConsumerGenerationConflict:
-                if attempt == conflict_retries:
-                    raise
-                LOG.debug("Provider %s changed meanwhile; re-reading its traits", rp_uuid)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def set_traits(self, rp_uuid: str, traits: Iterable[str]) -> int:
-        """Replace a provider's traits, creating ``CUSTOM_*`` traits as needed.
-
-        :returns: the provider's new generation.
-        :raises ConsumerGenerationConflict: the provider changed meanwhile.
-        :raises PlacementBadRequest: an unknown standard trait.
-        """
-        traits = sorted(set(traits))
-        version = self._pin()
-        for name in traits:
-            if name.startswith("CUSTOM_"):
-                self._request("PUT", f"/traits/{name}", version)
-        path = f"/resource_providers/{rp_uuid}/traits"
-        generation = self._request("GET", path, version).json()["resource_provider_generation"]
-        body = {"traits": traits, "resource_provider_generation": generation}
-        return self._request("PUT", path, version, json=body).json()[
-            "resource_provider_generation"
-        ]
-
-    def get_usages(self, rp_uuid: str) -> Resources:
-        """What all consumers hold on a provider, per class (zeros dropped).
-
-        :raises PlacementNotFound: there is no such provider.
-        """
-        path = f"/resource_providers/{rp_uuid}/usages"
-        return normalize(self._request("GET", path, self._pin()).json()["usages"])
-
-    def get_provider_allocations(self, rp_uuid: str) -> dict[str, Resources]:
-        """What each consumer holds on one provider (audit tools).
-
-        :param rp_uuid: the provider.
-        :returns: consumer uuid -> its resources there (zeros dropped,
-            consumers left with nothing omitted).
-        :raises PlacementNotFound: there is no such provider.
-        """
-        path = f"/resource_providers/{rp_uuid}/allocations"
-        body = self._request("GET", path, self._pin(PROVIDER_ALLOCATIONS_VERSION)).json()
-        held = {
-            consumer: normalize(alloc.get("resources", {}))
-            for consumer, alloc in body.get("allocations", {}).items()
-        }
-        return {consumer: res for consumer, res in held.items() if res}
-
     # -- candidates -------------------------------------------------------------
 
     def get_allocation_candidates(
@@ -715,25 +410,6 @@ class PlacementClient:
         except exception.PlacementNotFound:
             return False
         return True
-
-
-def _filters(
-    *,
-    name: str | None = None,
-    in_tree: str | None = None,
-    required: Iterable[str] = (),
-    member_of: Iterable[str] = (),
-) -> list[tuple[str, str]]:
-    params: list[tuple[str, str]] = []
-    if name is not None:
-        params.append(("name", name))
-    if in_tree is not None:
-        params.append(("in_tree", in_tree))
-    traits = ",".join(required)
-    if traits:
-        params.append(("required", traits))
-    params.extend(("member_of", m) for m in member_of)
-    return params
 
 
 def _ms(started: float) -> float:

@@ -32,10 +32,12 @@ refusal is never retried: it is the caller's to handle (next alternate, or
 fail). When Placement is unreachable the entry stays ``intended`` and the
 known holdings are forgotten: whether the write landed is settled by reading
 Placement, at the next transition or by crash recovery.
+
+What is known of the two consumers between transitions (ours, other
+services', the generations) is :class:`~resize_sched.placement.known.Known`.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from oslo_log import log as logging
@@ -46,9 +48,16 @@ from resize_sched.placement import foreign
 from resize_sched.placement.client import (
     INSTANCE,
     MIGRATION,
-    ConsumerAllocations,
     ConsumerWrite,
     PlacementClient,
+)
+
+# NOTE: the conductor's audit imports ours_of from here, where it was first.
+from resize_sched.placement.known import (
+    Known,
+    known_from,
+    next_generation,
+    ours_of,  # noqa: F401
 )
 from resize_sched.placement.server_executor import ServerTransitions
 from resize_sched.strategies.base import Holdings
@@ -56,78 +65,6 @@ from resize_sched.strategies.base import Holdings
 LOG = logging.getLogger(__name__)
 
 TargetFn = Callable[[Holdings], Holdings]
-
-
-@dataclass(frozen=True)
-class Known:
-    """Holdings plus the consumer generations they were read or written at.
-
-    :ivar holdings: what the two consumers hold for us (the classes the
-        resize's flavors ask; see :mod:`resize_sched.placement.foreign`):
-        all a strategy, the journal and the migration's records ever see.
-    :ivar foreign: what other services hold on the same consumers, as last
-        read; every write carries it through unchanged.
-    """
-
-    holdings: Holdings
-    server_generation: int | None
-    migration_generation: int | None
-    foreign: Holdings = field(default_factory=Holdings)
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {
-            **self.holdings.to_dict(),
-            "generations": {
-                "server": self.server_generation,
-                "migration": self.migration_generation,
-            },
-        }
-        if self.foreign.server or self.foreign.migration:
-            data["foreign"] = self.foreign.to_dict()
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Known":
-        gens = data.get("generations") or {}
-        return cls(
-            Holdings.from_dict(data),
-            gens.get("server"),
-            gens.get("migration"),
-            Holdings.from_dict(data.get("foreign") or {}),
-        )
-
-    def whole(self, consumer: str) -> dict[str, dict[str, int]]:
-        """What ``consumer`` (``server`` or ``migration``) holds in all."""
-        return foreign.merge(getattr(self.holdings, consumer), getattr(self.foreign, consumer))
-
-
-def _next_generation(previous: int | None, allocations: dict) -> int | None:
-    # NOTE: Placement creates a consumer at generation 1 and adds one per
-    # write; a write that empties a consumer deletes it. As the only writer of
-    # our consumers we can track this instead of reading before each write; a
-    # wrong guess costs one conflict and one re-read, never a wrong write.
-    if not allocations:
-        return None
-    return 1 if previous is None else previous + 1
-
-
-def ours_of(migration: Any) -> frozenset[str]:
-    """The classes ours on a migration's two consumers: those its old and
-    new flavors ask (see :mod:`resize_sched.placement.foreign`)."""
-    return foreign.classes(migration.old_resources, migration.new_resources)
-
-
-def known_from(migration: Any, server: ConsumerAllocations, mig: ConsumerAllocations) -> Known:
-    """:class:`Known` from a read of both consumers of ``migration``."""
-    ours = ours_of(migration)
-    server_ours, server_theirs = foreign.split(server.allocations, ours)
-    mig_ours, mig_theirs = foreign.split(mig.allocations, ours)
-    return Known(
-        Holdings(server=server_ours, migration=mig_ours),
-        server.generation,
-        mig.generation,
-        Holdings(server=server_theirs, migration=mig_theirs),
-    )
 
 
 class TransitionExecutor(ServerTransitions):
@@ -231,20 +168,7 @@ class TransitionExecutor(ServerTransitions):
                         migration.uuid, owner=owner, holdings=current.to_dict()
                     )
                 return self._remember(migration, current, run)
-            done = Known(
-                goal,
-                _next_generation(
-                    current.server_generation, foreign.merge(goal.server, carried.server)
-                )
-                if migration.server_uuid in writes
-                else current.server_generation,
-                _next_generation(
-                    current.migration_generation, foreign.merge(goal.migration, carried.migration)
-                )
-                if migration.uuid in writes
-                else current.migration_generation,
-                carried,
-            )
+            done = _written(migration, current, goal, carried, writes)
             # NOTE: the intent and the holdings it leads to, in one commit;
             # a refused write puts back what is held (see journal_intend).
             entry = self.db.journal_intend(
@@ -264,11 +188,7 @@ class TransitionExecutor(ServerTransitions):
             )
             expected = True
             try:
-                if len(writes) == 1:
-                    ((consumer, write),) = writes.items()
-                    self.client.put_allocations(consumer, write)
-                else:
-                    self.client.post_allocations(writes)
+                self._send(writes)
             except exception.ConsumerGenerationConflict as exc:
                 self.db.journal_mark(entry.id, "abandoned", detail=str(exc))
                 if attempt == self.conflict_retries:
@@ -420,21 +340,17 @@ class TransitionExecutor(ServerTransitions):
         writes = self._writes(migration, actual, actual.holdings, True, actual.foreign)
         if not writes:
             return actual
+        self._send(writes)
+        return _written(migration, actual, actual.holdings, actual.foreign, writes)
+
+    def _send(self, writes: dict[str, ConsumerWrite]) -> None:
+        """One request: ``PUT /allocations/{consumer}`` for one consumer,
+        ``POST /allocations`` (all or nothing) for both."""
         if len(writes) == 1:
             ((consumer, write),) = writes.items()
             self.client.put_allocations(consumer, write)
         else:
             self.client.post_allocations(writes)
-        return Known(
-            actual.holdings,
-            _next_generation(actual.server_generation, actual.whole("server"))
-            if migration.server_uuid in writes
-            else actual.server_generation,
-            _next_generation(actual.migration_generation, actual.whole("migration"))
-            if migration.uuid in writes
-            else actual.migration_generation,
-            actual.foreign,
-        )
 
     def _writes(
         self,
@@ -448,6 +364,16 @@ class TransitionExecutor(ServerTransitions):
         (ours) plus ``carried`` (other services' parts; None: as held)."""
         carried = current.foreign if carried is None else carried
         writes: dict[str, ConsumerWrite] = {}
+
+        def write(allocations: dict, generation: int | None, consumer_type: str) -> ConsumerWrite:
+            return ConsumerWrite(
+                allocations=allocations,
+                project_id=migration.project_id,
+                user_id=migration.user_id,
+                generation=generation,
+                consumer_type=consumer_type,
+            )
+
         consumers = (
             (migration.server_uuid, "server", current.server_generation, INSTANCE),
             (migration.uuid, "migration", current.migration_generation, MIGRATION),
@@ -456,13 +382,7 @@ class TransitionExecutor(ServerTransitions):
             ours = getattr(goal, part)
             whole = foreign.merge(ours, getattr(carried, part))
             if whole != current.whole(part) or (verify and ours):
-                writes[consumer] = ConsumerWrite(
-                    allocations=whole,
-                    project_id=migration.project_id,
-                    user_id=migration.user_id,
-                    generation=generation,
-                    consumer_type=consumer_type,
-                )
+                writes[consumer] = write(whole, generation, consumer_type)
         if writes and all(w.generation is None for w in writes.values()):
             # NOTE: a write that only creates consumers carries no generation
             # Placement could refuse it on if it arrives late (see settle). Anchor
@@ -471,13 +391,7 @@ class TransitionExecutor(ServerTransitions):
             for consumer, part, generation, consumer_type in consumers:
                 held = current.whole(part)
                 if consumer not in writes and held and generation is not None:
-                    writes[consumer] = ConsumerWrite(
-                        allocations=held,
-                        project_id=migration.project_id,
-                        user_id=migration.user_id,
-                        generation=generation,
-                        consumer_type=consumer_type,
-                    )
+                    writes[consumer] = write(held, generation, consumer_type)
         return writes
 
     def _put_back(self, migration: Any, current: Known, owner: str | None) -> None:
@@ -510,3 +424,29 @@ class TransitionExecutor(ServerTransitions):
         """
         migration = self.db.migration_get(migration.uuid)
         return self.apply(migration, "release", Holdings(), fresh=True, keep_foreign=False)
+
+
+def _written(
+    migration: Any,
+    before: Known,
+    holdings: Holdings,
+    carried: Holdings,
+    writes: dict[str, ConsumerWrite],
+) -> Known:
+    """What is known once ``writes`` landed: ``holdings`` (ours) beside
+    ``carried`` (other services'), each written consumer's generation moved
+    on as Placement moves it, the others' as ``before`` knew them."""
+
+    def generation(consumer: str, part: str, previous: int | None) -> int | None:
+        if consumer not in writes:
+            return previous
+        return next_generation(
+            previous, foreign.merge(getattr(holdings, part), getattr(carried, part))
+        )
+
+    return Known(
+        holdings,
+        generation(migration.server_uuid, "server", before.server_generation),
+        generation(migration.uuid, "migration", before.migration_generation),
+        carried,
+    )

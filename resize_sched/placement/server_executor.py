@@ -30,7 +30,12 @@ from resize_sched import exception
 from resize_sched import resources as rs
 from resize_sched.db import models
 from resize_sched.placement import foreign
-from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient
+from resize_sched.placement.client import (
+    INSTANCE,
+    ConsumerAllocations,
+    ConsumerWrite,
+    PlacementClient,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +60,19 @@ def server_classes(server: Any) -> frozenset[str] | None:
         return foreign.classes(rs.stored_request(server.flavor).resources)
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def _over(held: ConsumerAllocations, server: Any, allocations: Allocations) -> ConsumerWrite:
+    """A write of ``allocations`` over the server's consumer as ``held`` was
+    read: at its generation, with its project, user and type (the server's
+    where the consumer has none)."""
+    return ConsumerWrite(
+        allocations,
+        held.project_id or server.project_id,
+        held.user_id or server.user_id,
+        held.generation,
+        held.consumer_type or INSTANCE,
+    )
 
 
 class ServerTransitions:
@@ -117,13 +135,7 @@ class ServerTransitions:
                     self.db.server_journal_mark(entry.id, models.JOURNAL_ABANDONED, str(exc))
                     raise
                 if held.generation is not None:
-                    write = ConsumerWrite(
-                        foreign.merge(allocations, theirs),
-                        held.project_id or server.project_id,
-                        held.user_id or server.user_id,
-                        held.generation,
-                        held.consumer_type or INSTANCE,
-                    )
+                    write = _over(held, server, foreign.merge(allocations, theirs))
                 attempt += 1
                 LOG.info("Build of %s: generation conflict, claiming again", server.uuid)
             except exception.PlacementUnavailable:
@@ -215,15 +227,10 @@ class ServerTransitions:
                 expected=expected,
                 releasing=only_takes_away(mine, goal),
             )
-            write = ConsumerWrite(
-                foreign.merge(goal, theirs),
-                current.project_id or server.project_id,
-                current.user_id or server.user_id,
-                current.generation,
-                current.consumer_type or INSTANCE,
-            )
             try:
-                self.client.put_allocations(server.uuid, write)
+                self.client.put_allocations(
+                    server.uuid, _over(current, server, foreign.merge(goal, theirs))
+                )
             except exception.ConsumerGenerationConflict as exc:
                 self.db.server_journal_mark(entry.id, models.JOURNAL_ABANDONED, str(exc))
                 LOG.info(

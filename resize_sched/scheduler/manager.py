@@ -53,8 +53,9 @@ resize succeed or fail. Placement is listed for the verdict only when the
 request asks for traits or aggregates, or when no compute node was ever
 reported.
 
-Placement's candidates then go through the filters and weighers (see
-``doc/scheduler.rst``): one in-memory host state per candidate
+Placement's candidates then go through the filters and weighers
+(:mod:`resize_sched.scheduler.ranking`; see ``doc/scheduler.rst``): one
+in-memory host state per candidate
 (:mod:`resize_sched.scheduler.host_state`, a fixed number of database
 queries for all of them, never a Placement request), the
 ``[filter_scheduler] enabled_filters`` in order, then the ``weight_classes``,
@@ -91,17 +92,19 @@ from resize_sched.placement.client import (
 from resize_sched.resources import Allocations, Resources
 from resize_sched.scheduler import hosts
 from resize_sched.scheduler.filters import FilterChain
-from resize_sched.scheduler.host_state import (
-    HostState,
-    build_host_states,
-    free_and_capacity,
-)
+from resize_sched.scheduler.host_state import free_and_capacity
 from resize_sched.scheduler.node_cache import NodeCache
-from resize_sched.scheduler.request import Destination, SchedulingRequest, Selection
-from resize_sched.scheduler.source import _FREE_SOURCE_WEIGHT, SourceMixin
-from resize_sched.scheduler.verdict import (
-    VerdictMixin,
+from resize_sched.scheduler.ranking import RankingMixin
+
+# NOTE: the conductor's tasks import flavor_filters from here, where it was first.
+from resize_sched.scheduler.request import (
+    Destination,
+    SchedulingRequest,
+    Selection,
+    flavor_filters,  # noqa: F401
 )
+from resize_sched.scheduler.source import SourceMixin
+from resize_sched.scheduler.verdict import VerdictMixin
 from resize_sched.scheduler.weights import WeigherChain
 
 LOG = logging.getLogger(__name__)
@@ -112,13 +115,8 @@ T = TypeVar("T")
 #: uses one for as long as that query takes.
 _POOL_SIZE = 4
 
-#: A destination that passed the filters, with its preliminary weight (free
-#: RAM times the RAM multiplier; infinite for a source that needs nothing
-#: more) and its host state.
-_Passed = tuple[float, Destination, HostState]
 
-
-class Scheduler(VerdictMixin, SourceMixin):
+class Scheduler(RankingMixin, VerdictMixin, SourceMixin):
     """Filters and weighs Placement's candidates.
 
     :param client: the Placement client.
@@ -168,48 +166,6 @@ class Scheduler(VerdictMixin, SourceMixin):
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=True)
-
-    # -- filters and weighers ----------------------------------------------------
-
-    def load_plugins(self) -> tuple[FilterChain, WeigherChain]:
-        """Load ``[filter_scheduler] enabled_filters`` and ``weight_classes``.
-
-        :raises SchedulerPluginNotFound: a name is not installed (the
-            conductor calls this at start, so it stops with the name).
-        """
-        fs = self.conf.filter_scheduler
-        chains = (
-            FilterChain(self.conf, fs.enabled_filters),
-            WeigherChain(self.conf, fs.weight_classes),
-        )
-        with self._chains_lock:
-            self._chains = chains
-        return chains
-
-    def reload_plugins(self) -> bool:
-        """Load the filters and weighers the options name now (SIGHUP).
-
-        A name that is not installed is refused with an ERROR and the running
-        filters and weighers are kept.
-
-        :returns: whether the new lists are in force.
-        """
-        try:
-            self.load_plugins()
-        except exception.ConfigurationError as exc:
-            running = self._plugins()
-            LOG.error(
-                "Reload: [filter_scheduler] refused, keeping filters %s and weighers %s: %s",
-                ", ".join(running[0].names) or "none",
-                ", ".join(running[1].names) or "none",
-                exc,
-            )
-            return False
-        return True
-
-    def _plugins(self) -> tuple[FilterChain, WeigherChain]:
-        chains = self._chains
-        return chains if chains is not None else self.load_plugins()
 
     # -- public ---------------------------------------------------------------
 
@@ -287,22 +243,6 @@ class Scheduler(VerdictMixin, SourceMixin):
             len(allowed),
         )
         return Selection(chosen)
-
-    def _pick_in_subset(
-        self, ranked: list[tuple[float, Destination]]
-    ) -> list[tuple[float, Destination]]:
-        """Move one of the best ``host_subset_size`` hosts, at random, to the front.
-
-        The others keep their order, as alternates. A source that needs
-        nothing more (weighed infinite) is never displaced: staying is free.
-        """
-        size = min(self.conf.filter_scheduler.host_subset_size, len(ranked))
-        if size <= 1 or ranked[0][0] == _FREE_SOURCE_WEIGHT:
-            return ranked
-        index = self._random.randrange(size)
-        if index:
-            ranked = [ranked[index], *ranked[:index], *ranked[index + 1 :]]
-        return ranked
 
     # -- queries ----------------------------------------------------------------
 
@@ -384,7 +324,7 @@ class Scheduler(VerdictMixin, SourceMixin):
             Candidates([], {}),
         )
 
-    # -- filtering and weighing ---------------------------------------------------
+    # -- candidates -------------------------------------------------------------
 
     @classmethod
     def _firsts(cls, candidates: Candidates) -> dict[str, tuple[int, Allocations]]:
@@ -474,65 +414,6 @@ class Scheduler(VerdictMixin, SourceMixin):
             return shared
         raise ValueError("empty allocation request")
 
-    def _filter(
-        self, scored: list[tuple[float, Destination]], request: SchedulingRequest
-    ) -> list[tuple[float, Destination]]:
-        kept = []
-        for weight, dest in scored:
-            if dest.provider in request.ignore_providers:
-                reason = "already tried"
-            elif dest.host in request.ignore_hosts:
-                reason = "in ignore_hosts"
-            elif request.force_hosts and dest.host not in request.force_hosts:
-                reason = "not in force_hosts"
-            else:
-                kept.append((weight, dest))
-                continue
-            LOG.debug("Host %s filtered out: %s", dest.host, reason)
-        return kept
-
-    def _policies(
-        self,
-        scored: list[tuple[float, Destination]],
-        request: SchedulingRequest,
-        removed: list[tuple[str, int]] | None = None,
-    ) -> list[_Passed]:
-        """The destinations the request's host lists (:meth:`_filter`) and
-        the enabled filters keep, each with its host state.
-
-        :param removed: gets (filter name, hosts removed) for each filter
-            that removed any.
-        """
-        kept = self._filter(scored, request)
-        if not kept:
-            return []
-        filters, weighers = self._plugins()
-        needs = filters.needs_for(request) | weighers.needs_for(request)
-        states = build_host_states(self.db, [dest for _, dest in kept], needs, self.nodes)
-        passed, counts = filters.run(states, request)
-        if removed is not None:
-            removed.extend(counts)
-        by_state = {id(state): item for state, item in zip(states, kept, strict=True)}
-        return [(*by_state[id(state)], state) for state in passed]
-
-    def _weigh(
-        self, passed: list[_Passed], request: SchedulingRequest
-    ) -> list[tuple[float, Destination]]:
-        """The destinations best first, weighed by the enabled weighers.
-
-        A source that needs nothing more stays first (infinite weight) and
-        takes no part in the scaling; equal weights keep Placement's order
-        (the source, asked apart, after its equals).
-        """
-        _, weighers = self._plugins()
-        free = [item for item in passed if item[0] == _FREE_SOURCE_WEIGHT]
-        rest = [item for item in passed if item[0] != _FREE_SOURCE_WEIGHT]
-        weights = weighers.weigh([state for _, _, state in rest], request)
-        ranked = [(_FREE_SOURCE_WEIGHT, dest) for _, dest, _ in free]
-        order = sorted(range(len(rest)), key=lambda i: -weights[i])  # NOTE: stable
-        ranked += [(weights[i], rest[i][1]) for i in order]
-        return ranked
-
     def _host_name(self, provider: str) -> str:
         return self._host_names((provider,))[provider]
 
@@ -563,20 +444,3 @@ class Scheduler(VerdictMixin, SourceMixin):
             # NOTE: gone since the query named it; its uuid names it well
             # enough for a claim that will be refused.
             return provider
-
-
-def flavor_filters(flavor: dict[str, Any]) -> dict[str, Any]:
-    """The :class:`SchedulingRequest` fields a flavor's extra specs set
-    beside its amounts: traits, aggregates and numbered groups.
-
-    :raises ValueError: malformed extra specs (see :func:`rs.stored_request`:
-        a stored snapshot is read as it was claimed).
-    """
-    request = rs.stored_request(flavor)
-    return {
-        "required_traits": request.required_traits,
-        "forbidden_traits": request.forbidden_traits,
-        "member_of": request.member_of,
-        "groups": request.groups,
-        "group_policy": request.group_policy,
-    }

@@ -5,13 +5,20 @@ third-party one installed in the same environment is named in
 ``[filter_scheduler] enabled_filters`` or ``weight_classes`` like ours.
 """
 
+from __future__ import annotations
+
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from oslo_log import log as logging
 from stevedore import extension
 
 from resize_sched import exception
+
+if TYPE_CHECKING:
+    from oslo_config import cfg
+
+    from resize_sched.scheduler.request import SchedulingRequest
 
 LOG = logging.getLogger(__name__)
 
@@ -19,6 +26,36 @@ FILTERS = "resize_sched.scheduler.filters"
 WEIGHERS = "resize_sched.scheduler.weights"
 
 _WHAT = {FILTERS: ("filter", "enabled_filters"), WEIGHERS: ("weigher", "weight_classes")}
+
+
+class Plugin:
+    """What a filter and a weigher share: the facts they need, the
+    configuration they read their options from, their name.
+
+    :cvar needs: the extra facts its host states must carry
+        (:data:`~resize_sched.scheduler.host_state.AGGREGATES`,
+        :data:`~resize_sched.scheduler.host_state.SERVERS`); read once for all
+        candidates, only when an enabled filter or weigher needs them.
+    """
+
+    needs: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self) -> None:
+        self.conf: cfg.ConfigOpts | None = None
+
+    def needs_for(self, request: SchedulingRequest) -> frozenset[str]:
+        """What :attr:`needs` holds that ``request`` makes it read (all of it
+        by default; a group or hint plug-in needs nothing without its group
+        or hint)."""
+        return self.needs
+
+    def configure(self, conf: cfg.ConfigOpts) -> None:
+        """Keep the configuration (options are read at each request)."""
+        self.conf = conf
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
 
 
 def installed(namespace: str) -> list[str]:
@@ -66,6 +103,19 @@ def load(namespace: str, names: Iterable[str], base: type) -> list[Any]:
         out.append(cls())
     LOG.debug("Loaded %ss %s", what, [type(p).__name__ for p in out])
     return out
+
+
+def load_configured(
+    namespace: str, names: Iterable[str], base: type, conf: cfg.ConfigOpts
+) -> list[Any]:
+    """:func:`load`, each plug-in then given ``conf`` (a chain's members).
+
+    :raises SchedulerPluginNotFound, SchedulerPluginLoadFailed: as :func:`load`.
+    """
+    loaded = load(namespace, names, base)
+    for plugin in loaded:
+        plugin.configure(conf)
+    return loaded
 
 
 def _declared(namespace: str, name: str) -> bool:

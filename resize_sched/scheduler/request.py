@@ -4,7 +4,8 @@
 every host must have, and what the source of a resize is asked instead);
 :class:`Selection` the answer, a list of :class:`Destination` (the chosen
 host first, then the alternates), each with the allocation request to claim
-it with.
+it with. :func:`flavor_filters` reads the request fields a flavor's extra
+specs set beside its amounts.
 """
 
 from collections.abc import Mapping
@@ -146,3 +147,20 @@ class SchedulingRequest:
     availability_zone: str | None = None
     group: GroupPolicy | None = None
     policy_member_of: tuple[str, ...] = ()
+
+
+def flavor_filters(flavor: dict[str, Any]) -> dict[str, Any]:
+    """The :class:`SchedulingRequest` fields a flavor's extra specs set
+    beside its amounts: traits, aggregates and numbered groups.
+
+    :raises ValueError: malformed extra specs (see :func:`rs.stored_request`:
+        a stored snapshot is read as it was claimed).
+    """
+    request = rs.stored_request(flavor)
+    return {
+        "required_traits": request.required_traits,
+        "forbidden_traits": request.forbidden_traits,
+        "member_of": request.member_of,
+        "groups": request.groups,
+        "group_policy": request.group_policy,
+    }

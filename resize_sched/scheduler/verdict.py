@@ -5,9 +5,10 @@ hold it once room is freed) or ``infeasible`` (no allowed host could hold it
 even empty). :class:`VerdictMixin` decides which for
 :class:`~resize_sched.scheduler.manager.Scheduler`, usually from the compute
 nodes our services reported (no Placement request), asking Placement only
-for what it alone knows (traits, aggregates, a class the root lacks). The
-module functions are Placement's capacity rules as the scheduler applies
-them to a provider's inventory.
+for what it alone knows (traits, aggregates, a class the root lacks).
+:func:`deferred` and :func:`infeasible` make the error of each verdict; the
+other module functions are Placement's capacity rules as the scheduler
+applies them to a provider's inventory.
 """
 
 from __future__ import annotations
@@ -61,14 +62,12 @@ class VerdictMixin:
         wanted = rs.format_resources(request.destination_request)
         filtered = words.filtered_out(removed)
         if self._could_ever_fit(request):
-            return exception.NoValidHost(
-                kind=exception.NoValidHost.DEFERRED,
-                reason=f"no host has {wanted} free now ({found} candidate(s) before "
-                f"filtering{filtered}); retry when room is freed",
+            return deferred(
+                f"no host has {wanted} free now ({found} candidate(s) before "
+                f"filtering{filtered}); retry when room is freed"
             )
-        return exception.NoValidHost(
-            kind=exception.NoValidHost.INFEASIBLE,
-            reason=f"no allowed host could hold {wanted}"
+        return infeasible(
+            f"no allowed host could hold {wanted}"
             + (
                 f" with traits {sorted(request.required_traits)}"
                 if request.required_traits
@@ -233,6 +232,18 @@ class VerdictMixin:
             return {rp: self.client.get_inventories(rp)[0] for rp in others}
         except exception.PlacementNotFound:
             return None  # the host went away meanwhile
+
+
+def deferred(reason: str) -> exception.NoValidHost:
+    """The NoValidHost of a request some allowed host could take once room is
+    freed (a retry may succeed); a build whose every claim was refused says
+    so with it too."""
+    return exception.NoValidHost(kind=exception.NoValidHost.DEFERRED, reason=reason)
+
+
+def infeasible(reason: str) -> exception.NoValidHost:
+    """The NoValidHost of a request no allowed host could hold even empty."""
+    return exception.NoValidHost(kind=exception.NoValidHost.INFEASIBLE, reason=reason)
 
 
 #: Numbered groups are placed by trying every assignment only up to this

@@ -1,5 +1,4 @@
-"""Claim strategies, loaded by name from the ``resize_sched.claim_strategies``
-entry-point namespace.
+"""Loading claim strategies by name, from the ``resize_sched.claim_strategies`` entry points.
 
 An unknown name fails with :class:`~resize_sched.exception.StrategyNotFound`,
 which lists what is installed, so a typo in ``[resize] claim_strategy`` stops a

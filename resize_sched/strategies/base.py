@@ -133,6 +133,10 @@ class ClaimStrategy(abc.ABC):
 
     #: The entry-point name; written on each migration the strategy starts.
     name: ClassVar[str]
+    #: Whether a same-host :meth:`claim` adds the candidate to what the server
+    #: holds (each group it held staying on its provider) rather than
+    #: replacing it; :meth:`claim_groups` records the groups accordingly.
+    claims_beside_held: ClassVar[bool] = False
 
     @abc.abstractmethod
     def prepare(self, facts: ResizeFacts) -> Holdings:
@@ -196,14 +200,20 @@ class ClaimStrategy(abc.ABC):
         :meth:`claim` is written for ``dest``: recorded on the server, and
         what :meth:`confirm` reads back as ``facts.claimed_groups``.
 
-        The default holds when the server's claim is the candidate itself:
-        Placement's ``mappings`` for it, or, when the candidate came without
-        them, what its allocations say unambiguously.
+        When the server's claim is the candidate itself: Placement's
+        ``mappings`` for it, or, when the candidate came without them, what
+        its allocations say unambiguously. When a same-host claim keeps what
+        the server held (:attr:`claims_beside_held`): a group it held stays
+        on its provider, a new group is where the candidate put it.
 
         :param mappings: the candidate's ``mappings`` (None: not given).
         :returns: None when the new flavor has no numbered group, or it
             cannot be said.
         """
+        if dest == facts.source and self.claims_beside_held:
+            return gm.merged(
+                facts.group_providers, mappings, [group.suffix for group in facts.new_groups]
+            )
         return gm.from_mappings(mappings, facts.new_groups) or gm.derive(
             allocation_request, facts.new_groups, facts.group_policy
         )

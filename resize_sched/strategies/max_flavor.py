@@ -13,8 +13,6 @@ can never be refused. On another host one write moves ``old`` to the
 migration and claims ``new`` on the destination.
 """
 
-from collections.abc import Mapping
-
 from resize_sched import resources as rs
 from resize_sched.resources import Allocations, Resources
 from resize_sched.resources import group_map as gm
@@ -23,6 +21,8 @@ from resize_sched.strategies.base import ClaimStrategy, Holdings, ResizeFacts
 
 class MaxFlavorStrategy(ClaimStrategy):
     name = "max_flavor"
+    # NOTE: on the same host the server keeps what it held (see claim).
+    claims_beside_held = True
 
     def prepare(self, facts: ResizeFacts) -> Holdings:
         return Holdings(server=facts.original)
@@ -98,20 +98,6 @@ class MaxFlavorStrategy(ClaimStrategy):
         )
         devices = {rp: res for rp, res in facts.original.items() if rp != facts.source}
         return rs.spread(devices, grows) or rs.spread(facts.original, grows) or {}
-
-    def claim_groups(
-        self,
-        facts: ResizeFacts,
-        dest: str,
-        allocation_request: Allocations,
-        mappings: Mapping[str, list[str]] | None,
-    ) -> gm.GroupProviders | None:
-        if dest != facts.source:
-            return super().claim_groups(facts, dest, allocation_request, mappings)
-        # NOTE: the server keeps what it held: a group it held stays on its
-        # provider, a new group is where the candidate put it.
-        suffixes = [group.suffix for group in facts.new_groups]
-        return gm.merged(facts.group_providers, mappings, suffixes)
 
     def claim(self, facts: ResizeFacts, dest: str, allocation_request: Allocations) -> Holdings:
         if dest == facts.source:

@@ -27,33 +27,16 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 
 
-class BaseHostFilter:
+class BaseHostFilter(plugins.Plugin):
     """One filter. Subclasses implement :meth:`host_passes`.
 
-    :cvar needs: the extra facts its host states must carry
-        (:data:`~resize_sched.scheduler.host_state.AGGREGATES`,
-        :data:`~resize_sched.scheduler.host_state.SERVERS`); read once for all
-        candidates, only when an enabled filter or weigher needs them.
+    :cvar needs: as :class:`~resize_sched.scheduler.plugins.Plugin`'s.
     :cvar run_filter_once_per_request: the answer depends on the request
         alone, not on servers placed earlier in the same request (Nova's
         flag; each request here places one server, so it only documents).
     """
 
-    needs: ClassVar[frozenset[str]] = frozenset()
     run_filter_once_per_request: ClassVar[bool] = False
-
-    def __init__(self) -> None:
-        self.conf: cfg.ConfigOpts | None = None
-
-    def needs_for(self, request: SchedulingRequest) -> frozenset[str]:
-        """What :attr:`needs` holds that ``request`` makes it read (all of it
-        by default; a group or hint plug-in needs nothing without its group
-        or hint)."""
-        return self.needs
-
-    def configure(self, conf: cfg.ConfigOpts) -> None:
-        """Keep the configuration (options are read at each request)."""
-        self.conf = conf
 
     def host_passes(self, host_state: HostState, request: SchedulingRequest) -> bool:
         """Whether ``host_state`` may take ``request``."""
@@ -73,10 +56,6 @@ class BaseHostFilter:
             return list(host_states)
         return [h for h in host_states if self.host_passes(h, request)]
 
-    @property
-    def name(self) -> str:
-        return type(self).__name__
-
 
 class FilterChain:
     """The enabled filters, in order.
@@ -88,11 +67,9 @@ class FilterChain:
 
     def __init__(self, conf: cfg.ConfigOpts, names: Sequence[str]) -> None:
         self.names = tuple(names)
-        self.filters: list[BaseHostFilter] = plugins.load(
-            plugins.FILTERS, self.names, BaseHostFilter
+        self.filters: list[BaseHostFilter] = plugins.load_configured(
+            plugins.FILTERS, self.names, BaseHostFilter, conf
         )
-        for f in self.filters:
-            f.configure(conf)
 
     def needs_for(self, request: SchedulingRequest) -> frozenset[str]:
         """What the host states must carry for ``request``."""

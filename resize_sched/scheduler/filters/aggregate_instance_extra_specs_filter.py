@@ -1,5 +1,4 @@
-"""AggregateInstanceExtraSpecsFilter: flavor extra specs against the
-metadata of the host's aggregates."""
+"""AggregateInstanceExtraSpecsFilter: flavor extra specs against host aggregate metadata."""
 
 from oslo_log import log as logging
 

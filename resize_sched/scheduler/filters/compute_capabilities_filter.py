@@ -1,5 +1,4 @@
-"""ComputeCapabilitiesFilter: the flavor's ``capabilities:`` extra specs
-against the host's attributes."""
+"""ComputeCapabilitiesFilter: the flavor's ``capabilities:`` extra specs against the host."""
 
 from typing import Any
 

@@ -1,5 +1,8 @@
-"""ImagePropertiesFilter: the image's architecture, hypervisor type and
-virtual machine mode against what the host supports."""
+"""ImagePropertiesFilter: the image's architecture, hypervisor and VM mode against the host.
+
+The image's architecture, hypervisor type and virtual machine mode against
+what the host supports.
+"""
 
 from oslo_log import log as logging
 

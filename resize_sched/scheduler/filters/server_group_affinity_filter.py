@@ -1,5 +1,4 @@
-"""ServerGroupAffinityFilter: a member of an ``affinity`` group goes where
-its group already is."""
+"""ServerGroupAffinityFilter: a member of an ``affinity`` group goes where its group is."""
 
 from oslo_log import log as logging
 

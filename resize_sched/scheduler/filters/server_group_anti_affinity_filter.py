@@ -1,5 +1,7 @@
-"""ServerGroupAntiAffinityFilter: members of an ``anti-affinity`` group
-spread over hosts, at most ``max_server_per_host`` on one."""
+"""ServerGroupAntiAffinityFilter: an ``anti-affinity`` group's members spread over hosts.
+
+At most ``max_server_per_host`` of them on one host.
+"""
 
 from oslo_log import log as logging
 

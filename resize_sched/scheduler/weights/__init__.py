@@ -38,7 +38,7 @@ def normalize(
     return [(v - low) / span for v in values]
 
 
-class BaseHostWeigher:
+class BaseHostWeigher(plugins.Plugin):
     """One weigher. Subclasses implement :meth:`_weigh_object` and name the
     option of their multiplier in :attr:`multiplier_option`.
 
@@ -47,22 +47,9 @@ class BaseHostWeigher:
         candidates' own); ``maxval`` likewise.
     """
 
-    needs: ClassVar[frozenset[str]] = frozenset()
     multiplier_option: ClassVar[str | None] = None
     minval: ClassVar[float | None] = None
     maxval: ClassVar[float | None] = None
-
-    def __init__(self) -> None:
-        self.conf: cfg.ConfigOpts | None = None
-
-    def needs_for(self, request: SchedulingRequest) -> frozenset[str]:
-        """What :attr:`needs` holds that ``request`` makes it read (all of it
-        by default; a group or hint plug-in needs nothing without its group
-        or hint)."""
-        return self.needs
-
-    def configure(self, conf: cfg.ConfigOpts) -> None:
-        self.conf = conf
 
     def weight_multiplier(self, host_state: HostState | None = None) -> float:
         """The multiplier, ``[filter_scheduler] <multiplier_option>`` (1.0 if none)."""
@@ -86,10 +73,6 @@ class BaseHostWeigher:
         the order, and the scheduler may rank by the other weighers alone."""
         return self.weight_multiplier() == 0
 
-    @property
-    def name(self) -> str:
-        return type(self).__name__
-
 
 class WeigherChain:
     """The enabled weighers.
@@ -99,11 +82,9 @@ class WeigherChain:
 
     def __init__(self, conf: cfg.ConfigOpts, names: Sequence[str]) -> None:
         self.names = tuple(names)
-        self.weighers: list[BaseHostWeigher] = plugins.load(
-            plugins.WEIGHERS, self.names, BaseHostWeigher
+        self.weighers: list[BaseHostWeigher] = plugins.load_configured(
+            plugins.WEIGHERS, self.names, BaseHostWeigher, conf
         )
-        for w in self.weighers:
-            w.configure(conf)
 
     def needs_for(self, request: SchedulingRequest) -> frozenset[str]:
         """What the host states must carry for ``request``."""

@@ -1,5 +1,4 @@
-"""ServerGroupSoftAntiAffinityWeigher: away from the hosts of a
-soft-anti-affinity group."""
+"""ServerGroupSoftAntiAffinityWeigher: away from the hosts of a soft-anti-affinity group."""
 
 from resize_sched.scheduler.weights.soft_affinity import ServerGroupSoftAffinityWeigher
 
