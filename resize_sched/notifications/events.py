@@ -74,6 +74,8 @@ EVENT_TYPES = (
     "instance.power_off.end",
     "instance.power_on.start",
     "instance.power_on.end",
+    "instance.rebuild.start",
+    "instance.rebuild.end",
     "instance.shelve.start",
     "instance.shelve.end",
     "instance.shelve_offload.start",

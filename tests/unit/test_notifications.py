@@ -463,3 +463,13 @@ def test_destroy_sends_delete_start_and_end() -> None:
         ("instance.delete.start", "active", "host1"),
         ("instance.delete.end", "deleted", "host1"),
     ]
+
+
+def test_every_step_a_compute_host_notifies_has_an_event_type() -> None:
+    """An evacuation's rebuild sent instance.rebuild.* although the names were
+    missing from EVENT_TYPES: with notifications on, the host logged a
+    traceback and sent nothing. Every step the tables describe must be a
+    known event type."""
+    steps = [*notifications.INSTANCE_STEPS, *notifications.RESIZE_STEPS]
+    for action, phase in steps:
+        assert notifications.event_type(action, phase) == f"instance.{action}.{phase}"
