@@ -7,7 +7,7 @@ requests can never both start: the second gets a typed conflict error.
 
 One module per family, over a common part:
 
-- :mod:`.states`: the table of the states each action may start from (the
+- :mod:`.allowed`: the table of the states each action may start from (the
   API's early 409 and every compare-and-swap below read it);
 - :mod:`.common`: the action record, flavor reads, the quota check of a
   bigger flavor, and :func:`record_migration`, the one place a move's
@@ -20,6 +20,7 @@ One module per family, over a common part:
 Callers use the package: ``actions.begin_resize(...)``.
 """
 
+from resize_sched.actions.allowed import ALLOWED, Allowed
 from resize_sched.actions.build import create_server
 from resize_sched.actions.common import check_upsize, record_migration
 from resize_sched.actions.decisions import begin_confirm, begin_revert
@@ -42,7 +43,6 @@ from resize_sched.actions.shelve import (
     begin_unshelve,
     check_unshelvable,
 )
-from resize_sched.actions.states import ALLOWED, Allowed
 
 __all__ = [
     "ALLOWED",

@@ -9,7 +9,7 @@ from oslo_config import cfg
 
 from resize_sched import exception, quota
 from resize_sched import resources as rs
-from resize_sched.actions.states import Allowed
+from resize_sched.actions.allowed import Allowed
 from resize_sched.context import RequestContext
 from resize_sched.db.project_scope import ProjectScope
 from resize_sched.strategies import Holdings

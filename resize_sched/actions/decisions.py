@@ -6,10 +6,10 @@ from typing import Any
 from oslo_config import cfg
 
 from resize_sched import exception
+from resize_sched.actions.allowed import ALLOWED
 from resize_sched.actions.common import check_upsize, record_action
-from resize_sched.actions.states import ALLOWED
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 
 
@@ -31,7 +31,7 @@ def _begin_decision(
     if (
         not allowed.status_allows(server)
         or migration is None
-        or migration.status != models.MIGRATION_FINISHED
+        or migration.status != states.MIGRATION_FINISHED
     ):
         raise exception.ServerStateConflict(
             server_id=server_uuid,
@@ -46,7 +46,7 @@ def _begin_decision(
     db.server_update(server_uuid, expected=allowed.expected(), operation=operation, **values)
     status = "confirming" if action == "confirmResize" else "reverting"
     migration = db.migration_update(
-        migration.uuid, expected_status=models.MIGRATION_FINISHED, status=status
+        migration.uuid, expected_status=states.MIGRATION_FINISHED, status=status
     )
     recorded = action_api.CONFIRM_RESIZE if action == "confirmResize" else action_api.REVERT_RESIZE
     record_action(db, context, server_uuid, recorded)

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from resize_sched import exception
-from resize_sched.db import host_api, models
+from resize_sched.db import host_api, states
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,11 +56,11 @@ _LIVE = _Rules(
 
 #: Each move's rules, by migration type.
 RULES: dict[str, _Rules] = {
-    models.MIGRATION_TYPE_LIVE: _LIVE,
+    states.MIGRATION_TYPE_LIVE: _LIVE,
     # NOTE: Nova's evacuate looks the host up first (404), then checks it as
     # a live migration does.
-    models.MIGRATION_TYPE_EVACUATION: dataclasses.replace(_LIVE, unknown_not_found=True),
-    models.MIGRATION_TYPE_MIGRATION: _Rules(
+    states.MIGRATION_TYPE_EVACUATION: dataclasses.replace(_LIVE, unknown_not_found=True),
+    states.MIGRATION_TYPE_MIGRATION: _Rules(
         unknown_not_found=False,
         up_and_reported=False,
         same="The target host can't be the same one: server {server} is on host {host}.",

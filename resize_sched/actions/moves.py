@@ -9,6 +9,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from resize_sched import exception
+from resize_sched.actions.allowed import ALLOWED
 from resize_sched.actions.common import (
     check_upsize,
     checked_request,
@@ -16,9 +17,8 @@ from resize_sched.actions.common import (
     record_action,
     record_migration,
 )
-from resize_sched.actions.states import ALLOWED
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.strategies import ClaimStrategy
 
@@ -120,7 +120,7 @@ def begin_migrate(
         strategy,
         server,
         old_resources=own_resources(server),
-        migration_type=models.MIGRATION_TYPE_MIGRATION,
+        migration_type=states.MIGRATION_TYPE_MIGRATION,
         requested_host=host,
     )
     record_action(db, context, server_uuid, action_api.MIGRATE)
@@ -160,7 +160,7 @@ def _begin_move(
     strategy: ClaimStrategy,
     server: Any,
     *,
-    migration_type: str = models.MIGRATION_TYPE_RESIZE,
+    migration_type: str = states.MIGRATION_TYPE_RESIZE,
     requested_host: str | None = None,
     **resources: Any,
 ) -> Any:
@@ -171,8 +171,8 @@ def _begin_move(
         server.uuid,
         expected=_RESIZE.expected(),
         operation=_RESIZE.cas_operation,
-        status=models.STATUS_RESIZE,
-        task_state=models.TASK_RESIZE_PREP,
+        status=states.STATUS_RESIZE,
+        task_state=states.TASK_RESIZE_PREP,
     )
     return record_migration(
         db,
@@ -221,8 +221,8 @@ def begin_live_migration(
         server_uuid,
         expected=_LIVE.expected(),
         operation=_LIVE.cas_operation,
-        status=models.STATUS_MIGRATING,
-        task_state=models.TASK_MIGRATING,
+        status=states.STATUS_MIGRATING,
+        task_state=states.TASK_MIGRATING,
     )
     LOG.info(
         "Live migration of server %s: block migration %s",
@@ -230,7 +230,7 @@ def begin_live_migration(
         "auto" if block_migration is None else block_migration,
     )
     return _begin_flavor_kept(
-        db, server, models.MIGRATION_TYPE_LIVE, host, action_api.LIVE_MIGRATION, context
+        db, server, states.MIGRATION_TYPE_LIVE, host, action_api.LIVE_MIGRATION, context
     )
 
 
@@ -266,18 +266,18 @@ def begin_evacuation(
         server_uuid,
         expected=_EVACUATE.expected(),
         operation=_EVACUATE.cas_operation,
-        status=models.STATUS_REBUILD,
-        task_state=models.TASK_REBUILDING,
+        status=states.STATUS_REBUILD,
+        task_state=states.TASK_REBUILDING,
     )
     return _begin_flavor_kept(
-        db, server, models.MIGRATION_TYPE_EVACUATION, host, action_api.EVACUATE, context
+        db, server, states.MIGRATION_TYPE_EVACUATION, host, action_api.EVACUATE, context
     )
 
 
 #: How the log names a move that keeps the flavor, by migration type.
 _KEPT_NAMES = {
-    models.MIGRATION_TYPE_LIVE: "Live migration",
-    models.MIGRATION_TYPE_EVACUATION: "Evacuation",
+    states.MIGRATION_TYPE_LIVE: "Live migration",
+    states.MIGRATION_TYPE_EVACUATION: "Evacuation",
 }
 
 
@@ -297,7 +297,7 @@ def _begin_flavor_kept(
         claim_strategy="legacy",
         migration_type=migration_type,
         old_resources=own_resources(server),
-        status=models.MIGRATION_ACCEPTED,
+        status=states.MIGRATION_ACCEPTED,
         dest_host=host,
     )
     record_action(db, context, server.uuid, action)

@@ -3,10 +3,10 @@ compare-and-swap, from the states the table allows."""
 
 from typing import Any
 
+from resize_sched.actions.allowed import ALLOWED
 from resize_sched.actions.common import take_server
-from resize_sched.actions.states import ALLOWED
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 
 
@@ -36,5 +36,5 @@ def begin_power(
         context=context,
         recorded=action_api.STOP if stop else action_api.START,
         on_host=stop,
-        task_state=models.TASK_POWERING_OFF if stop else models.TASK_POWERING_ON,
+        task_state=states.TASK_POWERING_OFF if stop else states.TASK_POWERING_ON,
     )

@@ -6,10 +6,10 @@ from typing import Any
 from oslo_log import log as logging
 
 from resize_sched import exception
+from resize_sched.actions.allowed import ALLOWED
 from resize_sched.actions.common import record_action, take_server
-from resize_sched.actions.states import ALLOWED
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 
 LOG = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ def begin_shelve(
         context=context,
         recorded=action_api.SHELVE,
         on_host=True,
-        task_state=models.TASK_SHELVING,
+        task_state=states.TASK_SHELVING,
     )
     LOG.info("Server %s: shelve recorded", server_uuid)
     return server
@@ -71,7 +71,7 @@ def begin_shelve_offload(
         project_id=project_id,
         context=context,
         recorded=action_api.SHELVE_OFFLOAD,
-        task_state=models.TASK_SHELVING_OFFLOADING,
+        task_state=states.TASK_SHELVING_OFFLOADING,
     )
     LOG.info("Server %s: shelve offload recorded", server_uuid)
     return server
@@ -90,12 +90,12 @@ def check_unshelvable(server: Any, availability_zone: Any = KEEP_ZONE) -> None:
             operation=_UNSHELVE.cas_operation,
             expected=_UNSHELVE.words,
         )
-    if availability_zone is not KEEP_ZONE and server.status != models.STATUS_SHELVED_OFFLOADED:
+    if availability_zone is not KEEP_ZONE and server.status != states.STATUS_SHELVED_OFFLOADED:
         raise exception.ServerStateConflict(
             server_id=server.uuid,
             actual=server.status,
             operation="unshelve to an availability zone",
-            expected=models.STATUS_SHELVED_OFFLOADED,
+            expected=states.STATUS_SHELVED_OFFLOADED,
         )
 
 
@@ -119,10 +119,10 @@ def begin_unshelve(
     """
     server = db.server_get(server_uuid, project_id=project_id)
     check_unshelvable(server, availability_zone)
-    values: dict[str, Any] = {"task_state": models.TASK_UNSHELVING}
+    values: dict[str, Any] = {"task_state": states.TASK_UNSHELVING}
     expected = _UNSHELVE.expected()
     if availability_zone is not KEEP_ZONE:
-        expected["status"] = models.STATUS_SHELVED_OFFLOADED
+        expected["status"] = states.STATUS_SHELVED_OFFLOADED
         values["availability_zone"] = availability_zone
     server = db.server_update(
         server_uuid, expected=expected, operation=_UNSHELVE.cas_operation, **values

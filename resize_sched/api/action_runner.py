@@ -7,7 +7,7 @@ first step (:mod:`resize_sched.actions`), and the conductor method cast. The
 order is Nova's and the same for all: the body (400), the server (404), the
 rule (403), checks that come before the conductor's version (a zone, 400),
 the conductor's version (409), the states the action may start from (409,
-from the table of :mod:`resize_sched.actions.states`), then the action's
+from the table of :mod:`resize_sched.actions.allowed`), then the action's
 own checks and its first step, which records the intent by compare-and-swap.
 Every check comes before the first write: a refused request changes nothing.
 """

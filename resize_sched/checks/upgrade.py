@@ -75,7 +75,7 @@ from oslo_upgradecheck import upgradecheck
 from resize_sched import checks, exception, strategies
 from resize_sched.conf import placement as placement_conf
 from resize_sched.db import ERRORS as DB_ERRORS
-from resize_sched.db import driver_error, migration, models
+from resize_sched.db import driver_error, migration, states
 from resize_sched.db.api import Database
 from resize_sched.placement import client as placement_client
 from resize_sched.quota import unified_limits
@@ -96,8 +96,8 @@ REQUIRED_VERSION = max(placement_client.MIN_VERSION, placement_client.ROOT_REQUI
 # source host to come back: neither is stuck.
 STUCK_STATUSES = tuple(
     s
-    for s in models.IN_FLIGHT_STATUSES
-    if s not in (models.MIGRATION_FINISHED, models.MIGRATION_DONE)
+    for s in states.IN_FLIGHT_STATUSES
+    if s not in (states.MIGRATION_FINISHED, states.MIGRATION_DONE)
 )
 
 #: At most this many names are listed in one check's details.

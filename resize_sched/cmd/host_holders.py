@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resize_sched import resources as rs
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.placement.client import PlacementClient
 from resize_sched.scheduler import hosts
 
@@ -67,11 +67,11 @@ def holders(db: Any, client: PlacementClient, owner_trait: str, host: str) -> Ho
     found.servers = db.server_list(host=host)
     found.migrations = [
         m
-        for m in db.migration_list(statuses=models.IN_FLIGHT_STATUSES)
+        for m in db.migration_list(statuses=states.IN_FLIGHT_STATUSES)
         if host in (m.source_host, m.dest_host)
     ]
     servers = {s.uuid for s in db.server_list()}
-    migrations = {m.uuid: m for m in db.migration_list(statuses=models.IN_FLIGHT_STATUSES)}
+    migrations = {m.uuid: m for m in db.migration_list(statuses=states.IN_FLIGHT_STATUSES)}
     for provider in client.list_resource_providers(in_tree=root["uuid"]):
         held = client.get_provider_allocations(provider["uuid"])
         for consumer, resources in sorted(held.items()):

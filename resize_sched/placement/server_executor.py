@@ -28,7 +28,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched import resources as rs
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.placement import foreign
 from resize_sched.placement.client import (
     INSTANCE,
@@ -132,7 +132,7 @@ class ServerTransitions:
                 held = self.client.get_allocations(server.uuid)
                 mine, theirs = foreign.split(held.allocations, ours)
                 if attempt == self.conflict_retries or mine:
-                    self.db.server_journal_mark(entry.id, models.JOURNAL_ABANDONED, str(exc))
+                    self.db.server_journal_mark(entry.id, states.JOURNAL_ABANDONED, str(exc))
                     raise
                 if held.generation is not None:
                     write = _over(held, server, foreign.merge(allocations, theirs))
@@ -141,7 +141,7 @@ class ServerTransitions:
             except exception.PlacementUnavailable:
                 raise
             except exception.PlacementError as exc:
-                self.db.server_journal_mark(entry.id, models.JOURNAL_ABANDONED, str(exc))
+                self.db.server_journal_mark(entry.id, states.JOURNAL_ABANDONED, str(exc))
                 raise
 
     def settle_server(self, server_uuid: str, held: Allocations) -> dict[int, str]:
@@ -156,12 +156,12 @@ class ServerTransitions:
         """
         verdicts: dict[int, str] = {}
         for entry in self.db.server_journal_list(server_uuid):
-            if entry.state != models.JOURNAL_INTENDED:
+            if entry.state != states.JOURNAL_INTENDED:
                 continue
             if held == entry.target:
-                verdicts[entry.id] = models.JOURNAL_APPLIED
+                verdicts[entry.id] = states.JOURNAL_APPLIED
             elif held == entry.before:
-                verdicts[entry.id] = models.JOURNAL_ABANDONED
+                verdicts[entry.id] = states.JOURNAL_ABANDONED
             else:
                 verdicts[entry.id] = "unknown"
                 continue
@@ -232,7 +232,7 @@ class ServerTransitions:
                     server.uuid, _over(current, server, foreign.merge(goal, theirs))
                 )
             except exception.ConsumerGenerationConflict as exc:
-                self.db.server_journal_mark(entry.id, models.JOURNAL_ABANDONED, str(exc))
+                self.db.server_journal_mark(entry.id, states.JOURNAL_ABANDONED, str(exc))
                 LOG.info(
                     "Server %s %s: generation conflict (attempt %d of %d), re-reading",
                     server.uuid,
@@ -244,9 +244,9 @@ class ServerTransitions:
             except exception.PlacementUnavailable:
                 raise
             except exception.PlacementError as exc:
-                self.db.server_journal_mark(entry.id, models.JOURNAL_ABANDONED, str(exc))
+                self.db.server_journal_mark(entry.id, states.JOURNAL_ABANDONED, str(exc))
                 raise
-            self.db.server_journal_mark(entry.id, models.JOURNAL_APPLIED)
+            self.db.server_journal_mark(entry.id, states.JOURNAL_APPLIED)
             LOG.info("Server %s %s applied: %s", server.uuid, phase, goal)
             return True
         raise exception.PlacementConflict(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from resize_sched import resources as rs
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.db.api import Database
 from resize_sched.placement.client import INSTANCE, ConsumerWrite, PlacementClient
 
@@ -190,8 +190,8 @@ def build(layout: Layout, client: PlacementClient, db: Database, owner_trait: st
             project_id=PROJECT,
             user_id=USER,
             flavor=row,
-            status=models.STATUS_ACTIVE,
-            vm_state=models.VM_ACTIVE,
+            status=states.STATUS_ACTIVE,
+            vm_state=states.VM_ACTIVE,
             task_state=None,
             host=host,
             node=host,

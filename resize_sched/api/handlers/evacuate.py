@@ -25,7 +25,7 @@ from resize_sched import actions
 from resize_sched.api import faults, schemas
 from resize_sched.api.action_runner import Begun, ServerAction
 from resize_sched.api.request import ApiRequest, json_response
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.policies import evacuate as rules
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def _evacuate(state: "ApiState", req: ApiRequest, server_id: str, server: Any, a
     host = args.get("host")
     if host is not None:
         actions.check_destination(
-            state.db, state.conf, server, host, move=models.MIGRATION_TYPE_EVACUATION
+            state.db, state.conf, server, host, move=states.MIGRATION_TYPE_EVACUATION
         )
     migration = actions.begin_evacuation(
         state.db, server.uuid, host=host, project_id=req.project_scope(), context=req.context

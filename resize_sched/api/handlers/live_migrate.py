@@ -22,7 +22,7 @@ from resize_sched import actions
 from resize_sched.api import schemas
 from resize_sched.api.action_runner import Begun, ServerAction
 from resize_sched.api.request import ApiRequest
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.policies import live_migrate as rules
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def _live_migrate(
     host = args.get("host")
     if host is not None:
         actions.check_destination(
-            state.db, state.conf, server, host, move=models.MIGRATION_TYPE_LIVE
+            state.db, state.conf, server, host, move=states.MIGRATION_TYPE_LIVE
         )
     block = args.get("block_migration")
     migration = actions.begin_live_migration(

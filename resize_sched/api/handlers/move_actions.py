@@ -17,7 +17,7 @@ from resize_sched import actions
 from resize_sched.api import policy, schemas
 from resize_sched.api.action_runner import Begun, ServerAction
 from resize_sched.api.request import ApiRequest
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.policies import migrate_server as rules
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def _migrate(state: "ApiState", req: ApiRequest, server_id: str, server: Any, ar
     actions.check_movable(server, "migrate")
     if host is not None:
         actions.check_destination(
-            state.db, state.conf, server, host, move=models.MIGRATION_TYPE_MIGRATION
+            state.db, state.conf, server, host, move=states.MIGRATION_TYPE_MIGRATION
         )
     migration = actions.begin_migrate(
         state.db,

@@ -29,7 +29,7 @@ from resize_sched.api.handlers.flavors import visible_flavor
 from resize_sched.api.handlers.live_migrate import live_migrate
 from resize_sched.api.handlers.servers import flavor_ref
 from resize_sched.api.request import ApiRequest, empty_response
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 from resize_sched.policies import servers as rules
 
 if TYPE_CHECKING:
@@ -104,8 +104,8 @@ def _power(stop: bool) -> Step:
 
 #: ``os-resetState``'s states: (status, vm_state), as Nova maps them.
 _RESET_STATES = {
-    "active": (models.STATUS_ACTIVE, models.VM_ACTIVE),
-    "error": (models.STATUS_ERROR, models.VM_ERROR),
+    "active": (states.STATUS_ACTIVE, states.VM_ACTIVE),
+    "error": (states.STATUS_ERROR, states.VM_ERROR),
 }
 
 
@@ -127,7 +127,7 @@ def _reset_state(
     wanted = body["os-resetState"]["state"]
     if wanted == "active":
         in_flight = state.db.migration_list(
-            server_uuid=server.uuid, statuses=models.IN_FLIGHT_STATUSES
+            server_uuid=server.uuid, statuses=states.IN_FLIGHT_STATUSES
         )
         if in_flight:
             raise faults.Conflict(

@@ -12,7 +12,7 @@ lost a race to another still gets its 409 from the database.
 import dataclasses
 from typing import Any
 
-from resize_sched.db import models
+from resize_sched.db import states
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,40 +93,40 @@ def _one_or_all(values: tuple[Any, ...]) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-_IDLE_MOVABLE = (models.STATUS_ACTIVE, models.STATUS_SHUTOFF)
+_IDLE_MOVABLE = (states.STATUS_ACTIVE, states.STATUS_SHUTOFF)
 
 #: The table: each action's allowed states, by the action's name.
 #: (Shelving: Nova's also names PAUSED and SUSPENDED, which no server here
 #: can be in.)
 _TABLE: tuple[Allowed, ...] = (
     # NOTE: a stopped server may be resized, as in Nova; it stays powered
-    # off and ends SHUTOFF (models.settled_state). A cold migration is a
+    # off and ends SHUTOFF (states.settled_state). A cold migration is a
     # resize to the server's own flavor and takes the same states.
     Allowed(
         "resize",
         status=_IDLE_MOVABLE,
-        vm_state=(models.VM_ACTIVE, models.VM_STOPPED),
+        vm_state=(states.VM_ACTIVE, states.VM_STOPPED),
         healthy=True,
         words="ACTIVE or SHUTOFF",
     ),
     Allowed(
         "os-migrateLive",
         "live migration",
-        status=(models.STATUS_ACTIVE,),
-        vm_state=(models.VM_ACTIVE,),
+        status=(states.STATUS_ACTIVE,),
+        vm_state=(states.VM_ACTIVE,),
         healthy=True,
         words="ACTIVE",
     ),
     Allowed(
         "evacuate",
-        status=(models.STATUS_ACTIVE, models.STATUS_SHUTOFF, models.STATUS_ERROR),
+        status=(states.STATUS_ACTIVE, states.STATUS_SHUTOFF, states.STATUS_ERROR),
         words="ACTIVE, SHUTOFF or ERROR on a host",
     ),
     Allowed("shelve", status=_IDLE_MOVABLE),
-    Allowed("shelveOffload", status=(models.STATUS_SHELVED,)),
+    Allowed("shelveOffload", status=(states.STATUS_SHELVED,)),
     Allowed(
         "unshelve",
-        status=(models.STATUS_SHELVED, models.STATUS_SHELVED_OFFLOADED),
+        status=(states.STATUS_SHELVED, states.STATUS_SHELVED_OFFLOADED),
         words="SHELVED or SHELVED_OFFLOADED with no task",
     ),
     # NOTE: as Nova, an ERROR server may be stopped too, if it has a host to
@@ -134,20 +134,20 @@ _TABLE: tuple[Allowed, ...] = (
     Allowed(
         "os-stop",
         "stop",
-        status=(models.STATUS_ACTIVE, models.STATUS_ERROR),
-        vm_state=(models.VM_ACTIVE, models.VM_ERROR),
+        status=(states.STATUS_ACTIVE, states.STATUS_ERROR),
+        vm_state=(states.VM_ACTIVE, states.VM_ERROR),
     ),
-    Allowed("os-start", "start", status=(models.STATUS_SHUTOFF,), vm_state=(models.VM_STOPPED,)),
+    Allowed("os-start", "start", status=(states.STATUS_SHUTOFF,), vm_state=(states.VM_STOPPED,)),
     Allowed(
-        "confirmResize", "confirm", status=(models.STATUS_VERIFY_RESIZE,), words="VERIFY_RESIZE"
+        "confirmResize", "confirm", status=(states.STATUS_VERIFY_RESIZE,), words="VERIFY_RESIZE"
     ),
     Allowed(
-        "revertResize", "revert", status=(models.STATUS_VERIFY_RESIZE,), words="VERIFY_RESIZE"
+        "revertResize", "revert", status=(states.STATUS_VERIFY_RESIZE,), words="VERIFY_RESIZE"
     ),
     Allowed(
         "metadata",
         "a metadata change",
-        vm_state=(models.VM_ACTIVE, models.VM_STOPPED),
+        vm_state=(states.VM_ACTIVE, states.VM_STOPPED),
         words="active or stopped with no task",
     ),
     # NOTE: a live migration's task state is "migrating"; a resize never has
@@ -156,11 +156,11 @@ _TABLE: tuple[Allowed, ...] = (
     # as Nova.
     Allowed(
         "force_complete",
-        vm_state=(models.VM_ACTIVE,),
-        task_state=(models.TASK_MIGRATING,),
+        vm_state=(states.VM_ACTIVE,),
+        task_state=(states.TASK_MIGRATING,),
         names_first="vm_state",
     ),
-    Allowed("abort live migration", task_state=(models.TASK_MIGRATING,)),
+    Allowed("abort live migration", task_state=(states.TASK_MIGRATING,)),
 )
 ALLOWED: dict[str, Allowed] = {entry.action: entry for entry in _TABLE}
 
