@@ -18,7 +18,6 @@ fails puts the server in ERROR on its source with exactly its old
 allocation (``failed``).
 """
 
-import dataclasses
 from typing import Any, ClassVar
 
 from oslo_log import log as logging
@@ -27,8 +26,7 @@ from resize_sched import exception
 from resize_sched.conductor.tasks.move import MoveTask
 from resize_sched.db import action_api, models
 from resize_sched.db.steps import StepRun
-from resize_sched.scheduler.manager import SchedulingRequest
-from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
+from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)
 
@@ -50,23 +48,11 @@ class EvacuationTask(MoveTask):
         models.MIGRATION_ACCEPTED,
         models.MIGRATION_PRE_MIGRATING,
     )
-
-    def _scheduling_request(
-        self,
-        migration: Any,
-        strategy: ClaimStrategy,
-        facts: ResizeFacts,
-        tried: frozenset[str] = frozenset(),
-        *,
-        run: StepRun | None = None,
-    ) -> SchedulingRequest:
-        """The move's request, never the source (its host is down), and only
-        the host the caller named, when one was."""
-        request = super()._scheduling_request(migration, strategy, facts, tried, run=run)
-        named = frozenset({migration.dest_host}) if migration.dest_host else frozenset()
-        return dataclasses.replace(
-            request, allow_same_host=False, prefer_same_host=False, force_hosts=named
-        )
+    # NOTE: never the source (its host is down), and only the host the
+    # caller named, when one was.
+    LEAVES_SOURCE: ClassVar[bool] = True
+    NAMED_HOST: ClassVar[str] = "dest_host"
+    WHAT: ClassVar[str] = "Evacuation"
 
     def rebuilt(self, migration_uuid: str, host: str) -> Any:
         """The destination rebuilt the server: it runs there (``done``).

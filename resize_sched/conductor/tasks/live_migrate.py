@@ -28,7 +28,6 @@ destination). Every one is a compare-and-swap on the migration's status, so
 a duplicate or late report is a logged no-op.
 """
 
-import dataclasses
 from typing import Any, ClassVar
 
 from oslo_log import log as logging
@@ -38,8 +37,6 @@ from resize_sched.conductor.tasks.facts import facts_of
 from resize_sched.conductor.tasks.move import MoveTask, recorded_allocations
 from resize_sched.db import action_api, models
 from resize_sched.db.steps import StepRun
-from resize_sched.scheduler.manager import SchedulingRequest
-from resize_sched.strategies import ClaimStrategy, ResizeFacts
 
 LOG = logging.getLogger(__name__)
 
@@ -61,23 +58,11 @@ class LiveMigrationTask(MoveTask):
     SCHEDULING_STATUS: ClassVar[str] = models.MIGRATION_ACCEPTED
     CLAIMED_STATUS: ClassVar[str] = models.MIGRATION_PREPARING
     FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = models.LIVE_IN_FLIGHT_STATUSES
-
-    def _scheduling_request(
-        self,
-        migration: Any,
-        strategy: ClaimStrategy,
-        facts: ResizeFacts,
-        tried: frozenset[str] = frozenset(),
-        *,
-        run: StepRun | None = None,
-    ) -> SchedulingRequest:
-        """The move's request, never the source (a live migration goes
-        elsewhere), and only the host the caller named, when one was."""
-        request = super()._scheduling_request(migration, strategy, facts, tried, run=run)
-        named = frozenset({migration.dest_host}) if migration.dest_host else frozenset()
-        return dataclasses.replace(
-            request, allow_same_host=False, prefer_same_host=False, force_hosts=named
-        )
+    # NOTE: never the source (a live migration goes elsewhere), and only
+    # the host the caller named, when one was.
+    LEAVES_SOURCE: ClassVar[bool] = True
+    NAMED_HOST: ClassVar[str] = "dest_host"
+    WHAT: ClassVar[str] = "Live migration"
 
     # -- the compute hosts' reports ------------------------------------------------------
 
@@ -163,6 +148,10 @@ class LiveMigrationTask(MoveTask):
             server_values=server_values,
             **extra,
         )
+
+    def placement_failed(self, migration_uuid: str, reason: str) -> Any:
+        """Placement failed part-way through the schedule: roll back."""
+        return self.rollback(migration_uuid, reason)
 
     def rollback(self, migration_uuid: str, reason: str, *, aborted: bool = False) -> Any:
         """The migration stopped before the hand-over ended: the server runs
