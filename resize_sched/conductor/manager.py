@@ -1,5 +1,4 @@
-"""Server side of the conductor RPC API: the one endpoint object, composed of
-one thin mixin per family of endpoints.
+"""Server side of the conductor RPC API: one endpoint object, one mixin per family.
 
 Each method is a cast handler: it runs one step of a flow (a task under
 :mod:`resize_sched.conductor.tasks`) and hands the next step to a compute

@@ -1,5 +1,8 @@
-"""What every family of the conductor's endpoints shares: its state, the
-compute events, the messages a step sends, and the schedule of a move.
+"""What every family of the conductor's endpoints shares.
+
+Its state (what the manager's constructor sets), the compute events, the
+messages a step sends, a failure report of a migration's part, and the
+schedule of a move with its ending.
 
 Each family (:mod:`.builds`, :mod:`.resizes`, ...) is a mixin of
 :class:`~resize_sched.conductor.manager.ConductorManager`, the one endpoint
@@ -8,6 +11,7 @@ manager's constructor sets, so every family reads it from the same object
 (tests replace ``compute`` after construction).
 """
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -32,6 +36,17 @@ from resize_sched.db.api import Database
 from resize_sched.scheduler.manager import Destination
 
 
+@dataclasses.dataclass(frozen=True)
+class MoveFailure:
+    """A compute host's report that its part of a migration failed."""
+
+    operation: str
+    reason: str
+    server_uuid: str
+    migration_uuid: str
+    host: str | None
+
+
 class Endpoint:
     """The state and helpers of the conductor's endpoints."""
 
@@ -50,24 +65,22 @@ class Endpoint:
     lease: Lease
 
     def _compute_event(
-        self,
-        operation: str,
-        server_uuid: str,
-        host: str | None,
-        *,
-        result: str | None = None,
-        reason: str | None = None,
+        self, operation: str, server_uuid: str, host: str | None, **outcome: str
     ) -> None:
-        """Record a compute step's event (:func:`.compute_events.record`)."""
-        compute_events.record(self.db, operation, server_uuid, host, result=result, reason=reason)
+        """Record a compute step's event: started, or its ``result`` or
+        failure ``reason`` (:func:`.compute_events.record`)."""
+        compute_events.record(self.db, operation, server_uuid, host, **outcome)
 
-    def _said(self, operation: str, host: str | None, reason: str, migration_uuid: str) -> str:
-        """A compute host's failure of ``operation`` in words, naming the resize's source."""
+    def _said(self, failure: MoveFailure, operation: str | None = None) -> str:
+        """A compute host's failure of its part (``operation``, when it is
+        not the one reported) in words, naming the migration's source."""
         try:
-            source = self.db.migration_get(migration_uuid).source_host
+            source = self.db.migration_get(failure.migration_uuid).source_host
         except exception.NotFound:
             source = None
-        return words.compute_failed(operation, host, reason, source=source)
+        return words.compute_failed(
+            operation or failure.operation, failure.host, failure.reason, source=source
+        )
 
     def _message(
         self, migration: Any, *, with_server: bool = False, power: bool = False
@@ -91,17 +104,24 @@ class Endpoint:
         return self._message(migration, power=True)
 
     def _schedule_move(
-        self, task: MoveTask, migration_uuid: str, ended: Callable[[Exception], None]
-    ) -> Destination | None:
-        """Schedule and claim a move: the destination, or None when the move
-        ended here (no host, or Placement failed: the task put back what the
-        server held) or was not due. ``ended`` is told why it ended."""
+        self,
+        task: MoveTask,
+        migration_uuid: str,
+        then: Callable[[Destination], None],
+        ended: Callable[[Exception], None],
+    ) -> None:
+        """Schedule and claim a move, then hand the destination to ``then``.
+
+        A move that ends here (no host; or Placement failed, and the task
+        put back what the server held) is logged and ``ended`` is told why;
+        one not due (a duplicate, a delete) does nothing.
+        """
         try:
-            return task.schedule(migration_uuid)
+            dest = task.schedule(migration_uuid)
         except (exception.NoValidHost, exception.RestoreFailed) as exc:
             LOG.warning("%s %s ended without a host: %s", task.WHAT, migration_uuid, exc)
             ended(exc)
-            return None
+            return
         except exception.PlacementError as exc:
             LOG.warning("%s %s: Placement failed: %s", task.WHAT, migration_uuid, exc)
             try:
@@ -109,4 +129,6 @@ class Endpoint:
             except exception.ResizeSchedException as again:
                 LOG.warning("%s %s left for recovery: %s", task.WHAT, migration_uuid, again)
             ended(exc)
-            return None
+            return
+        if dest is not None:
+            then(dest)

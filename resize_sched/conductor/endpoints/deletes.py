@@ -1,5 +1,7 @@
-"""The conductor's endpoint of a delete: the task gives everything back, the
-hosts are told to destroy their copies."""
+"""The conductor's endpoint of a delete.
+
+The task gives everything back; the hosts are told to destroy their copies.
+"""
 
 from typing import Any
 

@@ -1,5 +1,6 @@
-"""The conductor's endpoint of a compute host's failure report: which flow
-each failed operation belongs to, and what that flow does about it.
+"""The conductor's endpoint of a compute host's failure report.
+
+Which flow each failed operation belongs to, and what that flow does about it.
 
 Each failure's event is recorded only when the report was due (the task
 acted on it): a duplicate or stale report records nothing. What is recorded
@@ -7,6 +8,7 @@ says it in words (:mod:`resize_sched.words`).
 """
 
 from resize_sched import exception, words
+from resize_sched.conductor.endpoints.base import MoveFailure
 from resize_sched.conductor.endpoints.checks import LOG, handler
 from resize_sched.conductor.endpoints.evacuations import EvacuationEndpoints
 from resize_sched.conductor.endpoints.live import LIVE_ROLLBACKS, LiveMigrationEndpoints
@@ -26,7 +28,7 @@ DECISION_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 #: The failed compute operations that belong to a migration, and the method
-#: that handles each (called with the report's arguments).
+#: that handles each (called with the report as a :class:`.MoveFailure`).
 MIGRATION_FAILURES: dict[str, str] = {
     "prep_resize": "_prep_failed",
     "resize": "_resize_failed",
@@ -69,7 +71,7 @@ class FailureEndpoints(
                 self._compute_event("spawn", server_uuid, host, reason=said)
         elif migration_uuid and operation in MIGRATION_FAILURES:
             failed = getattr(self, MIGRATION_FAILURES[operation])
-            failed(ctxt, operation, reason, server_uuid, migration_uuid, host)
+            failed(ctxt, MoveFailure(operation, reason, server_uuid, migration_uuid, host))
         else:
             LOG.info(
                 "Failure of %s of server %s names no migration it belongs to; nothing to do",
@@ -77,46 +79,30 @@ class FailureEndpoints(
                 server_uuid,
             )
 
-    def _prep_failed(
-        self,
-        ctxt: RequestContext,
-        operation: str,
-        reason: str,
-        server_uuid: str,
-        migration_uuid: str,
-        host: str | None,
-    ) -> None:
+    def _prep_failed(self, ctxt: RequestContext, failure: MoveFailure) -> None:
         """The destination failed to prepare: the next alternate, or the end."""
-        said = self._said(operation, host, reason, migration_uuid)
+        said = self._said(failure)
         try:
-            dest = self.resizes.reschedule(migration_uuid, reason, host)
+            dest = self.resizes.reschedule(failure.migration_uuid, failure.reason, failure.host)
         except (exception.NoValidHost, exception.RestoreFailed) as exc:
-            LOG.warning("Resize %s: no alternate left: %s", migration_uuid, exc)
-            self._compute_event("prep_resize", server_uuid, host, reason=said)
-            self._notify_resize_error(ctxt, migration_uuid, exc)
+            LOG.warning("Resize %s: no alternate left: %s", failure.migration_uuid, exc)
+            self._compute_event("prep_resize", failure.server_uuid, failure.host, reason=said)
+            self._notify_resize_error(ctxt, failure.migration_uuid, exc)
             return
         if dest is not None:
-            self._compute_event("prep_resize", server_uuid, host, reason=said)
-            self._prep(ctxt, migration_uuid, dest.host)
+            self._compute_event("prep_resize", failure.server_uuid, failure.host, reason=said)
+            self._prep(ctxt, failure.migration_uuid, dest.host)
 
-    def _decision_part_failed(
-        self,
-        ctxt: RequestContext,
-        operation: str,
-        reason: str,
-        server_uuid: str,
-        migration_uuid: str,
-        host: str | None,
-    ) -> None:
+    def _decision_part_failed(self, ctxt: RequestContext, failure: MoveFailure) -> None:
         """A confirm's or a revert's part failed on a host: the server's fault."""
-        status, host_columns = DECISION_PARTS[operation]
-        part = self._revert_part(operation, migration_uuid, host)
-        said = self._said(part, host, reason, migration_uuid)
+        status, host_columns = DECISION_PARTS[failure.operation]
+        part = self._revert_part(failure.operation, failure.migration_uuid, failure.host)
+        said = self._said(failure, part)
         if not self.db.server_record_step_fault(
-            server_uuid,
-            migration_uuid,
+            failure.server_uuid,
+            failure.migration_uuid,
             expected_status=status,
-            host=host,
+            host=failure.host,
             host_columns=host_columns,
             fault_message=said,
         ):
@@ -125,29 +111,23 @@ class FailureEndpoints(
             LOG.info(
                 "Fault of server %s not recorded: the %s of migration %s is not its "
                 "latest step (stale report); nothing to do",
-                server_uuid,
-                operation,
-                migration_uuid,
+                failure.server_uuid,
+                failure.operation,
+                failure.migration_uuid,
             )
             return
-        self._compute_event(part, server_uuid, host, reason=said)
+        self._compute_event(part, failure.server_uuid, failure.host, reason=said)
 
-    def _resize_failed(
-        self,
-        ctxt: RequestContext,
-        operation: str,
-        reason: str,
-        server_uuid: str,
-        migration_uuid: str,
-        host: str | None,
-    ) -> None:
+    def _resize_failed(self, ctxt: RequestContext, failure: MoveFailure) -> None:
         """The source's resize or the destination's finish failed: as Nova's
         fix for bug 1825537, the server goes to ERROR on its source with
         exactly its old allocation; nothing leaks."""
-        said = self._said(operation, host, reason, migration_uuid)
-        failed = self.resizes.fail(migration_uuid, kind="failed", reason=said, server_error=True)
+        said = self._said(failure)
+        failed = self.resizes.fail(
+            failure.migration_uuid, kind="failed", reason=said, server_error=True
+        )
         if failed is not None:
-            self._compute_event(operation, server_uuid, host, reason=said)
+            self._compute_event(failure.operation, failure.server_uuid, failure.host, reason=said)
 
     def _revert_part(self, operation: str, migration_uuid: str | None, host: str | None) -> str:
         """``revert`` on a source host is the revert's second part, ``finish_revert``."""

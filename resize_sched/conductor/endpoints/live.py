@@ -1,11 +1,14 @@
-"""The conductor's endpoints of a live migration: schedule, the hosts'
-reports, abort and force-complete, and a failed part's rollback."""
+"""The conductor's endpoints of a live migration.
+
+Schedule, the hosts' reports, abort and force-complete, and a failed part's
+rollback.
+"""
 
 from collections.abc import Callable
 from typing import Any
 
 from resize_sched import exception
-from resize_sched.conductor.endpoints.base import Endpoint
+from resize_sched.conductor.endpoints.base import Endpoint, MoveFailure
 from resize_sched.conductor.endpoints.checks import LOG, handler
 from resize_sched.context import RequestContext
 from resize_sched.db import action_api, models
@@ -23,11 +26,12 @@ class LiveMigrationEndpoints(Endpoint):
     @handler
     def live_migrate_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
         """Schedule and claim a live migration, then ask its destination to prepare."""
-        dest = self._schedule_move(
-            self.lives, migration_uuid, lambda exc: self._live_ended(migration_uuid)
+        self._schedule_move(
+            self.lives,
+            migration_uuid,
+            then=lambda dest: self._pre_live(ctxt, migration_uuid),
+            ended=lambda exc: self._live_ended(migration_uuid),
         )
-        if dest is not None:
-            self._pre_live(ctxt, migration_uuid)
 
     def _pre_live(self, ctxt: RequestContext, migration_uuid: str) -> None:
         migration = self.db.migration_get(migration_uuid)
@@ -107,56 +111,52 @@ class LiveMigrationEndpoints(Endpoint):
             return
         cast(ctxt, migration.source_host, self._live_message(migration))
 
-    def _live_failed(
-        self,
-        ctxt: RequestContext,
-        operation: str,
-        reason: str,
-        server_uuid: str,
-        migration_uuid: str,
-        host: str | None,
-    ) -> None:
+    def _live_failed(self, ctxt: RequestContext, failure: MoveFailure) -> None:
         """A live migration's part failed on ``host``: roll back, or (after the
         hand-over) keep the server where it now runs."""
-        said = self._said(operation, host, reason, migration_uuid)
+        said = self._said(failure)
         try:
-            expected_host = self.db.migration_get(migration_uuid)
+            expected_host = self.db.migration_get(failure.migration_uuid)
         except exception.NotFound:
             return
         on = (
             expected_host.dest_host
-            if operation == "pre_live_migration"
+            if failure.operation == "pre_live_migration"
             else expected_host.source_host
         )
-        if host is not None and host != on:
+        if failure.host is not None and failure.host != on:
             LOG.info(
                 "Failure of %s of live migration %s reported by %s, not its host %s; "
                 "nothing to do",
-                operation,
-                migration_uuid,
-                host,
+                failure.operation,
+                failure.migration_uuid,
+                failure.host,
                 on,
             )
             return
-        if operation == "post_live_migration":
-            ended = self.lives.post_failed(migration_uuid, said)
+        if failure.operation == "post_live_migration":
+            ended = self.lives.post_failed(failure.migration_uuid, said)
         else:
             try:
                 ended = self.lives.rollback(
-                    migration_uuid, said, aborted=operation == "live_migration_abort"
+                    failure.migration_uuid,
+                    said,
+                    aborted=failure.operation == "live_migration_abort",
                 )
             except exception.RestoreFailed as exc:
-                LOG.warning("Live migration %s: rollback refused: %s", migration_uuid, exc)
-                ended = self.db.migration_get(migration_uuid)
+                LOG.warning("Live migration %s: rollback refused: %s", failure.migration_uuid, exc)
+                ended = self.db.migration_get(failure.migration_uuid)
         if ended is None:
             return
-        if operation == "live_migration_abort":
-            self._compute_event(operation, server_uuid, host, result=action_api.SUCCESS)
+        if failure.operation == "live_migration_abort":
+            self._compute_event(
+                failure.operation, failure.server_uuid, failure.host, result=action_api.SUCCESS
+            )
         else:
-            self._compute_event(operation, server_uuid, host, reason=said)
-        if operation != "post_live_migration":
+            self._compute_event(failure.operation, failure.server_uuid, failure.host, reason=said)
+        if failure.operation != "post_live_migration":
             message = self._live_message(ended)
             self.compute.rollback_live_migration_at_destination(ctxt, ended.dest_host, message)
-            if operation != "pre_live_migration":
+            if failure.operation != "pre_live_migration":
                 self.compute.rollback_live_migration_at_source(ctxt, ended.source_host, message)
-        self.db.action_finish(server_uuid, (action_api.LIVE_MIGRATION,))
+        self.db.action_finish(failure.server_uuid, (action_api.LIVE_MIGRATION,))

@@ -1,5 +1,7 @@
-"""The conductor's endpoints of a resize (and a cold migration): schedule,
-the hosts' prepared and finished reports, confirm and revert."""
+"""The conductor's endpoints of a resize and a cold migration.
+
+Schedule, the hosts' prepared and finished reports, confirm and revert.
+"""
 
 from resize_sched import exception, notifications
 from resize_sched.compute.rpcapi import migration_message
@@ -15,13 +17,12 @@ class ResizeEndpoints(Endpoint):
 
     @handler
     def resize_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
-        dest = self._schedule_move(
+        self._schedule_move(
             self.resizes,
             migration_uuid,
-            lambda exc: self._notify_resize_error(ctxt, migration_uuid, exc),
+            then=lambda dest: self._prep(ctxt, migration_uuid, dest.host),
+            ended=lambda exc: self._notify_resize_error(ctxt, migration_uuid, exc),
         )
-        if dest is not None:
-            self._prep(ctxt, migration_uuid, dest.host)
 
     def _notify_resize_error(
         self, ctxt: RequestContext, migration_uuid: str, exc: Exception

@@ -1,6 +1,8 @@
-"""The conductor's endpoints of shelving: shelve, offload (asked for, or by
-the sweep after ``[DEFAULT] shelved_offload_time``), unshelve, the hosts'
-reports and their failures."""
+"""The conductor's endpoints of shelving.
+
+Shelve, offload (asked for, or by the sweep after ``[DEFAULT]
+shelved_offload_time``), unshelve, the hosts' reports and their failures.
+"""
 
 import datetime
 

@@ -53,7 +53,7 @@ from resize_sched.scheduler.manager import (
 )
 from resize_sched.strategies import Holdings
 
-__all__ = ["SCHEDULING_STEPS", "MoveTask", "recorded_allocations"]
+__all__ = ["SCHEDULING_STEPS", "AwayMove", "MoveTask", "recorded_allocations"]
 
 LOG = logging.getLogger(__name__)
 
@@ -142,6 +142,19 @@ class MoveTask(MoveClaims):
             raise
         finally:
             self.db.step_end(run, error=error, not_due=not_due)
+
+    def _advance_on_report(self, migration_uuid: str, **advance: Any) -> Any:
+        """A compute host's report moves the migration on, in one
+        compare-and-swap (no step owns the migration meanwhile).
+
+        :returns: the migration, or None when the report is not due (a
+            duplicate, a host the move has left, a delete).
+        """
+        try:
+            return self.db.migration_advance(migration_uuid, token=None, **advance)
+        except exception.StepNotDue as exc:
+            LOG.info("%s Nothing to do.", exc)
+            return None
 
     def _give_back_if_deleted(self, migration_uuid: str) -> None:
         """A step lost to a delete: release anything it wrote after the delete's release."""
@@ -382,3 +395,16 @@ class MoveTask(MoveClaims):
             server_values=server_values,
             **ending,
         )
+
+
+class AwayMove(MoveTask):
+    """A move that always leaves its source (a live migration, an evacuation).
+
+    The API accepts it before any host is chosen (``accepted``), recording
+    the host its caller named, if any, as the migration's ``dest_host``: the
+    scheduler chooses that host alone, or any other, never the source.
+    """
+
+    SCHEDULING_STATUS: ClassVar[str] = models.MIGRATION_ACCEPTED
+    LEAVES_SOURCE: ClassVar[bool] = True
+    NAMED_HOST: ClassVar[str] = "dest_host"

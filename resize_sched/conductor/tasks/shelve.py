@@ -13,6 +13,10 @@ policy, the flavor is claimed there, and the host spawns it.
 No snapshot image is made: the fake hypervisor has no images, and the
 server keeps its ``image_ref``.
 
+With ``[DEFAULT] shelved_offload_time`` positive, the sweep offloads a
+server left SHELVED that long (:meth:`ShelveTask.idle_shelved`,
+:meth:`ShelveTask.begin_sweep_offload`), as Nova's compute periodic task does.
+
 Every step is a compare-and-swap on the state it expects (the task state
 and, for a host's report, the host), so a duplicate or late report finds
 another state and is a logged no-op, and a delete recorded first (task
