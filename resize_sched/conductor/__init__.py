@@ -1,1 +1,1 @@
-"""The conductor: runs the build and resize task flows."""
+"""The conductor: its RPC endpoints (``endpoints/``) and the flows behind them (``tasks/``)."""

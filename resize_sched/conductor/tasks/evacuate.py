@@ -1,5 +1,4 @@
-"""The evacuation flow: schedule and claim, rebuild on the destination, and
-give the source back once its host returns.
+"""The evacuation flow: schedule and claim, rebuild, give the source back once its host returns.
 
 A server whose host is down (its compute service forced down, or silent for
 ``[DEFAULT] service_down_time``) is rebuilt elsewhere. It is a move of the
@@ -18,24 +17,23 @@ fails puts the server in ERROR on its source with exactly its old
 allocation (``failed``).
 """
 
-import dataclasses
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from oslo_log import log as logging
 
 from resize_sched import exception
-from resize_sched.conductor.tasks.move import MoveTask
+from resize_sched.conductor.tasks.move import AwayMove
 from resize_sched.db import action_api, models
 from resize_sched.db.steps import StepRun
-from resize_sched.scheduler.manager import SchedulingRequest
-from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
+from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)
 
 _EVACUATE = (action_api.EVACUATE,)
 
 
-class EvacuationTask(MoveTask):
+class EvacuationTask(AwayMove):
     """Runs one server's evacuation through its steps.
 
     :param deps: configuration, database, Placement client, scheduler, executor.
@@ -44,29 +42,12 @@ class EvacuationTask(MoveTask):
     STEP_EVENTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {
         "schedule": ("conductor_rebuild_server", _EVACUATE),
     }
-    SCHEDULING_STATUS: ClassVar[str] = models.MIGRATION_ACCEPTED
     CLAIMED_STATUS: ClassVar[str] = models.MIGRATION_PRE_MIGRATING
     FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = (
         models.MIGRATION_ACCEPTED,
         models.MIGRATION_PRE_MIGRATING,
     )
-
-    def _scheduling_request(
-        self,
-        migration: Any,
-        strategy: ClaimStrategy,
-        facts: ResizeFacts,
-        tried: frozenset[str] = frozenset(),
-        *,
-        run: StepRun | None = None,
-    ) -> SchedulingRequest:
-        """The move's request, never the source (its host is down), and only
-        the host the caller named, when one was."""
-        request = super()._scheduling_request(migration, strategy, facts, tried, run=run)
-        named = frozenset({migration.dest_host}) if migration.dest_host else frozenset()
-        return dataclasses.replace(
-            request, allow_same_host=False, prefer_same_host=False, force_hosts=named
-        )
+    WHAT: ClassVar[str] = "Evacuation"
 
     def rebuilt(self, migration_uuid: str, host: str) -> Any:
         """The destination rebuilt the server: it runs there (``done``).
@@ -76,28 +57,23 @@ class EvacuationTask(MoveTask):
         migration = self.db.migration_get(migration_uuid)
         status, vm_state = self._settled(migration.server_uuid)
         held = migration.holdings or {}
-        try:
-            return self.db.migration_advance(
-                migration_uuid,
-                token=None,
-                expected_status=models.MIGRATION_PRE_MIGRATING,
-                migration_expected={"dest_host": host},
-                step=f"rebuild report from {host}",
-                status=models.MIGRATION_DONE,
-                server_expected={"task_state": models.TASK_REBUILDING},
-                server_values={
-                    "status": status,
-                    "vm_state": vm_state,
-                    "task_state": None,
-                    "host": migration.dest_host,
-                    "node": migration.dest_node,
-                    "rp_uuid": migration.dest_rp_uuid,
-                    "placement_generation": held.get("generations", {}).get("server"),
-                },
-            )
-        except exception.StepNotDue as exc:
-            LOG.info("%s Nothing to do.", exc)
-            return None
+        return self._advance_on_report(
+            migration_uuid,
+            expected_status=models.MIGRATION_PRE_MIGRATING,
+            migration_expected={"dest_host": host},
+            step=f"rebuild report from {host}",
+            status=models.MIGRATION_DONE,
+            server_expected={"task_state": models.TASK_REBUILDING},
+            server_values={
+                "status": status,
+                "vm_state": vm_state,
+                "task_state": None,
+                "host": migration.dest_host,
+                "node": migration.dest_node,
+                "rp_uuid": migration.dest_rp_uuid,
+                "placement_generation": held.get("generations", {}).get("server"),
+            },
+        )
 
     def source_back(self, migration_uuid: str) -> Any:
         """The source's compute service reported again: give back what the
@@ -124,6 +100,35 @@ class EvacuationTask(MoveTask):
             )
 
         return self._step(migration_uuid, models.MIGRATION_DONE, "source back", body)
+
+    def host_back(self, host: str) -> Iterator[str]:
+        """``host``'s compute service reported again: give back the source
+        of every server evacuated from it (:meth:`source_back`).
+
+        :returns: one by one, as each source is given back, the servers
+            whose copy on ``host`` is to be removed (they run elsewhere).
+        """
+        for migration in self.db.migration_list(statuses=(models.MIGRATION_DONE,)):
+            if (
+                migration.migration_type != models.MIGRATION_TYPE_EVACUATION
+                or migration.source_host != host
+            ):
+                continue
+            try:
+                done = self.source_back(migration.uuid)
+            except exception.PlacementError as exc:
+                LOG.warning("Evacuation %s: source not given back yet: %s", migration.uuid, exc)
+                continue
+            if done is None:
+                continue
+            server = self.db.server_get(migration.server_uuid, read_deleted=True)
+            if server.host != host:
+                LOG.info(
+                    "Host %s is back: removing its copy of evacuated server %s",
+                    host,
+                    server.uuid,
+                )
+                yield server.uuid
 
     def fail_rebuild(self, migration_uuid: str, reason: str) -> Any:
         """The destination failed to rebuild: the server is in ERROR on its

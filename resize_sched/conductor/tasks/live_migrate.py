@@ -28,25 +28,21 @@ destination). Every one is a compare-and-swap on the migration's status, so
 a duplicate or late report is a logged no-op.
 """
 
-import dataclasses
 from typing import Any, ClassVar
 
 from oslo_log import log as logging
 
-from resize_sched import exception
 from resize_sched.conductor.tasks.facts import facts_of
-from resize_sched.conductor.tasks.move import MoveTask, recorded_allocations
+from resize_sched.conductor.tasks.move import AwayMove, recorded_allocations
 from resize_sched.db import action_api, models
 from resize_sched.db.steps import StepRun
-from resize_sched.scheduler.manager import SchedulingRequest
-from resize_sched.strategies import ClaimStrategy, ResizeFacts
 
 LOG = logging.getLogger(__name__)
 
 _LIVE = (action_api.LIVE_MIGRATION,)
 
 
-class LiveMigrationTask(MoveTask):
+class LiveMigrationTask(AwayMove):
     """Runs one server's live migration through its steps.
 
     :param deps: configuration, database, Placement client, scheduler, executor.
@@ -58,26 +54,9 @@ class LiveMigrationTask(MoveTask):
         "rollback": ("conductor_rollback_live_migration", _LIVE),
         "post failed": ("conductor_post_live_migration", _LIVE),
     }
-    SCHEDULING_STATUS: ClassVar[str] = models.MIGRATION_ACCEPTED
     CLAIMED_STATUS: ClassVar[str] = models.MIGRATION_PREPARING
     FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = models.LIVE_IN_FLIGHT_STATUSES
-
-    def _scheduling_request(
-        self,
-        migration: Any,
-        strategy: ClaimStrategy,
-        facts: ResizeFacts,
-        tried: frozenset[str] = frozenset(),
-        *,
-        run: StepRun | None = None,
-    ) -> SchedulingRequest:
-        """The move's request, never the source (a live migration goes
-        elsewhere), and only the host the caller named, when one was."""
-        request = super()._scheduling_request(migration, strategy, facts, tried, run=run)
-        named = frozenset({migration.dest_host}) if migration.dest_host else frozenset()
-        return dataclasses.replace(
-            request, allow_same_host=False, prefer_same_host=False, force_hosts=named
-        )
+    WHAT: ClassVar[str] = "Live migration"
 
     # -- the compute hosts' reports ------------------------------------------------------
 
@@ -87,18 +66,13 @@ class LiveMigrationTask(MoveTask):
         :returns: the migration, or None when the report is not due (a
             duplicate, one from a host that is not the destination, a delete).
         """
-        try:
-            return self.db.migration_advance(
-                migration_uuid,
-                token=None,
-                expected_status=models.MIGRATION_PREPARING,
-                migration_expected={"dest_host": host},
-                step=f"pre_live_migration report from {host}",
-                status=models.MIGRATION_RUNNING,
-            )
-        except exception.StepNotDue as exc:
-            LOG.info("%s Nothing to do.", exc)
-            return None
+        return self._advance_on_report(
+            migration_uuid,
+            expected_status=models.MIGRATION_PREPARING,
+            migration_expected={"dest_host": host},
+            step=f"pre_live_migration report from {host}",
+            status=models.MIGRATION_RUNNING,
+        )
 
     def complete(self, migration_uuid: str) -> Any:
         """The server runs on the destination alone: give back what the
@@ -163,6 +137,10 @@ class LiveMigrationTask(MoveTask):
             server_values=server_values,
             **extra,
         )
+
+    def placement_failed(self, migration_uuid: str, reason: str) -> Any:
+        """Placement failed part-way through the schedule: roll back."""
+        return self.rollback(migration_uuid, reason)
 
     def rollback(self, migration_uuid: str, reason: str, *, aborted: bool = False) -> Any:
         """The migration stopped before the hand-over ended: the server runs

@@ -16,40 +16,44 @@ executor, so each step is one journaled, atomic Placement write.
   logged no-op; the step ends with one transaction that moves the migration
   and its server on together, and only while no delete has been asked for
   (:meth:`~resize_sched.db.step_api.StepApi.migration_advance`);
-- scheduling with the policies (:mod:`resize_sched.conductor.tasks.policy`),
-  the claim on the first destination Placement accepts, and moving to the
-  alternates when a destination fails;
+- the schedule and the reschedule: where the move goes is found and claimed
+  by :class:`~resize_sched.conductor.tasks.claim.MoveClaims` (the policies,
+  the first destination Placement accepts, the alternates); with no host
+  left, one ending (:meth:`MoveTask._end_without_host`) for every move;
 - the failure: the server gets exactly its old allocation back, and the
   verdict is recorded in words an operator can act on;
 - giving back, through the executor, what a step wrote when it lost to a
   delete.
 
-A subclass names its steps' events (:attr:`MoveTask.STEP_EVENTS`) and adds
-what only its move does (a resize's finish, confirm and revert).
+A subclass declares what distinguishes it: its steps' events
+(:attr:`MoveTask.STEP_EVENTS`), its statuses, whether it always leaves its
+source and which column names the host asked for (``LEAVES_SOURCE``,
+``NAMED_HOST``), its name in the log (``WHAT``); and adds what only its move
+does (a resize's finish, confirm and revert).
 """
 
-import threading
 import uuid as uuidlib
 from collections.abc import Callable
-from concurrent import futures
 from typing import Any, ClassVar
 
 from oslo_log import log as logging
 
 from resize_sched import exception, words
-from resize_sched import resources as rs
-from resize_sched.conductor.tasks.base import TaskDeps
-from resize_sched.conductor.tasks.facts import facts_of, group_devices, grouped
-from resize_sched.conductor.tasks.policy import Placed, hinted_group, policy_fields
+from resize_sched.conductor.tasks.claim import (
+    MoveClaims,
+    dest_from_dict,
+    recorded_allocations,
+)
+from resize_sched.conductor.tasks.facts import facts_of, grouped
 from resize_sched.db import models
 from resize_sched.db.steps import StepEvent, StepRun
 from resize_sched.scheduler.manager import (
     Destination,
-    SchedulingRequest,
     Selection,
-    flavor_filters,
 )
-from resize_sched.strategies import ClaimStrategy, Holdings, ResizeFacts
+from resize_sched.strategies import Holdings
+
+__all__ = ["SCHEDULING_STEPS", "AwayMove", "MoveTask", "recorded_allocations"]
 
 LOG = logging.getLogger(__name__)
 
@@ -58,75 +62,7 @@ LOG = logging.getLogger(__name__)
 SCHEDULING_STEPS = frozenset({"schedule", "reschedule"})
 
 
-def _held_on(migration: Any, provider: str) -> dict[str, int]:
-    """What both consumers of ``migration`` are known to hold on ``provider``
-    (empty when the holdings are not known)."""
-    held = Holdings.from_dict(migration.holdings or {})
-    return rs.add(held.server.get(provider, {}), held.migration.get(provider, {}))
-
-
-def _moves_usage_nowhere(holdings: dict[str, Any] | None, target: Holdings) -> bool:
-    """Whether going from the known ``holdings`` to ``target`` is a write that
-    leaves every provider's usage as it is (it only hands amounts from one
-    consumer to the other). False when nothing would be written, or the
-    holdings are not known."""
-    if not holdings:
-        return False
-    held = Holdings.from_dict(holdings)
-    if held == target:
-        return False
-    return rs.add_allocations(held.server, held.migration) == rs.add_allocations(
-        target.server, target.migration
-    )
-
-
-def recorded_allocations(
-    allocations: dict[str, Any] | None, provider: str
-) -> dict[str, Any] | None:
-    """What to record as a server's ``allocations``: None when it holds
-    everything on ``provider`` alone (a flat host, the usual case), else its
-    holdings provider by provider."""
-    if not allocations or set(allocations) == {provider}:
-        return None
-    return rs.normalize_allocations(allocations)
-
-
-_SIDE_POOL: futures.ThreadPoolExecutor | None = None
-_SIDE_POOL_LOCK = threading.Lock()
-
-
-def _side_pool() -> futures.ThreadPoolExecutor:
-    """The threads a step's Placement write runs on beside the scheduler's queries."""
-    global _SIDE_POOL
-    with _SIDE_POOL_LOCK:
-        if _SIDE_POOL is None:
-            _SIDE_POOL = futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="prepare")
-        return _SIDE_POOL
-
-
-def _dest_to_dict(dest: Destination) -> dict[str, Any]:
-    data = {
-        "provider": dest.provider,
-        "host": dest.host,
-        "allocation_request": dest.allocation_request,
-        "same_host": dest.same_host,
-    }
-    if dest.mappings is not None:
-        data["mappings"] = dest.mappings
-    return data
-
-
-def _dest_from_dict(data: dict[str, Any]) -> Destination:
-    return Destination(
-        data["provider"],
-        data["host"],
-        data["allocation_request"],
-        data["same_host"],
-        data.get("mappings"),
-    )
-
-
-class MoveTask:
+class MoveTask(MoveClaims):
     """Runs the steps every move of a server shares.
 
     :param deps: configuration, database, Placement client, scheduler, executor.
@@ -135,16 +71,11 @@ class MoveTask:
     #: The instance-action event each step records (os-instance-actions), and
     #: the actions it belongs to; a step not named records none.
     STEP_EVENTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {}
-    #: The migration's status while it waits for a destination, once one is
-    #: claimed, and every status from which the move may still fail (a live
-    #: migration has Nova's own: ``accepted``, ``preparing``, ``running``).
-    SCHEDULING_STATUS: ClassVar[str] = "pre-migrating"
-    CLAIMED_STATUS: ClassVar[str] = "migrating"
+    #: Every status from which the move may still fail (a live migration has
+    #: Nova's own: ``accepted``, ``preparing``, ``running``).
     FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = ("pre-migrating", "migrating", "post-migrating")
-
-    def __init__(self, deps: TaskDeps) -> None:
-        self.deps = deps
-        self.db = deps.db
+    #: The move's name in the conductor's log lines.
+    WHAT: ClassVar[str] = "Resize"
 
     # -- the one way a step runs -----------------------------------------------------
 
@@ -212,6 +143,19 @@ class MoveTask:
         finally:
             self.db.step_end(run, error=error, not_due=not_due)
 
+    def _advance_on_report(self, migration_uuid: str, **advance: Any) -> Any:
+        """A compute host's report moves the migration on, in one
+        compare-and-swap (no step owns the migration meanwhile).
+
+        :returns: the migration, or None when the report is not due (a
+            duplicate, a host the move has left, a delete).
+        """
+        try:
+            return self.db.migration_advance(migration_uuid, token=None, **advance)
+        except exception.StepNotDue as exc:
+            LOG.info("%s Nothing to do.", exc)
+            return None
+
     def _give_back_if_deleted(self, migration_uuid: str) -> None:
         """A step lost to a delete: release anything it wrote after the delete's release."""
         migration = self.db.migration_get(migration_uuid)
@@ -249,50 +193,31 @@ class MoveTask:
             migration, selection = self._prepare_and_select(migration, run, strategy, facts)
             return self._claim_first(migration, run, strategy, facts, selection, frozenset())
         except exception.NoValidHost as exc:
-            run.failure = self._no_host_words(migration, exc.kind, exc.reason)
-            self._fail(migration.uuid, run, kind=exc.kind, reason=exc.reason)
+            self._end_without_host(migration, run, exc)
             raise
 
-    def _no_host_words(self, migration: Any, kind: str, why: str) -> str:
-        """The verdict, in words, of a move that found no host: what the
-        scheduler said and what to do next, by the move's kind."""
-        return words.no_host_for_move(
-            migration.migration_type, kind, why, migration.new_flavor, migration.source_host
-        )
+    def _end_without_host(
+        self,
+        migration: Any,
+        run: StepRun,
+        exc: exception.NoValidHost,
+        after: tuple[str, str] | None = None,
+    ) -> None:
+        """No host could take the move: its verdict in words (what the
+        scheduler said and what to do next, by the move's kind), and the
+        server gets exactly its old allocation back (:meth:`_fail`).
 
-    def _prepare_and_select(
-        self, migration: Any, run: StepRun, strategy: ClaimStrategy, facts: ResizeFacts
-    ) -> tuple[Any, Selection]:
-        """Write what the strategy holds before scheduling, and schedule.
-
-        A prepare that only hands amounts from one consumer to the other on
-        the same providers (``legacy``: ``old`` from the server to the
-        migration) changes no provider's usage, so the scheduler's answer
-        cannot depend on it: the write runs on a small pool while the
-        scheduler asks, and the resize waits for one round trip, not two. A
-        prepare that changes usage (``drop_and_reclaim``'s drop) lands first.
-        Either way the prepare's own failure is the one raised, as if it had
-        run alone first.
-
-        :returns: the migration as prepared, and the scheduler's selection.
+        :param after: the host whose failure to prepare led here, and why.
         """
-        target = strategy.prepare(facts)
-
-        def prepare() -> Any:
-            return self.deps.executor.apply(migration, "prepare", target, run=run)
-
-        if not _moves_usage_nowhere(migration.holdings, target):
-            migration = prepare()
-            request = self._scheduling_request(migration, strategy, facts, run=run)
-            return migration, self.deps.scheduler.select_destinations(request)
-        request = self._scheduling_request(migration, strategy, facts, run=run)
-        future = _side_pool().submit(prepare)
-        try:
-            selection = self.deps.scheduler.select_destinations(request)
-        except BaseException:
-            future.result()  # the prepare's failure first, as it would have come
-            raise
-        return future.result(), selection
+        why = reason = exc.reason
+        if after is not None:
+            host, failure = after
+            why = f"preparing it on host {host} failed ({words.reason_of(failure)}), and {why}"
+            reason = f"{failure}; {reason}"
+        run.failure = words.no_host_for_move(
+            migration.migration_type, exc.kind, why, migration.new_flavor, migration.source_host
+        )
+        self._fail(migration.uuid, run, kind=exc.kind, reason=reason)
 
     def reschedule(
         self, migration_uuid: str, reason: str, host: str | None = None
@@ -337,7 +262,7 @@ class MoveTask:
             reason,
         )
         tried = frozenset(migration.tried or ()) | {migration.dest_rp_uuid}
-        alternates = [_dest_from_dict(d) for d in migration.alternates or ()]
+        alternates = [dest_from_dict(d) for d in migration.alternates or ()]
         complete = migration.alternates_complete is not False
         migration = self.db.migration_update(
             migration.uuid,
@@ -351,157 +276,10 @@ class MoveTask:
                 migration, run, strategy, facts, Selection(alternates, complete), tried
             )
         except exception.NoValidHost as exc:
-            run.failure = self._no_host_words(
-                migration,
-                exc.kind,
-                f"preparing it on host {host or migration.dest_host} failed "
-                f"({words.reason_of(reason)}), and {exc.reason}",
+            self._end_without_host(
+                migration, run, exc, after=(host or migration.dest_host, reason)
             )
-            self._fail(migration.uuid, run, kind=exc.kind, reason=f"{reason}; {exc.reason}")
             raise
-
-    def _scheduling_request(
-        self,
-        migration: Any,
-        strategy: ClaimStrategy,
-        facts: ResizeFacts,
-        tried: frozenset[str] = frozenset(),
-        *,
-        run: StepRun | None = None,
-    ) -> SchedulingRequest:
-        conf = self.deps.conf
-        spec = self._request_spec(migration.server_uuid, run)
-        # NOTE: a cold migration moves the server off its host: never back
-        # to the source, and only to the host an administrator named.
-        leaves = migration.migration_type == models.MIGRATION_TYPE_MIGRATION
-        requested = getattr(migration, "requested_host", None)
-        return SchedulingRequest(
-            destination_request=strategy.destination_request(facts),
-            **flavor_filters(migration.new_flavor),
-            source=facts.source,
-            source_request=strategy.source_request(facts),
-            source_placement=strategy.source_placement(facts),
-            source_groups=strategy.source_groups(facts),
-            source_avoid=group_devices(facts),
-            source_holds=_held_on(migration, facts.source),
-            allow_same_host=conf.resize.allow_same_host and not leaves,
-            prefer_same_host=conf.resize.prefer_same_host and not leaves,
-            ignore_hosts=frozenset(spec.ignore_hosts if spec else ()),
-            force_hosts=frozenset({requested} if requested else ()),
-            # NOTE: as in Nova, hosts forced at boot do not bind a resize.
-            ignore_providers=tried,
-            **policy_fields(
-                self.db,
-                Placed.of_migration(migration),
-                spec,
-                flavor=migration.new_flavor,
-                moving=True,
-                conf=conf,
-                zones=run.zones if run is not None else None,
-            ),
-        )
-
-    def _grouped(self, migration: Any, run: StepRun) -> bool:
-        """Whether the moved server's request spec names a server group."""
-        spec = self._request_spec(migration.server_uuid, run)
-        return spec is not None and hinted_group(spec.scheduler_hints or {}) is not None
-
-    def _request_spec(self, server_uuid: str, run: StepRun | None = None) -> Any:
-        """The server's request spec, or None: the one the step read when it
-        took the migration (``run``), else read now."""
-        if run is not None and run.request_spec_loaded and run.server_uuid == server_uuid:
-            return run.request_spec
-        try:
-            return self.db.request_spec_get(server_uuid)
-        except exception.RequestSpecNotFound:
-            return None
-
-    def _claim_first(
-        self,
-        migration: Any,
-        run: StepRun,
-        strategy: ClaimStrategy,
-        facts: ResizeFacts,
-        selection: Selection,
-        tried: frozenset[str],
-    ) -> Destination:
-        """Claim the first destination that Placement accepts."""
-        queue = list(selection.destinations)
-        complete = selection.complete
-        while True:
-            while queue:
-                dest = queue.pop(0)
-                if dest.provider in tried:
-                    continue
-                target = strategy.claim(facts, dest.provider, dest.allocation_request)
-                try:
-                    migration = self.deps.executor.apply(migration, "claim", target, run=run)
-                except exception.PlacementConflict as exc:
-                    # NOTE: a capacity refusal, or generation conflicts past
-                    # the executor's retries: either way this host is out.
-                    LOG.info(
-                        "Migration %s: claim on %s refused (%s); next alternate",
-                        migration.uuid,
-                        dest.host,
-                        exc,
-                    )
-                    tried = tried | {dest.provider}
-                    continue
-                server_values = None
-                if grouped(facts):
-                    # NOTE: which provider holds which group from now on; a
-                    # failure or a revert gives the old map back.
-                    server_values = {
-                        "group_providers": strategy.claim_groups(
-                            facts, dest.provider, dest.allocation_request, dest.mappings
-                        )
-                    }
-                try:
-                    self.db.migration_advance(
-                        migration.uuid,
-                        ends=run,
-                        reload=False,
-                        expected_status=self.SCHEDULING_STATUS,
-                        step="claim",
-                        dest_host=dest.host,
-                        dest_node=dest.host,
-                        dest_rp_uuid=dest.provider,
-                        alternates=[_dest_to_dict(d) for d in queue],
-                        alternates_complete=complete,
-                        tried=sorted(tried),
-                        status=self.CLAIMED_STATUS,
-                        server_values=server_values,
-                        group_host=dest.host if self._grouped(migration, run) else None,
-                    )
-                except exception.GroupPolicyViolation as exc:
-                    # NOTE: the late check (Nova's): a member racing onto
-                    # this host recorded it first. The next claim replaces
-                    # this one; with none left the failure restores the old.
-                    LOG.info("Migration %s: %s; next alternate", migration.uuid, exc)
-                    tried = tried | {dest.provider}
-                    continue
-                LOG.info("Migration %s claimed %s", migration.uuid, dest.host)
-                return dest
-            if complete:
-                break
-            # NOTE: prefer_same_host answered from the source alone; it could
-            # not be claimed (or failed to prepare), so now ask every other host.
-            complete = True
-            request = self._scheduling_request(migration, strategy, facts, tried, run=run)
-            queue = list(self.deps.scheduler.select_destinations(request).destinations)
-        # NOTE: a claim can be refused for good, not only for want of room
-        # now: max_flavor's source query asks only for the increase, but the
-        # claim holds the larger flavor whole, which a max_unit may forbid.
-        # Judge it as a failed query is judged (failure path only).
-        verdict = self.deps.scheduler.no_valid_host(
-            self._scheduling_request(migration, strategy, facts, run=run), found=len(tried)
-        )
-        if verdict.kind == exception.NoValidHost.INFEASIBLE:
-            raise verdict
-        raise exception.NoValidHost(
-            kind=exception.NoValidHost.DEFERRED,
-            reason=f"every candidate host refused the claim ({len(tried)} tried)",
-        )
 
     def _settled(self, server_uuid: str) -> tuple[str, str]:
         """(status, vm_state) the server ends a resize in: SHUTOFF when it
@@ -536,6 +314,13 @@ class MoveTask:
                 migration.uuid, run, kind=kind, reason=reason, server_error=server_error
             ),
         )
+
+    def placement_failed(self, migration_uuid: str, reason: str) -> Any:
+        """Placement failed part-way through the schedule (down, or refused
+        for another reason): put back what the server held (:meth:`fail`).
+        If even that fails, the journal and the migration's status let
+        recovery finish it."""
+        return self.fail(migration_uuid, kind="failed", reason=reason)
 
     def _fail(
         self,
@@ -610,3 +395,16 @@ class MoveTask:
             server_values=server_values,
             **ending,
         )
+
+
+class AwayMove(MoveTask):
+    """A move that always leaves its source (a live migration, an evacuation).
+
+    The API accepts it before any host is chosen (``accepted``), recording
+    the host its caller named, if any, as the migration's ``dest_host``: the
+    scheduler chooses that host alone, or any other, never the source.
+    """
+
+    SCHEDULING_STATUS: ClassVar[str] = models.MIGRATION_ACCEPTED
+    LEAVES_SOURCE: ClassVar[bool] = True
+    NAMED_HOST: ClassVar[str] = "dest_host"

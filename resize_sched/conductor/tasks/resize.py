@@ -76,27 +76,22 @@ class ResizeTask(MoveTask):
             (a duplicate report, or the server is being deleted).
         """
         migration = self.db.migration_get(migration_uuid)
-        try:
-            return self.db.migration_advance(
-                migration_uuid,
-                token=None,
-                expected_status=("migrating", "post-migrating"),
-                step="finish",
-                status="finished",
-                server_expected={"status": "RESIZE"},
-                server_values={
-                    "status": "VERIFY_RESIZE",
-                    "vm_state": "resized",
-                    "task_state": None,
-                    "host": migration.dest_host,
-                    "node": migration.dest_node,
-                    "rp_uuid": migration.dest_rp_uuid,
-                    "flavor": migration.new_flavor,
-                },
-            )
-        except exception.StepNotDue as exc:
-            LOG.info("%s Nothing to do.", exc)
-            return None
+        return self._advance_on_report(
+            migration_uuid,
+            expected_status=("migrating", "post-migrating"),
+            step="finish",
+            status="finished",
+            server_expected={"status": "RESIZE"},
+            server_values={
+                "status": "VERIFY_RESIZE",
+                "vm_state": "resized",
+                "task_state": None,
+                "host": migration.dest_host,
+                "node": migration.dest_node,
+                "rp_uuid": migration.dest_rp_uuid,
+                "flavor": migration.new_flavor,
+            },
+        )
 
     def prepared(self, migration_uuid: str, host: str | None = None) -> Any:
         """The destination prepared: the source may hand the server over.
@@ -108,19 +103,14 @@ class ResizeTask(MoveTask):
         :returns: the migration, or None when the report is not due.
         """
         expected = {"dest_host": host} if host is not None else {}
-        try:
-            return self.db.migration_advance(
-                migration_uuid,
-                token=None,
-                expected_status="migrating",
-                migration_expected=expected,
-                step="prepared report" + (f" from {host}" if host else ""),
-                status="post-migrating",
-                server_values={"task_state": "resize_migrating"},
-            )
-        except exception.StepNotDue as exc:
-            LOG.info("%s Nothing to do.", exc)
-            return None
+        return self._advance_on_report(
+            migration_uuid,
+            expected_status="migrating",
+            migration_expected=expected,
+            step="prepared report" + (f" from {host}" if host else ""),
+            status="post-migrating",
+            server_values={"task_state": "resize_migrating"},
+        )
 
     def confirm(self, server_uuid: str) -> Any:
         """Record and complete a confirm (what the API and conductor do in turn)."""

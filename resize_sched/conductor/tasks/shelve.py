@@ -13,12 +13,18 @@ policy, the flavor is claimed there, and the host spawns it.
 No snapshot image is made: the fake hypervisor has no images, and the
 server keeps its ``image_ref``.
 
+With ``[DEFAULT] shelved_offload_time`` positive, the sweep offloads a
+server left SHELVED that long (:meth:`ShelveTask.idle_shelved`,
+:meth:`ShelveTask.begin_sweep_offload`), as Nova's compute periodic task does.
+
 Every step is a compare-and-swap on the state it expects (the task state
 and, for a host's report, the host), so a duplicate or late report finds
 another state and is a logged no-op, and a delete recorded first (task
 ``deleting``) wins over every step after it.
 """
 
+import datetime
+import uuid as uuidlib
 from typing import Any, ClassVar
 
 from oslo_log import log as logging
@@ -27,6 +33,7 @@ from resize_sched import exception, words
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.build import BuildTask
 from resize_sched.db import action_api, models
+from resize_sched.db.api import Database
 
 LOG = logging.getLogger(__name__)
 
@@ -34,6 +41,33 @@ LOG = logging.getLogger(__name__)
 UNSHELVE_SCHEDULE_EVENT = "schedule_instances"
 
 _NOT_DUE = (exception.ServerNotFound, exception.ServerStateConflict)
+
+
+def update_if_due(db: Database, server_uuid: str, not_due: str, **update: Any) -> Any:
+    """``db.server_update(server_uuid, **update)``, or None (``not_due``
+    logged with the server and the reason) when the server is not in the
+    expected state: a duplicate or late report, a delete recorded first."""
+    try:
+        return db.server_update(server_uuid, **update)
+    except _NOT_DUE as exc:
+        LOG.info(not_due, server_uuid, exc)
+        return None
+
+
+def fail_offloaded_unshelve(db: Database, server_uuid: str, said: str) -> Any:
+    """An offloaded server's unshelve ends before it runs anywhere: it is
+    SHELVED_OFFLOADED with no task again, the fault in words.
+
+    :raises ServerStateConflict, ServerNotFound: it is not unshelving.
+    """
+    return db.server_update(
+        server_uuid,
+        expected=UnshelveTask.SCHEDULING,
+        operation="fail the unshelve",
+        task_state=None,
+        fault_message=said,
+        fault_code=500,
+    )
 
 
 class UnshelveTask(BuildTask):
@@ -57,15 +91,32 @@ class UnshelveTask(BuildTask):
 
     def _no_host(self, server: Any, exc: exception.NoValidHost, group: Any) -> str:
         said = words.no_host_for_unshelve(exc, server.flavor, group)
-        self.db.server_update(
-            server.uuid,
-            expected=self.SCHEDULING,
-            operation="fail the unshelve",
-            task_state=None,
-            fault_message=said,
-            fault_code=500,
-        )
+        fail_offloaded_unshelve(self.db, server.uuid, said)
         return said
+
+    def placement_failed(self, server_uuid: str, exc: Exception) -> None:
+        """Placement failed while the unshelve was claiming: whether a claim
+        landed is unknown, so give back what it may hold and leave it
+        SHELVED_OFFLOADED with no task, the fault in words. When even that
+        fails it stays ``unshelving`` and the sweep takes it on (adopting a
+        claim that landed, or scheduling again)."""
+        said = (
+            f"Unshelving the server failed: Placement did not answer ({exc}). It is "
+            "SHELVED_OFFLOADED and holds nothing; unshelve it again."
+        )
+        try:
+            server = self.db.server_get(server_uuid)
+            self.deps.executor.release_server(
+                server, "unshelve failed", expected=self.SCHEDULING, whole=False
+            )
+            fail_offloaded_unshelve(self.db, server_uuid, said)
+        except exception.ResizeSchedException as again:
+            LOG.warning("Unshelve of server %s left as it is: %s", server_uuid, again)
+            return
+        self.db.action_event_failed(
+            server_uuid, self.SCHEDULE_EVENT, (self.ACTION,), said, host=self.deps.conf.host
+        )
+        self.db.action_finish(server_uuid, (self.ACTION,))
 
     def _spawned_values(self) -> dict[str, Any]:
         return {"power_state": models.POWER_RUNNING}
@@ -108,19 +159,17 @@ class ShelveTask:
         :returns: the server, or None when the report is not due.
         """
         offload = self.deps.conf.shelved_offload_time == 0
-        try:
-            return self.db.server_update(
-                server_uuid,
-                expected={"task_state": models.TASK_SHELVING, "host": host},
-                operation="shelve report",
-                status=models.STATUS_SHELVED,
-                vm_state=models.VM_SHELVED,
-                task_state=models.TASK_SHELVING_OFFLOADING if offload else None,
-                power_state=models.POWER_SHUTDOWN,
-            )
-        except _NOT_DUE as exc:
-            LOG.info("Shelve report of server %s not due (%s); nothing to do", server_uuid, exc)
-            return None
+        return update_if_due(
+            self.db,
+            server_uuid,
+            "Shelve report of server %s not due (%s); nothing to do",
+            expected={"task_state": models.TASK_SHELVING, "host": host},
+            operation="shelve report",
+            status=models.STATUS_SHELVED,
+            vm_state=models.VM_SHELVED,
+            task_state=models.TASK_SHELVING_OFFLOADING if offload else None,
+            power_state=models.POWER_SHUTDOWN,
+        )
 
     def begin_offload(self, server_uuid: str, seen: Any) -> Any:
         """SHELVED with no task, unchanged since ``seen`` (its ``updated_at``)
@@ -140,6 +189,48 @@ class ShelveTask:
             operation="shelve offload",
             task_state=models.TASK_SHELVING_OFFLOADING,
         )
+
+    # -- the sweep's offload ------------------------------------------------------------
+
+    def idle_shelved(self, now: datetime.datetime) -> list[Any]:
+        """The servers SHELVED with no task, unchanged for ``[DEFAULT]
+        shelved_offload_time`` seconds (none when it is not positive)."""
+        after = self.deps.conf.shelved_offload_time
+        if after <= 0:
+            return []
+        idle = []
+        for server in self.db.server_list(status=models.STATUS_SHELVED):
+            changed = server.updated_at or server.created_at
+            if changed.tzinfo is None:
+                changed = changed.replace(tzinfo=datetime.UTC)
+            if server.task_state is None and (now - changed).total_seconds() >= after:
+                idle.append(server)
+        return idle
+
+    def begin_sweep_offload(self, server: Any) -> bool:
+        """Begin the sweep's offload of an idle SHELVED ``server``, recorded
+        as a ``shelveOffload`` action, as Nova's compute periodic task does.
+
+        :returns: whether it began (of two sweeps, one wins).
+        """
+        try:
+            self.begin_offload(server.uuid, seen=server.updated_at)
+        except _NOT_DUE as exc:
+            LOG.info("Server %s not offloaded by the sweep: %s", server.uuid, exc)
+            return False
+        self.db.action_start(
+            server.uuid,
+            f"req-{uuidlib.uuid4()}",
+            action_api.SHELVE_OFFLOAD,
+            user_id=None,
+            project_id=server.project_id,
+        )
+        LOG.info(
+            "Server %s shelved for %ss or more ([DEFAULT] shelved_offload_time): offloading",
+            server.uuid,
+            self.deps.conf.shelved_offload_time,
+        )
+        return True
 
     # -- offload ------------------------------------------------------------------------
 
@@ -197,23 +288,21 @@ class ShelveTask:
 
         :returns: the server, or None when the report is not due.
         """
-        try:
-            return self.db.server_update(
-                server_uuid,
-                expected={
-                    "status": models.STATUS_SHELVED,
-                    "task_state": models.TASK_UNSHELVING,
-                    "host": host,
-                },
-                operation="unshelve report",
-                status=models.STATUS_ACTIVE,
-                vm_state=models.VM_ACTIVE,
-                task_state=None,
-                power_state=models.POWER_RUNNING,
-            )
-        except _NOT_DUE as exc:
-            LOG.info("Unshelve report of server %s not due (%s); nothing to do", server_uuid, exc)
-            return None
+        return update_if_due(
+            self.db,
+            server_uuid,
+            "Unshelve report of server %s not due (%s); nothing to do",
+            expected={
+                "status": models.STATUS_SHELVED,
+                "task_state": models.TASK_UNSHELVING,
+                "host": host,
+            },
+            operation="unshelve report",
+            status=models.STATUS_ACTIVE,
+            vm_state=models.VM_ACTIVE,
+            task_state=None,
+            power_state=models.POWER_RUNNING,
+        )
 
     # -- failures -----------------------------------------------------------------------
 
@@ -228,16 +317,14 @@ class ShelveTask:
             expected["host"] = host
         if task_state == models.TASK_UNSHELVING:
             expected["status"] = models.STATUS_SHELVED
-        try:
-            return self.db.server_update(
-                server_uuid,
-                expected=expected,
-                operation=f"failed {task_state}",
-                task_state=None,
-            )
-        except _NOT_DUE as exc:
-            LOG.info("Failure report of server %s not due (%s); nothing to do", server_uuid, exc)
-            return None
+        return update_if_due(
+            self.db,
+            server_uuid,
+            "Failure report of server %s not due (%s); nothing to do",
+            expected=expected,
+            operation=f"failed {task_state}",
+            task_state=None,
+        )
 
     def step_failed_offloaded(self, server_uuid: str, said: str) -> Any:
         """An unshelve of an offloaded server stopped before anything was
@@ -246,14 +333,7 @@ class ShelveTask:
         :returns: the server, or None when not due.
         """
         try:
-            return self.db.server_update(
-                server_uuid,
-                expected=UnshelveTask.SCHEDULING,
-                operation="fail the unshelve",
-                task_state=None,
-                fault_message=said,
-                fault_code=500,
-            )
+            return fail_offloaded_unshelve(self.db, server_uuid, said)
         except _NOT_DUE as exc:
             LOG.info("Unshelve failure of server %s not due (%s)", server_uuid, exc)
             return None
