@@ -30,7 +30,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched import resources as rs
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.placement.client import (
     INSTANCE,
     SHARING_TRAIT,
@@ -108,12 +108,12 @@ def _why_orphan(
     :param root: the root of ``rp``'s tree (None: not known).
     """
     if migration is not None:
-        if migration.status in models.IN_FLIGHT_STATUSES:
+        if migration.status in states.IN_FLIGHT_STATUSES:
             return None
         return f"migration of server {migration.server_uuid}, {migration.status}"
     if server is None:
         return "neither a server nor a migration of ours"
-    if server.deleted_at is not None or server.status == models.STATUS_DELETED:
+    if server.deleted_at is not None or server.status == states.STATUS_DELETED:
         return "server deleted"
     if rp == server.rp_uuid or rp in (server.allocations or {}):
         return None  # its host, or a child of its host it holds a device on
@@ -124,16 +124,16 @@ def _why_orphan(
     if in_flight is not None and (
         # NOTE: while pre-migrating a claim may land on any candidate before
         # the migration records it as the destination.
-        in_flight.status == models.MIGRATION_PRE_MIGRATING
+        in_flight.status == states.MIGRATION_PRE_MIGRATING
         or {rp, root} & {in_flight.source_rp_uuid, in_flight.dest_rp_uuid}
         or rp in _providers_of(in_flight)
     ):
         return None
-    if server.status == models.STATUS_BUILD and server.rp_uuid is None:
+    if server.status == states.STATUS_BUILD and server.rp_uuid is None:
         return None  # being placed: claimed before the database records where
     if (server.status, server.task_state) == (
-        models.STATUS_SHELVED_OFFLOADED,
-        models.TASK_UNSHELVING,
+        states.STATUS_SHELVED_OFFLOADED,
+        states.TASK_UNSHELVING,
     ):
         return None  # an unshelve being placed, as a build
     return f"server runs on {server.host or 'no host'}"
@@ -305,7 +305,7 @@ def audit(
     servers = {s.uuid: s for s in db.server_list(read_deleted=True)}
     migrations = {m.uuid: m for m in db.migration_list()}
     in_flight = {
-        m.server_uuid: m for m in migrations.values() if m.status in models.IN_FLIGHT_STATUSES
+        m.server_uuid: m for m in migrations.values() if m.status in states.IN_FLIGHT_STATUSES
     }
     for provider, allocations in held:
         report.providers += 1

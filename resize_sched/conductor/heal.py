@@ -35,7 +35,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched import resources as rs
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.placement import foreign
 from resize_sched.placement.client import (
     CONCURRENT_UPDATE,
@@ -54,7 +54,7 @@ HEALED = "healed"
 WOULD_HEAL = "would heal"
 MISSING = "still missing"
 
-_RESIZING = (models.STATUS_RESIZE, models.STATUS_VERIFY_RESIZE, models.STATUS_REVERT_RESIZE)
+_RESIZING = (states.STATUS_RESIZE, states.STATUS_VERIFY_RESIZE, states.STATUS_REVERT_RESIZE)
 
 # Per-consumer refusals that must not stop the other consumers.
 _PER_CONSUMER_ERRORS = (exception.PlacementConflict, exception.PlacementBadRequest)
@@ -141,7 +141,7 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
             migration.server_uuid,
         )
         return db.migration_update(migration.uuid, missing=None)
-    if server.status == models.STATUS_SHELVED_OFFLOADED or server.rp_uuid is None:
+    if server.status == states.STATUS_SHELVED_OFFLOADED or server.rp_uuid is None:
         # NOTE: offloaded meanwhile: it holds nothing on any host by design
         # (an unshelve claims anew), and room restored now would leak.
         LOG.info(
@@ -152,7 +152,7 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
         )
         db.server_update(server.uuid, needs_heal=False)
         return db.migration_update(migration.uuid, missing=None)
-    if server.task_state not in (None, models.TASK_DELETING):
+    if server.task_state not in (None, states.TASK_DELETING):
         # NOTE: a task of its own (an offload) decides what the server holds
         # next; the restore waits for it to end. A delete is refused by the
         # journal (a write that holds anything, once the server is deleting).
@@ -173,10 +173,10 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
 
 
 def _needs_look(server: Any) -> bool:
-    statuses = (models.STATUS_ACTIVE, models.STATUS_SHUTOFF, models.STATUS_ERROR)
+    statuses = (states.STATUS_ACTIVE, states.STATUS_SHUTOFF, states.STATUS_ERROR)
     # NOTE: a SHELVED server holds its room on its host, as an ACTIVE one;
     # not while it is being offloaded (its room is being given back).
-    shelved = server.status == models.STATUS_SHELVED and server.task_state is None
+    shelved = server.status == states.STATUS_SHELVED and server.task_state is None
     return bool(server.needs_heal or ((server.status in statuses or shelved) and server.rp_uuid))
 
 

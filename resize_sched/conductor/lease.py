@@ -18,7 +18,7 @@ from typing import Any
 
 from oslo_log import log as logging
 
-from resize_sched.db import models
+from resize_sched.db import states
 
 LOG = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ class Lease:
     """
 
     def __init__(
-        self, db: Any, holder: str, duration: float, name: str = models.LEASE_SWEEP
+        self, db: Any, holder: str, duration: float, name: str = states.LEASE_SWEEP
     ) -> None:
         self.db = db
         self.holder = holder

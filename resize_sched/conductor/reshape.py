@@ -33,7 +33,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched import resources as rs
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.placement.client import PlacementClient
 from resize_sched.placement.executor import Known
 from resize_sched.resources import group_map as gm
@@ -133,7 +133,7 @@ def follow(
     tree = set(before) | set(after)
     migrations = [
         m
-        for m in db.migration_list(statuses=models.IN_FLIGHT_STATUSES)
+        for m in db.migration_list(statuses=states.IN_FLIGHT_STATUSES)
         if {m.source_rp_uuid, m.dest_rp_uuid} & tree
     ]
     resizing = {m.server_uuid for m in migrations}

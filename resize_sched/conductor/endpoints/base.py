@@ -31,7 +31,7 @@ from resize_sched.conductor.tasks.move import MoveTask
 from resize_sched.conductor.tasks.power import PowerTask
 from resize_sched.conductor.tasks.resize import ResizeTask
 from resize_sched.conductor.tasks.shelve import ShelveTask, UnshelveTask
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.db.api import Database
 from resize_sched.scheduler.manager import Destination
 
@@ -95,7 +95,7 @@ class Endpoint:
         return migration_message(
             migration,
             server if with_server else None,
-            power_on=server.power_state != models.POWER_SHUTDOWN if power else None,
+            power_on=server.power_state != states.POWER_SHUTDOWN if power else None,
         )
 
     def running_message(self, migration: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from oslo_log import log as logging
 from resize_sched import exception
 from resize_sched.conductor import reports
 from resize_sched.context import RequestContext
-from resize_sched.db import models
+from resize_sched.db import states
 
 # NOTE: the endpoints were the manager's methods; their log lines keep the
 # manager's logger name, which operators' filters and log readers match.
@@ -54,7 +54,7 @@ def malformed(arguments: dict[str, Any]) -> list[str]:
             problem = reports.malformed_children(value)
             problems += [problem] if problem else []
         elif name == "power_state":
-            if value not in (models.POWER_RUNNING, models.POWER_SHUTDOWN):
+            if value not in (states.POWER_RUNNING, states.POWER_SHUTDOWN):
                 problems.append(f"{name} is not a power state we set: {value!r:.80}")
         elif name == "provider_generation":
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):

@@ -8,7 +8,7 @@ from resize_sched import exception
 from resize_sched.conductor.endpoints.base import Endpoint, MoveFailure
 from resize_sched.conductor.endpoints.checks import LOG, handler
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 
 
 class EvacuationEndpoints(Endpoint):
@@ -37,7 +37,7 @@ class EvacuationEndpoints(Endpoint):
             migration = self.db.migration_get(migration_uuid)
         except exception.NotFound:
             return
-        if migration.status in (*models.FINAL_STATUSES, models.MIGRATION_DONE):
+        if migration.status in (*states.FINAL_STATUSES, states.MIGRATION_DONE):
             self.db.action_finish(migration.server_uuid, (action_api.EVACUATE,))
 
     @handler

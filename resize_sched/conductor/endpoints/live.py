@@ -11,7 +11,7 @@ from resize_sched import exception
 from resize_sched.conductor.endpoints.base import Endpoint, MoveFailure
 from resize_sched.conductor.endpoints.checks import LOG, handler
 from resize_sched.context import RequestContext
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 
 #: The compute operations of a live migration that, failing, roll it back
 #: to its source (the hand-over had not ended).
@@ -48,7 +48,7 @@ class LiveMigrationEndpoints(Endpoint):
             migration = self.db.migration_get(migration_uuid)
         except exception.NotFound:
             return
-        if migration.status in models.FINAL_STATUSES:
+        if migration.status in states.FINAL_STATUSES:
             self.db.action_finish(migration.server_uuid, (action_api.LIVE_MIGRATION,))
 
     @handler
@@ -101,7 +101,7 @@ class LiveMigrationEndpoints(Endpoint):
     ) -> None:
         """Cast ``cast`` to the source of a running live migration, if it runs."""
         migration = self.db.migration_get(migration_uuid)
-        if migration.status != models.MIGRATION_RUNNING:
+        if migration.status != states.MIGRATION_RUNNING:
             LOG.info(
                 "%s of live migration %s not due (it is %s); nothing to do",
                 what,

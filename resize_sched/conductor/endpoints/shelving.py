@@ -12,14 +12,14 @@ from resize_sched.conductor import compute_events
 from resize_sched.conductor.endpoints.base import Endpoint
 from resize_sched.conductor.endpoints.checks import LOG, handler
 from resize_sched.context import RequestContext, admin_context
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 
 #: The shelving operations a compute host runs, and the task state the
 #: server is in meanwhile.
 SHELVE_TASKS: dict[str, str] = {
-    "shelve": models.TASK_SHELVING,
-    "shelve_offload": models.TASK_SHELVING_OFFLOADING,
-    "unshelve": models.TASK_UNSHELVING,
+    "shelve": states.TASK_SHELVING,
+    "shelve_offload": states.TASK_SHELVING_OFFLOADING,
+    "unshelve": states.TASK_UNSHELVING,
 }
 
 
@@ -46,10 +46,10 @@ class ShelvingEndpoints(Endpoint):
             LOG.info("Unshelve of server %s: it is gone; nothing to do", server_uuid)
             return
         state = (server.status, server.task_state)
-        if state == (models.STATUS_SHELVED, models.TASK_UNSHELVING):
+        if state == (states.STATUS_SHELVED, states.TASK_UNSHELVING):
             self._shelve_cast(ctxt, server_uuid, "unshelve")
             return
-        if state != (models.STATUS_SHELVED_OFFLOADED, models.TASK_UNSHELVING):
+        if state != (states.STATUS_SHELVED_OFFLOADED, states.TASK_UNSHELVING):
             LOG.info(
                 "Unshelve of server %s not due (%s/%s); nothing to do",
                 server_uuid,
@@ -123,12 +123,12 @@ class ShelvingEndpoints(Endpoint):
         """A shelving operation failed on ``host`` (or could not be sent)."""
         if operation == "unshelve":
             server = self.db.server_get(server_uuid, read_deleted=True)
-            if server.status == models.STATUS_SHELVED_OFFLOADED:
+            if server.status == states.STATUS_SHELVED_OFFLOADED:
                 if host is not None and server.host not in (None, host):
                     LOG.info("Unshelve failure of %s from %s, not its host", server_uuid, host)
                     return
                 said = words.shelve_step_failed(operation, host, reason, offloaded=True)
-                if server.task_state == models.TASK_UNSHELVING:
+                if server.task_state == states.TASK_UNSHELVING:
                     # NOTE: nothing claimed yet (the cast could not be sent).
                     done = self.shelves.step_failed_offloaded(server_uuid, said)
                 else:
@@ -166,7 +166,7 @@ class ShelvingEndpoints(Endpoint):
         if server is None:
             return
         self._compute_event("shelve", server_uuid, host, result=action_api.SUCCESS)
-        if server.task_state == models.TASK_SHELVING_OFFLOADING:
+        if server.task_state == states.TASK_SHELVING_OFFLOADING:
             # NOTE: shelved_offload_time 0: the offload follows at once,
             # within the shelve's action (finished once offloaded).
             self._shelve_cast(ctxt, server_uuid, "shelve_offload")
@@ -194,7 +194,7 @@ class ShelvingEndpoints(Endpoint):
         except exception.ServerNotFound:
             LOG.info("Unshelve report of server %s: it is gone; nothing to do", server_uuid)
             return
-        if server.status == models.STATUS_SHELVED_OFFLOADED:
+        if server.status == states.STATUS_SHELVED_OFFLOADED:
             if server.host != host:
                 LOG.info("Unshelve report of %s from %s, not its host", server_uuid, host)
                 return

@@ -22,7 +22,7 @@ from resize_sched import resources as rs
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.facts import group_devices, grouped
 from resize_sched.conductor.tasks.policy import Placed, hinted_group, policy_fields
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.db.steps import StepRun
 from resize_sched.scheduler.manager import (
     Destination,
@@ -174,7 +174,7 @@ class MoveClaims:
         spec = self._request_spec(migration.server_uuid, run)
         # NOTE: a move that leaves its source goes never back to it, and only
         # to the host an administrator named, when one was.
-        leaves = self.LEAVES_SOURCE or migration.migration_type == models.MIGRATION_TYPE_MIGRATION
+        leaves = self.LEAVES_SOURCE or migration.migration_type == states.MIGRATION_TYPE_MIGRATION
         requested = getattr(migration, self.NAMED_HOST, None)
         return SchedulingRequest(
             destination_request=strategy.destination_request(facts),

@@ -24,7 +24,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.conductor.tasks.move import AwayMove
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 from resize_sched.db.steps import StepRun
 from resize_sched.strategies import Holdings
 
@@ -42,10 +42,10 @@ class EvacuationTask(AwayMove):
     STEP_EVENTS: ClassVar[dict[str, tuple[str, tuple[str, ...]]]] = {
         "schedule": ("conductor_rebuild_server", _EVACUATE),
     }
-    CLAIMED_STATUS: ClassVar[str] = models.MIGRATION_PRE_MIGRATING
+    CLAIMED_STATUS: ClassVar[str] = states.MIGRATION_PRE_MIGRATING
     FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = (
-        models.MIGRATION_ACCEPTED,
-        models.MIGRATION_PRE_MIGRATING,
+        states.MIGRATION_ACCEPTED,
+        states.MIGRATION_PRE_MIGRATING,
     )
     WHAT: ClassVar[str] = "Evacuation"
 
@@ -59,11 +59,11 @@ class EvacuationTask(AwayMove):
         held = migration.holdings or {}
         return self._advance_on_report(
             migration_uuid,
-            expected_status=models.MIGRATION_PRE_MIGRATING,
+            expected_status=states.MIGRATION_PRE_MIGRATING,
             migration_expected={"dest_host": host},
             step=f"rebuild report from {host}",
-            status=models.MIGRATION_DONE,
-            server_expected={"task_state": models.TASK_REBUILDING},
+            status=states.MIGRATION_DONE,
+            server_expected={"task_state": states.TASK_REBUILDING},
             server_values={
                 "status": status,
                 "vm_state": vm_state,
@@ -94,12 +94,12 @@ class EvacuationTask(AwayMove):
             return self.db.migration_advance(
                 migration.uuid,
                 ends=run,
-                expected_status=models.MIGRATION_DONE,
+                expected_status=states.MIGRATION_DONE,
                 step="source back",
-                status=models.MIGRATION_COMPLETED,
+                status=states.MIGRATION_COMPLETED,
             )
 
-        return self._step(migration_uuid, models.MIGRATION_DONE, "source back", body)
+        return self._step(migration_uuid, states.MIGRATION_DONE, "source back", body)
 
     def host_back(self, host: str) -> Iterator[str]:
         """``host``'s compute service reported again: give back the source
@@ -108,9 +108,9 @@ class EvacuationTask(AwayMove):
         :returns: one by one, as each source is given back, the servers
             whose copy on ``host`` is to be removed (they run elsewhere).
         """
-        for migration in self.db.migration_list(statuses=(models.MIGRATION_DONE,)):
+        for migration in self.db.migration_list(statuses=(states.MIGRATION_DONE,)):
             if (
-                migration.migration_type != models.MIGRATION_TYPE_EVACUATION
+                migration.migration_type != states.MIGRATION_TYPE_EVACUATION
                 or migration.source_host != host
             ):
                 continue
@@ -146,6 +146,6 @@ class EvacuationTask(AwayMove):
                 kind="failed",
                 reason=reason,
                 server_error=True,
-                ended=models.MIGRATION_FAILED,
+                ended=states.MIGRATION_FAILED,
             ),
         )

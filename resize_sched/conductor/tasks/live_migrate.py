@@ -34,7 +34,7 @@ from oslo_log import log as logging
 
 from resize_sched.conductor.tasks.facts import facts_of
 from resize_sched.conductor.tasks.move import AwayMove, recorded_allocations
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 from resize_sched.db.steps import StepRun
 
 LOG = logging.getLogger(__name__)
@@ -54,8 +54,8 @@ class LiveMigrationTask(AwayMove):
         "rollback": ("conductor_rollback_live_migration", _LIVE),
         "post failed": ("conductor_post_live_migration", _LIVE),
     }
-    CLAIMED_STATUS: ClassVar[str] = models.MIGRATION_PREPARING
-    FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = models.LIVE_IN_FLIGHT_STATUSES
+    CLAIMED_STATUS: ClassVar[str] = states.MIGRATION_PREPARING
+    FAILABLE_STATUSES: ClassVar[tuple[str, ...]] = states.LIVE_IN_FLIGHT_STATUSES
     WHAT: ClassVar[str] = "Live migration"
 
     # -- the compute hosts' reports ------------------------------------------------------
@@ -68,10 +68,10 @@ class LiveMigrationTask(AwayMove):
         """
         return self._advance_on_report(
             migration_uuid,
-            expected_status=models.MIGRATION_PREPARING,
+            expected_status=states.MIGRATION_PREPARING,
             migration_expected={"dest_host": host},
             step=f"pre_live_migration report from {host}",
-            status=models.MIGRATION_RUNNING,
+            status=states.MIGRATION_RUNNING,
         )
 
     def complete(self, migration_uuid: str) -> Any:
@@ -82,7 +82,7 @@ class LiveMigrationTask(AwayMove):
         """
         return self._step(
             migration_uuid,
-            models.MIGRATION_RUNNING,
+            states.MIGRATION_RUNNING,
             "complete",
             lambda migration, run: self._on_destination(migration, run, error=None),
         )
@@ -96,7 +96,7 @@ class LiveMigrationTask(AwayMove):
         """
         return self._step(
             migration_uuid,
-            models.MIGRATION_RUNNING,
+            states.MIGRATION_RUNNING,
             "post failed",
             lambda migration, run: self._on_destination(migration, run, error=reason),
         )
@@ -109,8 +109,8 @@ class LiveMigrationTask(AwayMove):
         migration = self.deps.executor.apply(migration, "complete", target, verify=True, run=run)
         held = migration.holdings or {}
         server_values: dict[str, Any] = {
-            "status": models.STATUS_ACTIVE,
-            "vm_state": models.VM_ACTIVE,
+            "status": states.STATUS_ACTIVE,
+            "vm_state": states.VM_ACTIVE,
             "task_state": None,
             "host": migration.dest_host,
             "node": migration.dest_node,
@@ -121,19 +121,19 @@ class LiveMigrationTask(AwayMove):
         extra: dict[str, Any] = {}
         if error is not None:
             server_values.update(
-                status=models.STATUS_ERROR,
-                vm_state=models.VM_ERROR,
+                status=states.STATUS_ERROR,
+                vm_state=states.VM_ERROR,
                 fault_message=error,
                 fault_code=500,
             )
-            extra = {"error_kind": models.ERROR_FAILED, "error_reason": error}
+            extra = {"error_kind": states.ERROR_FAILED, "error_reason": error}
         return self.db.migration_advance(
             migration.uuid,
             ends=run,
-            expected_status=models.MIGRATION_RUNNING,
+            expected_status=states.MIGRATION_RUNNING,
             step="complete" if error is None else "post failed",
-            status=models.MIGRATION_COMPLETED if error is None else models.MIGRATION_ERROR,
-            server_expected={"task_state": models.TASK_MIGRATING},
+            status=states.MIGRATION_COMPLETED if error is None else states.MIGRATION_ERROR,
+            server_expected={"task_state": states.TASK_MIGRATING},
             server_values=server_values,
             **extra,
         )
@@ -151,7 +151,7 @@ class LiveMigrationTask(AwayMove):
         :returns: the migration, or None when it had already ended.
         :raises RestoreFailed: Placement refused even that (flagged for heal).
         """
-        ended = models.MIGRATION_CANCELLED if aborted else models.MIGRATION_ERROR
+        ended = states.MIGRATION_CANCELLED if aborted else states.MIGRATION_ERROR
 
         def body(migration: Any, run: StepRun) -> Any:
             return self._fail(migration.uuid, run, kind="failed", reason=reason, ended=ended)

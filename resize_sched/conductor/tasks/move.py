@@ -45,7 +45,7 @@ from resize_sched.conductor.tasks.claim import (
     recorded_allocations,
 )
 from resize_sched.conductor.tasks.facts import facts_of, grouped
-from resize_sched.db import models
+from resize_sched.db import states
 from resize_sched.db.steps import StepEvent, StepRun
 from resize_sched.scheduler.manager import (
     Destination,
@@ -287,8 +287,8 @@ class MoveTask(MoveClaims):
         try:
             server = self.db.server_get(server_uuid)
         except exception.ServerNotFound:
-            return models.settled_state(None)
-        return models.settled_state(server.power_state)
+            return states.settled_state(None)
+        return states.settled_state(server.power_state)
 
     # -- failure -------------------------------------------------------------------
 
@@ -405,6 +405,6 @@ class AwayMove(MoveTask):
     scheduler chooses that host alone, or any other, never the source.
     """
 
-    SCHEDULING_STATUS: ClassVar[str] = models.MIGRATION_ACCEPTED
+    SCHEDULING_STATUS: ClassVar[str] = states.MIGRATION_ACCEPTED
     LEAVES_SOURCE: ClassVar[bool] = True
     NAMED_HOST: ClassVar[str] = "dest_host"

@@ -12,7 +12,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.conductor.tasks.base import TaskDeps
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 
 LOG = logging.getLogger(__name__)
 
@@ -21,8 +21,8 @@ POWER_ACTIONS = {"stop": action_api.STOP, "start": action_api.START}
 
 #: A stop's and a start's task state, and what the server is once done.
 POWER_TASKS: dict[str, tuple[str, int]] = {
-    "stop": (models.TASK_POWERING_OFF, models.POWER_SHUTDOWN),
-    "start": (models.TASK_POWERING_ON, models.POWER_RUNNING),
+    "stop": (states.TASK_POWERING_OFF, states.POWER_SHUTDOWN),
+    "start": (states.TASK_POWERING_ON, states.POWER_RUNNING),
 }
 
 _NOT_DUE = (exception.ServerNotFound, exception.ServerStateConflict)
@@ -61,9 +61,9 @@ class PowerTask:
         :returns: the operation that ended (``stop``, ``start``), or None
             when the report is not due.
         """
-        operation = "stop" if power_state == models.POWER_SHUTDOWN else "start"
+        operation = "stop" if power_state == states.POWER_SHUTDOWN else "start"
         task, _ = POWER_TASKS[operation]
-        status, vm_state = models.settled_state(power_state)
+        status, vm_state = states.settled_state(power_state)
         try:
             self.db.server_update(
                 server_uuid,

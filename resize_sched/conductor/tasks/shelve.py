@@ -32,7 +32,7 @@ from oslo_log import log as logging
 from resize_sched import exception, words
 from resize_sched.conductor.tasks.base import TaskDeps
 from resize_sched.conductor.tasks.build import BuildTask
-from resize_sched.db import action_api, models
+from resize_sched.db import action_api, states
 from resize_sched.db.api import Database
 
 LOG = logging.getLogger(__name__)
@@ -74,12 +74,12 @@ class UnshelveTask(BuildTask):
     """Places an offloaded server again: schedule, claim, spawn (a build's steps)."""
 
     SCHEDULING: ClassVar[dict[str, Any]] = {
-        "status": models.STATUS_SHELVED_OFFLOADED,
-        "task_state": models.TASK_UNSHELVING,
+        "status": states.STATUS_SHELVED_OFFLOADED,
+        "task_state": states.TASK_UNSHELVING,
     }
     SPAWNING: ClassVar[dict[str, Any]] = {
-        "status": models.STATUS_SHELVED_OFFLOADED,
-        "task_state": models.TASK_SPAWNING,
+        "status": states.STATUS_SHELVED_OFFLOADED,
+        "task_state": states.TASK_SPAWNING,
     }
     SCHEDULE_EVENT: ClassVar[str] = UNSHELVE_SCHEDULE_EVENT
     ACTION: ClassVar[str] = action_api.UNSHELVE
@@ -119,7 +119,7 @@ class UnshelveTask(BuildTask):
         self.db.action_finish(server_uuid, (self.ACTION,))
 
     def _spawned_values(self) -> dict[str, Any]:
-        return {"power_state": models.POWER_RUNNING}
+        return {"power_state": states.POWER_RUNNING}
 
     def _spawn_result(self, rp_uuid: str | None, *, failed: bool) -> Any:
         # NOTE: the BuildFailureWeigher counts builds only, as Nova's.
@@ -127,12 +127,12 @@ class UnshelveTask(BuildTask):
 
     def _failed_values(self, reason: str) -> dict[str, Any]:
         return {
-            "status": models.STATUS_SHELVED_OFFLOADED,
-            "vm_state": models.VM_SHELVED_OFFLOADED,
+            "status": states.STATUS_SHELVED_OFFLOADED,
+            "vm_state": states.VM_SHELVED_OFFLOADED,
             "task_state": None,
             "allocations": None,
             "group_providers": None,
-            "power_state": models.POWER_NOSTATE,
+            "power_state": states.POWER_NOSTATE,
             "fault_message": reason,
             "fault_code": 500,
         }
@@ -163,12 +163,12 @@ class ShelveTask:
             self.db,
             server_uuid,
             "Shelve report of server %s not due (%s); nothing to do",
-            expected={"task_state": models.TASK_SHELVING, "host": host},
+            expected={"task_state": states.TASK_SHELVING, "host": host},
             operation="shelve report",
-            status=models.STATUS_SHELVED,
-            vm_state=models.VM_SHELVED,
-            task_state=models.TASK_SHELVING_OFFLOADING if offload else None,
-            power_state=models.POWER_SHUTDOWN,
+            status=states.STATUS_SHELVED,
+            vm_state=states.VM_SHELVED,
+            task_state=states.TASK_SHELVING_OFFLOADING if offload else None,
+            power_state=states.POWER_SHUTDOWN,
         )
 
     def begin_offload(self, server_uuid: str, seen: Any) -> Any:
@@ -181,13 +181,13 @@ class ShelveTask:
         return self.db.server_update(
             server_uuid,
             expected={
-                "status": models.STATUS_SHELVED,
-                "vm_state": models.VM_SHELVED,
+                "status": states.STATUS_SHELVED,
+                "vm_state": states.VM_SHELVED,
                 "task_state": None,
                 "updated_at": seen,
             },
             operation="shelve offload",
-            task_state=models.TASK_SHELVING_OFFLOADING,
+            task_state=states.TASK_SHELVING_OFFLOADING,
         )
 
     # -- the sweep's offload ------------------------------------------------------------
@@ -199,7 +199,7 @@ class ShelveTask:
         if after <= 0:
             return []
         idle = []
-        for server in self.db.server_list(status=models.STATUS_SHELVED):
+        for server in self.db.server_list(status=states.STATUS_SHELVED):
             changed = server.updated_at or server.created_at
             if changed.tzinfo is None:
                 changed = changed.replace(tzinfo=datetime.UTC)
@@ -246,8 +246,8 @@ class ShelveTask:
         :returns: the server, SHELVED_OFFLOADED; None when not due.
         """
         expected = {
-            "status": models.STATUS_SHELVED,
-            "task_state": models.TASK_SHELVING_OFFLOADING,
+            "status": states.STATUS_SHELVED,
+            "task_state": states.TASK_SHELVING_OFFLOADING,
             "host": host,
         }
         try:
@@ -266,8 +266,8 @@ class ShelveTask:
                 server_uuid,
                 expected=expected,
                 operation="shelve offload report",
-                status=models.STATUS_SHELVED_OFFLOADED,
-                vm_state=models.VM_SHELVED_OFFLOADED,
+                status=states.STATUS_SHELVED_OFFLOADED,
+                vm_state=states.VM_SHELVED_OFFLOADED,
                 task_state=None,
                 host=None,
                 node=None,
@@ -275,7 +275,7 @@ class ShelveTask:
                 placement_generation=None,
                 allocations=None,
                 group_providers=None,
-                power_state=models.POWER_NOSTATE,
+                power_state=states.POWER_NOSTATE,
             )
         except _NOT_DUE as exc:
             LOG.info("Offload report of server %s not due (%s); nothing to do", server_uuid, exc)
@@ -293,15 +293,15 @@ class ShelveTask:
             server_uuid,
             "Unshelve report of server %s not due (%s); nothing to do",
             expected={
-                "status": models.STATUS_SHELVED,
-                "task_state": models.TASK_UNSHELVING,
+                "status": states.STATUS_SHELVED,
+                "task_state": states.TASK_UNSHELVING,
                 "host": host,
             },
             operation="unshelve report",
-            status=models.STATUS_ACTIVE,
-            vm_state=models.VM_ACTIVE,
+            status=states.STATUS_ACTIVE,
+            vm_state=states.VM_ACTIVE,
             task_state=None,
-            power_state=models.POWER_RUNNING,
+            power_state=states.POWER_RUNNING,
         )
 
     # -- failures -----------------------------------------------------------------------
@@ -315,8 +315,8 @@ class ShelveTask:
         expected: dict[str, Any] = {"task_state": task_state}
         if host is not None:
             expected["host"] = host
-        if task_state == models.TASK_UNSHELVING:
-            expected["status"] = models.STATUS_SHELVED
+        if task_state == states.TASK_UNSHELVING:
+            expected["status"] = states.STATUS_SHELVED
         return update_if_due(
             self.db,
             server_uuid,
