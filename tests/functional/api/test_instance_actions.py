@@ -13,6 +13,7 @@ duplicated RPC message) and see that nothing is recorded twice.
 from __future__ import annotations
 
 import collections
+import functools
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -55,13 +56,9 @@ class Message:
     kwargs: dict[str, Any]
 
 
-class _ConductorClient:
-    """Stands in for ``ConductorAPI``: every cast goes on the queue."""
-
-    #: Whether the conductor speaks RPC 1.4 (stop_server, start_server).
-    can_power = True
-    #: Whether the conductor speaks RPC 1.6 (shelving).
-    can_shelve = True
+class _Queued:
+    """Every method called on it is a cast put on the queue, as the subclass's
+    ``_cast`` records it."""
 
     def __init__(self, queue: collections.deque[Message]) -> None:
         self._queue = queue
@@ -69,14 +66,25 @@ class _ConductorClient:
     def __getattr__(self, method: str) -> Callable[..., None]:
         if method.startswith("_"):
             raise AttributeError(method)
+        return functools.partial(self._cast, method)
 
-        def cast(ctxt: Any, *args: Any, **kwargs: Any) -> None:
-            self._queue.append(Message(None, method, ctxt, args, kwargs))
-
-        return cast
+    def _cast(self, method: str, ctxt: Any, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError
 
 
-class _ComputeClient:
+class _ConductorClient(_Queued):
+    """Stands in for ``ConductorAPI``: every cast goes on the queue."""
+
+    #: Whether the conductor speaks RPC 1.4 (stop_server, start_server).
+    can_power = True
+    #: Whether the conductor speaks RPC 1.6 (shelving).
+    can_shelve = True
+
+    def _cast(self, method: str, ctxt: Any, *args: Any, **kwargs: Any) -> None:
+        self._queue.append(Message(None, method, ctxt, args, kwargs))
+
+
+class _ComputeClient(_Queued):
     """Stands in for ``ComputeAPI``: every cast goes on the queue."""
 
     conf = None
@@ -85,18 +93,11 @@ class _ComputeClient:
     #: Whether the hosts speak compute RPC 1.3 (shelving).
     can_shelve = True
 
-    def __init__(self, queue: collections.deque[Message]) -> None:
-        self._queue = queue
-
-    def __getattr__(self, method: str) -> Callable[..., None]:
-        if method.startswith("_"):
-            raise AttributeError(method)
-
-        def cast(ctxt: Any, host: str, payload: Any, **kwargs: Any) -> None:
-            kwargs[_COMPUTE_ARG.get(method, "migration")] = payload
-            self._queue.append(Message(host, method, ctxt, (), kwargs))
-
-        return cast
+    def _cast(  # type: ignore[override]
+        self, method: str, ctxt: Any, host: str, payload: Any, **kwargs: Any
+    ) -> None:
+        kwargs[_COMPUTE_ARG.get(method, "migration")] = payload
+        self._queue.append(Message(host, method, ctxt, (), kwargs))
 
 
 class LiveCloud:

@@ -156,71 +156,38 @@ def test_same_host_resize_revert_and_confirm(
 # c1 run the operation and expects exactly one report: that failure.
 
 
-def _send_spawn(api, ctxt, server):
-    api.spawn(ctxt, "c1", server)
-    return None
+#: Each failure case: the operation c1 fails, the compute API call that makes
+#: it run, the migration's source and destination (none for a spawn), and the
+#: host the call goes to. A finish and a revert on the source are reached
+#: through c2, which does its part and hands over to c1.
+_FAILURE_CASES = [
+    pytest.param("spawn", "spawn", None, None, "c1", id="spawn"),
+    pytest.param("prep_resize", "prep_resize", "c2", "c1", "c1", id="prep_resize"),
+    pytest.param("resize", "resize_instance", "c1", "c2", "c1", id="resize"),
+    pytest.param("finish_resize", "resize_instance", "c2", "c1", "c2", id="finish_resize"),
+    pytest.param("confirm", "confirm_resize", "c1", "c2", "c1", id="confirm"),
+    pytest.param("revert", "revert_resize", "c2", "c1", "c1", id="revert-on-destination"),
+    pytest.param("revert", "revert_resize", "c1", "c2", "c2", id="revert-on-source"),
+]
 
 
-def _send_prep(api, ctxt, server):
-    migration = _migration(server, "c2", "c1")
-    api.prep_resize(ctxt, "c1", migration)
-    return migration
-
-
-def _send_resize(api, ctxt, server):
-    migration = _migration(server, "c1", "c2")
-    api.resize_instance(ctxt, "c1", migration)
-    return migration
-
-
-def _send_finish(api, ctxt, server):
-    migration = _migration(server, "c2", "c1")
-    api.resize_instance(ctxt, "c2", migration)  # c2 succeeds and hands over to c1
-    return migration
-
-
-def _send_confirm(api, ctxt, server):
-    migration = _migration(server, "c1", "c2")
-    api.confirm_resize(ctxt, "c1", migration)
-    return migration
-
-
-def _send_revert_dest(api, ctxt, server):
-    migration = _migration(server, "c2", "c1")
-    api.revert_resize(ctxt, "c1", migration)
-    return migration
-
-
-def _send_revert_source(api, ctxt, server):
-    migration = _migration(server, "c1", "c2")
-    api.revert_resize(ctxt, "c2", migration)  # c2 cleans up and hands over to c1
-    return migration
-
-
-@pytest.mark.parametrize(
-    ("operation", "send"),
-    [
-        ("spawn", _send_spawn),
-        ("prep_resize", _send_prep),
-        ("resize", _send_resize),
-        ("finish_resize", _send_finish),
-        ("confirm", _send_confirm),
-        ("revert", _send_revert_dest),
-        ("revert", _send_revert_source),
-    ],
-)
+@pytest.mark.parametrize(("operation", "call", "source", "dest", "to"), _FAILURE_CASES)
 def test_fail_on_fails_exactly_that_operation_on_that_host(
     make_compute: Callable[..., ComputeService],
     conductor: RecordingConductor,
     api: ComputeAPI,
     ctxt: RequestContext,
     operation: str,
-    send: Callable[..., dict[str, Any] | None],
+    call: str,
+    source: str | None,
+    dest: str | None,
+    to: str,
 ) -> None:
     make_compute("c1", fake_driver={"fail_on": [f"c1:{operation}", f"c2:{_other(operation)}"]})
     make_compute("c2")
     server = _server()
-    migration = send(api, ctxt, server)
+    migration = _migration(server, source, dest) if source else None
+    getattr(api, call)(ctxt, to, migration or server)
 
     report = conductor.wait_for("operation_failed")
     assert report.kwargs["operation"] == operation
