@@ -85,6 +85,9 @@ class Begun:
 Step = Callable[["ApiState", ApiRequest, str, Any, Any], Begun]
 #: ``(state, req, server, args) -> None``: checks that come before the gate.
 Check = Callable[["ApiState", ApiRequest, Any, Any], None]
+#: ``args -> rule``: the one rule a request is checked against, when the body
+#: decides it (a named host: the ``:host`` rule).
+RuleOf = Callable[[Any], str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +98,9 @@ class ServerAction:
         :data:`GATES` and in the table of allowed states.
     :ivar schema: the body's schema, or a function of the request giving it
         (the microversion decides).
-    :ivar rule: the policy rule the caller must pass.
+    :ivar rule: the policy rule the caller must pass, or a function of the
+        action's arguments giving it (``migrate`` naming a host is checked
+        against ``migrate:host`` only, as Nova does).
     :ivar step: the action's own checks and its first step.
     :ivar cast: the conductor client's method cast with ``cast_id``.
     :ivar logger: the handler module's logger, for the line once cast.
@@ -107,7 +112,7 @@ class ServerAction:
 
     name: str
     schema: dict[str, Any] | Callable[[ApiRequest], dict[str, Any]]
-    rule: str
+    rule: str | RuleOf
     step: Step
     cast: str
     logger: Any
@@ -121,8 +126,9 @@ class ServerAction:
         """Serve the action for ``server_id`` with ``body`` (already one key)."""
         schema = self.schema(req) if callable(self.schema) else self.schema
         schemas.validate(body, schema)
-        server = policy.authorized_server(req, state.db, self.rule, server_id)
         args = body[self.name]
+        rule = self.rule(args) if callable(self.rule) else self.rule
+        server = policy.authorized_server(req, state.db, rule, server_id)
         if self.before_gate is not None:
             self.before_gate(state, req, server, args)
         gate = GATES.get(self.name)

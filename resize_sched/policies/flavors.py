@@ -19,7 +19,7 @@ EXTRA_SPECS_UPDATE = EXTRA_SPECS % "update"
 EXTRA_SPECS_DELETE = EXTRA_SPECS % "delete"
 
 _SPECS = "/flavors/{flavor_id}/os-extra_specs"
-_SPEC = _SPECS + "/{key}"
+_SPEC = _SPECS + "/{flavor_extra_spec_key}"
 
 RULES = [
     base.rule(MANAGE_CREATE, base.ADMIN, "Create a flavor.", "POST /flavors"),

@@ -26,12 +26,12 @@ FLAVOR_ACCESS_REMOVE = FLAVOR_ACCESS + ":remove_tenant_access"
 
 #: Nova's key pair rule: an administrator, or the key pair's own user.
 ADMIN_OR_OWNER = "(rule:context_is_admin) or user_id:%(user_id)s"
-#: Anyone in the target's project, whatever their roles (Nova's default is
-#: "@"; here, as every rule of ours, a token without a project passes none).
-ANYONE = "project_id:%(project_id)s or rule:context_is_admin"
+#: Anyone with a token, whatever their roles (Nova's "@"; a token without a
+#: project is refused before any rule, see resize_sched.api.auth).
+ANYONE = base.RULE_ANY
 
 _QUOTA = "/os-quota-sets/{tenant_id}"
-_CLASS = "/os-quota-class-sets/{id}"
+_CLASS = "/os-quota-class-sets/{quota_class}"
 _ACCESS = "/flavors/{flavor_id}/os-flavor-access"
 
 RULES = [

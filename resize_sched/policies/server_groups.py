@@ -1,8 +1,8 @@
 """Rules of server groups (``/os-server-groups``), with Nova's names and defaults.
 
-A project's readers list and show its groups, its members create them and
-its members (or an administrator) delete them; only an administrator lists
-every project's (``all_projects``).
+A project's readers list and show its groups, its members (or an
+administrator) create them, in the caller's own project, and delete them;
+only an administrator lists every project's (``all_projects``).
 """
 
 from resize_sched.policies import base
@@ -20,7 +20,7 @@ _ONE = "/os-server-groups/{server_group_id}"
 RULES = [
     base.rule(
         CREATE,
-        "rule:project_member_api",
+        base.PROJECT_MEMBER_OR_ADMIN,
         "Create a server group in the caller's project.",
         "POST /os-server-groups",
     ),

@@ -28,7 +28,9 @@ RESET_STATE = "os_compute_api:os-admin-actions:reset_state"
 EXTENDED_ATTRIBUTES = "os_compute_api:os-extended-server-attributes"
 
 _LIST = ("GET /servers", "GET /servers/detail")
-_SHOWN = ("GET /servers/{server_id}", "GET /servers/detail")
+#: Where a server is shown with its fields: show, list with details, and
+#: the answer to an update.
+_SHOWN = ("GET /servers/{server_id}", "GET /servers/detail", "PUT /servers/{server_id}")
 
 RULES = [
     base.rule(

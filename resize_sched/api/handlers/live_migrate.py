@@ -1,8 +1,10 @@
 """``os-migrateLive``: ``POST /v2.1/servers/{id}/action`` moving a running server.
 
 As Nova's: the body's shape follows the microversion
-(:func:`resize_sched.api.schemas.migrate_live`), only an administrator may
-ask (``os_compute_api:os-migrate-server:migrate_live``), the server must be
+(:func:`resize_sched.api.schemas.migrate_live`); a manager of the server's
+project or an administrator may ask with ``host`` null
+(``os_compute_api:os-migrate-server:migrate_live``), only an administrator
+may name the host (``migrate_live:host``); the server must be
 ACTIVE with no task (409), and a named host must be another compute host,
 known, enabled and up (400). ``block_migration`` and ``disk_over_commit``
 are accepted and recorded only: the fake hypervisor has no disks to copy.
@@ -73,7 +75,7 @@ def _live_migrate(
 live_migrate = ServerAction(
     "os-migrateLive",
     lambda req: schemas.migrate_live(req.version),
-    rules.MIGRATE_LIVE,
+    lambda args: rules.rule_for(args.get("host")),
     _live_migrate,
     "live_migrate_server",
     LOG,

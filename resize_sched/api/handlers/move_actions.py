@@ -1,5 +1,9 @@
 """The actions that move a server between hosts: ``migrate`` (cold migration).
 
+Who may ask is :mod:`resize_sched.policies.migrate_server`'s: by default a
+manager of the server's project (or an administrator) when the scheduler
+chooses the host, only an administrator when the request names it.
+
 Served through ``POST /servers/{id}/action`` (:mod:`.server_actions` routes
 them). As every action, all checks come before the first write, in Nova's
 order: the server (404), the policy (403), its state (409), then the named
@@ -14,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from oslo_log import log as logging
 
 from resize_sched import actions
-from resize_sched.api import policy, schemas
+from resize_sched.api import schemas
 from resize_sched.api.action_runner import Begun, ServerAction
 from resize_sched.api.request import ApiRequest
 from resize_sched.db import states
@@ -29,8 +33,6 @@ LOG = logging.getLogger(__name__)
 def _migrate(state: "ApiState", req: ApiRequest, server_id: str, server: Any, args: Any) -> Begun:
     """``migrate``: cold migrate the server (to ``host`` from 2.56)."""
     host = (args or {}).get("host")
-    if host is not None:
-        policy.authorize(req, rules.MIGRATE_HOST, policy.server_target(server))
     actions.check_movable(server, "migrate")
     if host is not None:
         actions.check_destination(
@@ -59,8 +61,17 @@ def _schema(req: ApiRequest) -> dict[str, Any]:
     return schemas.MIGRATE_V256 if req.version.at_least("2.56") else schemas.MIGRATE
 
 
-#: ``migrate``: 202, no body.
-migrate = ServerAction("migrate", _schema, rules.MIGRATE, _migrate, "resize_server", LOG)
+#: ``migrate``: 202, no body. Checked against one rule: ``migrate:host`` when a
+#: host is named (an administrator's by default), ``migrate`` otherwise (the
+#: server's project manager's, or an administrator's).
+migrate = ServerAction(
+    "migrate",
+    _schema,
+    lambda args: rules.rule_for((args or {}).get("host")),
+    _migrate,
+    "resize_server",
+    LOG,
+)
 
 #: The actions served here, by body key.
 ACTIONS = {"migrate": migrate}

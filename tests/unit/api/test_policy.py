@@ -33,14 +33,15 @@ ADMIN = {"admin"}
 MEMBER = {"admin", "manager", "member"}
 READER = {"admin", "manager", "member", "reader"}
 MANAGER = {"admin", "manager"}
-ANYONE = READER | {"nobody"}
+#: Nova's "@": any caller with a project, whatever its roles and project.
+ANYONE = set(CALLERS)
 #: The key pair rules: an administrator or the key pair's user (alice).
 OWNER_USER = {"admin", "member"}
 
 #: Every rule the API enforces, who passes it by default (on a resource of
 #: OWNER), and the route it guards.
 TABLE = {
-    "os_compute_api:os-migrate-server:migrate": (ADMIN, "POST /servers/{id}/action (migrate)"),
+    "os_compute_api:os-migrate-server:migrate": (MANAGER, "POST /servers/{id}/action (migrate)"),
     "os_compute_api:os-migrate-server:migrate:host": (ADMIN, "... migrate with host"),
     "os_compute_api:servers:index": (READER, "GET /servers"),
     "os_compute_api:servers:detail": (READER, "GET /servers/detail"),
@@ -85,7 +86,8 @@ TABLE = {
     "os_compute_api:servers:migrations:show": (ADMIN, "GET /servers/{id}/migrations/{id}"),
     "os_compute_api:servers:migrations:force_complete": (MANAGER, "POST .../action"),
     "os_compute_api:servers:migrations:delete": (MANAGER, "DELETE .../migrations/{id}"),
-    "os_compute_api:os-migrate-server:migrate_live": (ADMIN, "POST .../action os-migrateLive"),
+    "os_compute_api:os-migrate-server:migrate_live": (MANAGER, "POST .../action os-migrateLive"),
+    "os_compute_api:os-migrate-server:migrate_live:host": (ADMIN, "... os-migrateLive with host"),
     "os_compute_api:os-evacuate": (ADMIN, "POST .../action evacuate"),
     "os_compute_api:os-shelve:shelve": (MEMBER, "POST .../action shelve"),
     "os_compute_api:os-shelve:shelve_offload": (ADMIN, "POST .../action shelveOffload"),
@@ -115,7 +117,7 @@ TABLE = {
     "os_compute_api:os-aggregates:add_host": (ADMIN, "POST ... add_host"),
     "os_compute_api:os-aggregates:remove_host": (ADMIN, "POST ... remove_host"),
     "os_compute_api:os-aggregates:set_metadata": (ADMIN, "POST ... set_metadata"),
-    "os_compute_api:os-availability-zone:list": (set(CALLERS), "GET /os-availability-zone"),
+    "os_compute_api:os-availability-zone:list": (ANYONE, "GET /os-availability-zone"),
     "os_compute_api:os-availability-zone:detail": (ADMIN, "GET /os-availability-zone/detail"),
     "os_compute_api:os-quota-sets:show": (READER, "GET /os-quota-sets/{id}"),
     "os_compute_api:os-quota-sets:detail": (READER, "GET /os-quota-sets/{id}/detail"),
@@ -133,8 +135,9 @@ TABLE = {
     "os_compute_api:os-flavor-access": (ADMIN, "GET /flavors/{id}/os-flavor-access"),
     "os_compute_api:os-flavor-access:add_tenant_access": (ADMIN, "... addTenantAccess"),
     "os_compute_api:os-flavor-access:remove_tenant_access": (ADMIN, "... removeTenantAccess"),
-    # Nova's: a member of the project the group is made in (always the caller's own).
-    "os_compute_api:os-server-groups:create": (MEMBER - ADMIN, "POST /os-server-groups"),
+    # The group is made in the caller's own project: the admin of another
+    # project makes one in its own.
+    "os_compute_api:os-server-groups:create": (MEMBER, "POST /os-server-groups"),
     "os_compute_api:os-server-groups:delete": (MEMBER, "DELETE /os-server-groups/{id}"),
     "os_compute_api:os-server-groups:index": (READER, "GET /os-server-groups"),
     "os_compute_api:os-server-groups:index:all_projects": (
@@ -152,6 +155,10 @@ BASE_RULES = {
     "project_manager_or_admin",
     "project_member_or_admin",
     "project_reader_or_admin",
+    "admin_or_owner",
+    "admin_api",
+    "service_api",
+    "service_or_admin",
 }
 
 
@@ -171,7 +178,8 @@ def test_every_rule_is_listed_once_and_documented() -> None:
         assert rule.description, rule.name
         if rule.name in TABLE:
             assert isinstance(rule, oslo_policy.DocumentedRuleDefault), rule.name
-        assert rule.scope_types == ["project"], rule.name
+        # Nova's base rules have no scope of their own; every API rule is a project's.
+        assert rule.scope_types == (None if rule.name in BASE_RULES else ["project"]), rule.name
 
 
 @pytest.mark.parametrize("rule", sorted(TABLE))
