@@ -51,7 +51,8 @@ class Cast:
 
 
 class CastRecorder:
-    """The conductor's RPC interface, recording instead of acting."""
+    """The conductor's RPC interface, recording instead of acting: every
+    method the API casts."""
 
     target = messaging.Target(namespace=NAMESPACE, version=VERSION)
 
@@ -88,6 +89,34 @@ class CastRecorder:
     @messaging.expose
     def delete_server(self, ctxt: RequestContext, server_uuid: str) -> None:
         self._record("delete_server", ctxt, server_uuid=server_uuid)
+
+    @messaging.expose
+    def live_migrate_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        self._record("live_migrate_server", ctxt, migration_uuid=migration_uuid)
+
+    @messaging.expose
+    def live_migration_abort(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        self._record("live_migration_abort", ctxt, migration_uuid=migration_uuid)
+
+    @messaging.expose
+    def live_migration_force_complete(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        self._record("live_migration_force_complete", ctxt, migration_uuid=migration_uuid)
+
+    @messaging.expose
+    def evacuate_server(self, ctxt: RequestContext, migration_uuid: str) -> None:
+        self._record("evacuate_server", ctxt, migration_uuid=migration_uuid)
+
+    @messaging.expose
+    def shelve_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        self._record("shelve_server", ctxt, server_uuid=server_uuid)
+
+    @messaging.expose
+    def shelve_offload_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        self._record("shelve_offload_server", ctxt, server_uuid=server_uuid)
+
+    @messaging.expose
+    def unshelve_server(self, ctxt: RequestContext, server_uuid: str) -> None:
+        self._record("unshelve_server", ctxt, server_uuid=server_uuid)
 
 
 class CastBus:
