@@ -18,8 +18,11 @@ the manager, member and reader are of ``project-a``, which owns every server.
 
 import dataclasses
 import functools
+import json
 import uuid
+import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,9 +31,12 @@ from keystonemiddleware import fixture as ks_fixture
 from oslo_policy import policy as oslo_policy
 
 from resize_sched import actions, policies
+from resize_sched import conf as rs_conf
+from resize_sched.api.app import build_app
 from resize_sched.context import RequestContext
 from resize_sched.db.host_api import COMPUTE_BINARY
 from resize_sched.policies import base, quotas
+from tests.functional.api.conftest import KEYSTONE
 from tests.functional.api.harness import ApiHarness
 
 OWNER = "project-a"
@@ -523,3 +529,74 @@ def test_naming_the_host_stays_an_administrators(
     response = _move(api, callers[caller], body, version)
     assert response.status_int == 403, response.body
     assert response.json["forbidden"]["message"] == f"Policy doesn't allow {rule} to be performed."
+
+
+def _with_policy_file(api: ApiHarness, directory: Path, rules: dict[str, str]) -> None:
+    """Rebuild the keystone ``api`` with ``rules`` in its policy file."""
+    policy_file = directory / "policy.json"
+    policy_file.write_text(json.dumps(rules))
+    config = directory / "resize_sched.conf"
+    config.write_text(
+        f"[keystone_authtoken]\nwww_authenticate_uri = {KEYSTONE}\n"
+        f"[oslo_policy]\npolicy_file = {policy_file}\n"
+    )
+    conf = rs_conf.new_conf()
+    rs_conf.parse_args(conf, ["--config-file", str(config)])
+    api.app = build_app(conf, api.db, api.conductor)
+
+
+@pytest.mark.parametrize(
+    ("plain", "with_host"),
+    [
+        ({"migrate": None}, {"migrate": {"host": "h2"}}),
+        ({"os-migrateLive": _LIVE_225}, {"os-migrateLive": {**_LIVE_225, "host": "h2"}}),
+    ],
+    ids=["migrate", "live"],
+)
+def test_a_move_is_checked_against_one_rule(
+    scenery: tuple[ApiHarness, dict[str, str], Callable[[str], Scene]],
+    tmp_path: Path,
+    plain: dict[str, Any],
+    with_host: dict[str, Any],
+) -> None:
+    """As Nova: naming a host asks the ``:host`` rule only, not both."""
+    api, callers, _ = scenery
+    root = "os_compute_api:os-migrate-server:"
+    _with_policy_file(
+        api,
+        tmp_path,
+        {
+            f"{root}migrate": "!",
+            f"{root}migrate:host": "rule:project_manager_or_admin",
+            f"{root}migrate_live": "!",
+            f"{root}migrate_live:host": "rule:project_manager_or_admin",
+        },
+    )
+    response = _move(api, callers["manager"], with_host, "2.56")
+    # Past the rule: h2 is no compute host.
+    assert response.status_int == 400, response.body
+    assert "h2" in response.json["badRequest"]["message"]
+    response = _move(api, callers["manager"], plain, "2.56")
+    assert response.status_int == 403, response.body
+    rule = f"{root}migrate" if "migrate" in plain else f"{root}migrate_live"
+    assert response.json["forbidden"]["message"] == f"Policy doesn't allow {rule} to be performed."
+
+
+def test_a_policy_file_overriding_migrate_live_still_decides_a_named_host(
+    scenery: tuple[ApiHarness, dict[str, str], Callable[[str], Scene]], tmp_path: Path
+) -> None:
+    """Nova's upgrade path: migrate_live:host falls back on an overridden migrate_live."""
+    api, callers, _ = scenery
+    member = callers["member"]
+    live = {"os-migrateLive": {**_LIVE_225, "host": "h2"}}
+    assert _move(api, member, live, "2.30").status_int == 403
+    _with_policy_file(
+        api, tmp_path, {"os_compute_api:os-migrate-server:migrate_live": "role:member"}
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # oslo.policy's word on the deprecated rule
+        response = _move(api, member, live, "2.30")
+    assert response.status_int == 400, response.body
+    response = _move(api, member, {"os-migrateLive": _LIVE_225}, "2.30")
+    assert response.status_int == 202, response.body
+    assert api.next_cast().method == "live_migrate_server"
