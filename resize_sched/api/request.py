@@ -67,14 +67,6 @@ class ApiRequest(webob.Request):
         """The id tying this request's logs together."""
         return self.environ.get(REQUEST_ID_KEY, "-")
 
-    def require_admin(self) -> None:
-        """Refuse the request unless the caller is an administrator.
-
-        :raises faults.Forbidden: not an administrator.
-        """
-        if not self.context.is_admin:
-            raise faults.Forbidden("Policy doesn't allow this operation; it is admin only.")
-
     def project_scope(self) -> ProjectScope:
         """The project whose servers the caller may see.
 
