@@ -12,12 +12,23 @@ all the same. The next run then finds its own work done: a compare-and-swap
 (:mod:`resize_sched.db.cas`) that finds the row already holding every value
 it would write counts as done instead of "not in the expected state"
 (:func:`already_done`), and the inserts that could be doubled look for their
-own row first (:func:`commit_may_have_landed`).
+own row first (:func:`commit_may_have_landed`, :func:`earlier_run_row`).
+
+Every insert has a key the database holds unique, so that a run again
+cannot write a second row even when it does not see the first one yet (on
+Galera, a node that has not applied the earlier run's commit): a uuid the
+caller chose once, outside the retried call (servers, migrations), one made
+for the row by :func:`call_uuid` (the same in every run of one call), or a
+natural key (a service's host and binary, a key pair's user and name). A
+run again whose insert is then refused as a duplicate, after a commit that
+may have landed, is run again once more: by then the earlier row is seen,
+and found.
 """
 
 import dataclasses
 import functools
 import threading
+import uuid as uuidlib
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
 
@@ -109,10 +120,61 @@ def commit_may_have_landed() -> bool:
     return bool(getattr(_retrying, "landed", False))
 
 
+def call_uuid(*parts: object) -> str:
+    """A uuid for a row this data API call inserts, the same in every run of
+    the call: made from the call's own random id (drawn once, when the
+    outermost retried method was entered) and ``parts`` (what tells apart
+    the rows one call inserts: a table, an action id, an event name). A run
+    again after a lost COMMIT answer then writes the same uuid, which the
+    database refuses as a duplicate if the first run's row is there.
+
+    Outside a retried call (nothing runs it again) a new random uuid.
+    """
+    call = getattr(_retrying, "call", None)
+    if call is None or not getattr(_retrying, "active", False):
+        return str(uuidlib.uuid4())
+    return str(uuidlib.uuid5(call, "/".join(str(p) for p in parts)))
+
+
+def earlier_run_row(
+    session: Any, model: Any, key: Mapping[str, Any], columns: Mapping[str, Any]
+) -> Any:
+    """After an insert of this call was refused as a duplicate: the row an
+    earlier run of the same call committed though its answer was lost, or
+    None (no such commit may have landed, or the row holding ``key`` is
+    not the one this call writes).
+
+    :param session: a session to read in (a new transaction).
+    :param model: the ORM class inserted.
+    :param key: the unique key the insert clashed on: column -> value.
+    :param columns: what the insert writes; the row found must hold them all
+        (SQL expressions and timestamps made at insert are left out).
+    """
+    if not commit_may_have_landed():
+        return None
+    found = session.scalars(sa.select(model).filter_by(**key)).first()
+    if found is None:
+        return None
+    compared = {k: v for k, v in columns.items() if not isinstance(v, sa.ClauseElement)}
+    if not all(getattr(found, k) == v for k, v in compared.items()):
+        return None
+    LOG.info("%r was created by an earlier run of this call (its COMMIT's answer was lost)", found)
+    return found
+
+
 def _reason(exc: BaseException) -> str:
     inner = getattr(exc, "inner_exception", None) or exc
     orig = getattr(inner, "orig", None) or inner
     return (str(orig).splitlines() or [type(orig).__name__])[0]
+
+
+def _worth_another_run(exc: BaseException) -> bool:
+    """Beyond oslo.db's own (deadlocks, lost connections): PostgreSQL's
+    serialization failures, and a duplicate key after a COMMIT that may
+    have landed (see the module's doc)."""
+    if is_deadlock(exc):
+        return True
+    return isinstance(exc, db_exc.DBDuplicateEntry) and commit_may_have_landed()
 
 
 @functools.cache
@@ -125,7 +187,7 @@ def _retrier(run: Callable[..., Any], policy: RetryPolicy) -> Callable[..., Any]
         max_retry_interval=policy.max_retry_interval,
         retry_on_deadlock=True,
         retry_on_disconnect=True,
-        exception_checker=is_deadlock,
+        exception_checker=_worth_another_run,
     )(run)
 
 
@@ -161,6 +223,10 @@ def retry_on_deadlock(method: Callable[_P, _R]) -> Callable[_P, _R]:
                     _retrying.landed = True
             elif is_deadlock(exc):
                 what = "database deadlock"
+            elif isinstance(exc, db_exc.DBDuplicateEntry) and commit_may_have_landed():
+                # NOTE: its key is taken, most likely by the row of the earlier
+                # run whose COMMIT landed; the next run sees it and finds it.
+                what = "a row of an earlier run"
             else:
                 raise
             attempts = _retrying.policy.max_retries + 1
@@ -192,6 +258,7 @@ def retry_on_deadlock(method: Callable[_P, _R]) -> Callable[_P, _R]:
             policy = DEFAULT_RETRY
         _retrying.active, _retrying.attempt, _retrying.landed = True, 0, False
         _retrying.found_done = False
+        _retrying.call = uuidlib.uuid4()
         _retrying.policy = policy
         try:
             result: _R = _retrier(run, policy)(*args, **kwargs)
