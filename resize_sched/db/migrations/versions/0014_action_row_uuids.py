@@ -18,8 +18,9 @@ Revises: 0013
 Create Date: 2026-12-07
 """
 
+import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -47,18 +48,36 @@ def _backfill(table_name: str) -> None:
         bind.execute(update, rows)
 
 
+@contextlib.contextmanager
+def _events_kept(name: str) -> Iterator[None]:
+    """On SQLite, around a rebuild of ``instance_actions``: a rebuild drops
+    the old table, and with foreign keys enforced the drop deletes its rows
+    first, and with them, by ``ON DELETE CASCADE``, every event. The events
+    are copied aside and put back once the new table holds the actions."""
+    if name != "instance_actions" or op.get_bind().dialect.name != "sqlite":
+        yield
+        return
+    op.execute("CREATE TEMPORARY TABLE events_kept AS SELECT * FROM instance_action_events")
+    yield
+    op.execute("DELETE FROM instance_action_events")
+    op.execute("INSERT INTO instance_action_events SELECT * FROM events_kept")
+    op.execute("DROP TABLE events_kept")
+
+
 def upgrade() -> None:
-    for name in _TABLES:
+    # NOTE: the events first: the actions' rebuild on SQLite keeps them as
+    # they are then, uuid included.
+    for name in reversed(_TABLES):
         with op.batch_alter_table(name) as batch:
             batch.add_column(sa.Column("uuid", sa.String(36), nullable=True))
         _backfill(name)
-        with op.batch_alter_table(name) as batch:
+        with _events_kept(name), op.batch_alter_table(name) as batch:
             batch.alter_column("uuid", existing_type=sa.String(36), nullable=False)
             batch.create_unique_constraint(f"uq_{name}_uuid", ["uuid"])
 
 
 def downgrade() -> None:
     for name in _TABLES:
-        with op.batch_alter_table(name) as batch:
+        with _events_kept(name), op.batch_alter_table(name) as batch:
             batch.drop_constraint(f"uq_{name}_uuid", type_="unique")
             batch.drop_column("uuid")
