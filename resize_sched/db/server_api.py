@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from resize_sched import exception, resources
 from resize_sched.db import action_names, models
 from resize_sched.db.cas import check_values, describe, describe_expected, match, update_where
+from resize_sched.db.migration_checks import no_restore_in_flight
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope, project_condition
 from resize_sched.db.retry import commit_may_have_landed, found_done, retry_on_deadlock
 from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
@@ -266,6 +267,34 @@ class ServerApi(SessionSource):
         check_values(models.Server, expected, what="server", compared=True)
         return self._server_swap(uuid, expected, operation, {"updated_at": models.utcnow()})
 
+    def server_begin_offload(self, uuid: str, /, *, seen: Any) -> models.Server:
+        """SHELVED with no task, unchanged since ``seen`` (its ``updated_at``)
+        -> ``shelving_offloading``: the sweep's offload, of two sweeps one.
+
+        Not while a restore of what a failed resize left missing is being
+        written for the server (:func:`~resize_sched.db.migration_checks.no_restore_in_flight`,
+        in the same compare-and-swap): the offload would give back nothing
+        and the restore then put the old flavor on the host of a server
+        that has none. The next sweep offloads it once the restore is done.
+
+        :raises resize_sched.exception.ServerStateConflict: not idle and
+            SHELVED, changed since ``seen``, or a restore is in flight.
+        :raises resize_sched.exception.ServerNotFound: no such live server.
+        """
+        expected = {
+            "status": models.STATUS_SHELVED,
+            "vm_state": models.VM_SHELVED,
+            "task_state": None,
+            "updated_at": seen,
+        }
+        return self._server_swap(
+            uuid,
+            expected,
+            "shelve offload (no restore in flight)",
+            {"task_state": models.TASK_SHELVING_OFFLOADING},
+            fixed=(no_restore_in_flight(),),
+        )
+
     @retry_on_deadlock
     def _server_swap(
         self,
@@ -274,8 +303,9 @@ class ServerApi(SessionSource):
         operation: str,
         values: dict[str, Any],
         then: Callable[[Session], None] | None = None,
+        fixed: tuple[sa.ColumnElement[bool], ...] = (),
     ) -> models.Server:
-        conditions = [models.Server.deleted_at.is_(None)]
+        conditions = [models.Server.deleted_at.is_(None), *fixed]
         conditions += [match(getattr(models.Server, k), v) for k, v in expected.items()]
         with self._writer() as session:
             changed, server = update_where(session, models.Server, uuid, conditions, values)

@@ -173,22 +173,14 @@ class ShelveTask:
 
     def begin_offload(self, server_uuid: str, seen: Any) -> Any:
         """SHELVED with no task, unchanged since ``seen`` (its ``updated_at``)
-        -> ``shelving_offloading``: the sweep's offload. Of two sweeps, one wins.
+        -> ``shelving_offloading``: the sweep's offload. Of two sweeps, one
+        wins; none while a restore of what a failed resize left missing is
+        being written for it (the next sweep offloads it once it is done).
 
-        :raises ServerStateConflict, ServerNotFound: not idle and SHELVED, or
-            changed since it was read.
+        :raises ServerStateConflict, ServerNotFound: not idle and SHELVED,
+            changed since it was read, or a restore is in flight.
         """
-        return self.db.server_update(
-            server_uuid,
-            expected={
-                "status": states.STATUS_SHELVED,
-                "vm_state": states.VM_SHELVED,
-                "task_state": None,
-                "updated_at": seen,
-            },
-            operation="shelve offload",
-            task_state=states.TASK_SHELVING_OFFLOADING,
-        )
+        return self.db.server_begin_offload(server_uuid, seen=seen)
 
     # -- the sweep's offload ------------------------------------------------------------
 
