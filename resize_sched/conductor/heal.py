@@ -131,7 +131,7 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
         with the server's row (an offload begun between the read here and
         the write is found there), and an offload does not begin while the
         restore's entry is ``intended``
-        (:meth:`~resize_sched.db.server_api.ServerApi.server_begin_offload`).
+        (:meth:`~resize_sched.db.server_api.ServerApi.server_update`).
     :raises StepNotDue: the journal found the server changed since it was
         read (a task of its own, a delete); nothing changed, the flags stay.
     :raises PlacementError: any other refusal or failure, as from

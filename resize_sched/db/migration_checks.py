@@ -5,8 +5,8 @@ is written; the clauses are the conditions about a migration's server that
 every step's compare-and-swap carries (live, no delete asked for), and the
 one that keeps an offload from beginning while a restore is being written
 (:func:`no_restore_in_flight`). Used by
-:mod:`resize_sched.db.migration_api`, :mod:`resize_sched.db.step_api` and
-:mod:`resize_sched.db.migration_journal_api`.
+:mod:`resize_sched.db.migration_api`, :mod:`resize_sched.db.step_api`,
+:mod:`resize_sched.db.migration_journal_api` and :mod:`resize_sched.db.server_api`.
 """
 
 import functools
@@ -74,10 +74,12 @@ def no_restore_in_flight() -> sa.ColumnElement[bool]:
     Such a restore gives the server its old flavor back on its host; an
     offload gives everything back. The restore's journal entry checks the
     server is resting on its host and writes the server's row in the same
-    transaction (:mod:`resize_sched.db.migration_journal_api`); an offload
-    begins by a compare-and-swap on that row carrying this clause. So one
-    goes first and the other finds it: the restore an offloaded server,
-    the offload a restore still in flight.
+    transaction (:mod:`resize_sched.db.migration_journal_api`); an offload,
+    whoever begins it, is a compare-and-swap on that row to
+    ``shelving_offloading``, which carries this clause
+    (:mod:`resize_sched.db.server_api`). So one goes first and the other
+    finds it: the restore an offloaded server, the offload a restore still
+    in flight.
     """
     migration, entry = models.Migration, models.JournalEntry
     return ~sa.exists().where(

@@ -372,10 +372,10 @@ class MigrationJournalApi(SessionSource):
         ``missing`` is set) gives the server its old flavor back on its
         host, so only while the server rests there: no task of its own, not
         offloaded, a host. Checked in the compare-and-swap that writes the
-        server's row, which an offload's beginning writes too
-        (:meth:`~resize_sched.db.server_api.ServerApi.server_begin_offload`,
-        which waits while this entry is ``intended``): of the two, one goes
-        first and the other finds it.
+        server's row, which an offload's beginning writes too (any
+        :meth:`~resize_sched.db.server_api.ServerApi.server_update` to
+        ``shelving_offloading``, refused while this entry is ``intended``):
+        of the two, one goes first and the other finds it.
 
         :raises resize_sched.exception.StepNotDue: the server does not rest
             on its host; nothing written.

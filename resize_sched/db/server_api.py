@@ -267,34 +267,6 @@ class ServerApi(SessionSource):
         check_values(models.Server, expected, what="server", compared=True)
         return self._server_swap(uuid, expected, operation, {"updated_at": models.utcnow()})
 
-    def server_begin_offload(self, uuid: str, /, *, seen: Any) -> models.Server:
-        """SHELVED with no task, unchanged since ``seen`` (its ``updated_at``)
-        -> ``shelving_offloading``: the sweep's offload, of two sweeps one.
-
-        Not while a restore of what a failed resize left missing is being
-        written for the server (:func:`~resize_sched.db.migration_checks.no_restore_in_flight`,
-        in the same compare-and-swap): the offload would give back nothing
-        and the restore then put the old flavor on the host of a server
-        that has none. The next sweep offloads it once the restore is done.
-
-        :raises resize_sched.exception.ServerStateConflict: not idle and
-            SHELVED, changed since ``seen``, or a restore is in flight.
-        :raises resize_sched.exception.ServerNotFound: no such live server.
-        """
-        expected = {
-            "status": models.STATUS_SHELVED,
-            "vm_state": models.VM_SHELVED,
-            "task_state": None,
-            "updated_at": seen,
-        }
-        return self._server_swap(
-            uuid,
-            expected,
-            "shelve offload (no restore in flight)",
-            {"task_state": models.TASK_SHELVING_OFFLOADING},
-            fixed=(no_restore_in_flight(),),
-        )
-
     @retry_on_deadlock
     def _server_swap(
         self,
@@ -303,10 +275,15 @@ class ServerApi(SessionSource):
         operation: str,
         values: dict[str, Any],
         then: Callable[[Session], None] | None = None,
-        fixed: tuple[sa.ColumnElement[bool], ...] = (),
     ) -> models.Server:
-        conditions = [models.Server.deleted_at.is_(None), *fixed]
+        conditions = [models.Server.deleted_at.is_(None)]
         conditions += [match(getattr(models.Server, k), v) for k, v in expected.items()]
+        # NOTE: an offload, whoever begins it (the API, the sweep, a shelve
+        # report), waits while a restore of what a failed resize left missing
+        # is written for the server (see migration_checks.no_restore_in_flight).
+        offload = values.get("task_state") == models.TASK_SHELVING_OFFLOADING
+        if offload:
+            conditions.append(no_restore_in_flight())
         with self._writer() as session:
             changed, server = update_where(session, models.Server, uuid, conditions, values)
             # NOTE: a swap found done by an earlier run (its commit landed,
@@ -316,9 +293,12 @@ class ServerApi(SessionSource):
         if server is None or (changed == 0 and server.deleted_at is not None):
             raise exception.ServerNotFound(server_id=uuid)
         if changed == 0:
+            actual = describe(server, expected)
+            if offload and _holds(server, expected):
+                actual = "a restore of what a failed resize left missing being written for it"
             raise exception.ServerStateConflict(
                 server_id=uuid,
-                actual=describe(server, expected),
+                actual=actual,
                 expected=describe_expected(expected),
                 operation=operation,
             )
@@ -472,3 +452,15 @@ class ServerApi(SessionSource):
                     models.ServerGroupMember.server_uuid == uuid
                 )
             )
+
+
+def _holds(row: Any, expected: Mapping[str, Any]) -> bool:
+    """Whether ``row`` is as ``expected`` (a list: any of its members)."""
+    for key, value in expected.items():
+        held = getattr(row, key)
+        if isinstance(value, list | tuple | set | frozenset):
+            if held not in value:
+                return False
+        elif held != value:
+            return False
+    return True

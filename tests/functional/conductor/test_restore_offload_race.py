@@ -122,3 +122,30 @@ def test_a_restore_read_before_an_offload_is_dropped_once_it_is_offloaded(
     assert began == [True]
     assert cloud.db.migration_get(migration.uuid).missing is None
     assert [e.phase for e in cloud.db.journal_list(migration.uuid)].count("restore") == 1
+
+
+def test_a_shelve_that_would_offload_during_a_restore_keeps_its_room(
+    make_cloud: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # NOTE: [DEFAULT] shelved_offload_time = 0 (the default): the shelve
+    # report begins the offload in its own compare-and-swap.
+    cloud, server, migration = _shelved(make_cloud)
+    cloud.db.server_update(server.uuid, status=models.STATUS_ACTIVE, vm_state=models.VM_ACTIVE)
+    shelves = ShelveTask(cloud.deps)
+    reported: list[Any] = []
+
+    def shelve() -> None:
+        cloud.db.server_update(server.uuid, task_state=models.TASK_SHELVING)
+        reported.append(shelves.shelved(server.uuid, "host1"))
+
+    _pause_before_write(cloud, monkeypatch, shelve)
+    heal.restore_missing(cloud.db, cloud.deps.executor, migration, "restore")
+
+    # SHELVED, holding what the restore put back; not offloading.
+    (shelved,) = reported
+    assert (shelved.status, shelved.task_state) == (models.STATUS_SHELVED, None)
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+    cloud.check()
+    # An offload asked for now gives it all back.
+    assert _offload(cloud, cloud.db.server_get(server.uuid))
+    _exact_after_offload(cloud, server.uuid)

@@ -25,6 +25,19 @@ def _restore_entry(db: Database, migration: models.Migration) -> models.JournalE
     return db.journal_intend(migration.uuid, phase="restore", before={}, target=MISSING)
 
 
+def _begin_offload(db: Database, read: models.Server) -> models.Server:
+    return db.server_update(
+        read.uuid,
+        expected={
+            "status": models.STATUS_SHELVED,
+            "task_state": None,
+            "updated_at": read.updated_at,
+        },
+        operation="shelve offload",
+        task_state=models.TASK_SHELVING_OFFLOADING,
+    )
+
+
 def test_an_offload_does_not_begin_while_a_restore_is_written(db: Database) -> None:
     server, migration = _failed_restore(db)
     entry = _restore_entry(db, migration)
@@ -32,12 +45,19 @@ def test_an_offload_does_not_begin_while_a_restore_is_written(db: Database) -> N
     # before is refused on that, one that reads it now on the entry.
     seen = db.server_get(server.uuid)
     assert seen.updated_at != server.updated_at
-    for read in (server, seen):
-        with pytest.raises(exception.ServerStateConflict, match="no restore in flight"):
-            db.server_begin_offload(server.uuid, seen=read.updated_at)
+    with pytest.raises(exception.ServerStateConflict, match="updated_at"):
+        _begin_offload(db, server)
+    # NOTE: the sweep's offload, the API's and a shelve report's alike.
+    with pytest.raises(exception.ServerStateConflict, match="restore .* being written"):
+        _begin_offload(db, seen)
+    with pytest.raises(exception.ServerStateConflict, match="restore .* being written"):
+        db.server_update(
+            server.uuid,
+            expected={"status": models.STATUS_SHELVED, "task_state": None},
+            task_state=models.TASK_SHELVING_OFFLOADING,
+        )
     db.journal_mark(entry.id, models.JOURNAL_APPLIED)
-    begun = db.server_begin_offload(server.uuid, seen=seen.updated_at)
-    assert begun.task_state == models.TASK_SHELVING_OFFLOADING
+    assert _begin_offload(db, seen).task_state == models.TASK_SHELVING_OFFLOADING
 
 
 @pytest.mark.parametrize(
