@@ -127,7 +127,13 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
     :raises ServerStateConflict: the server has a task (an offload);
         nothing changed, the flags stay. A server offloaded
         meanwhile holds nothing by design: the flags are cleared, nothing
-        restored.
+        restored. Both are checked again where the restore is journaled,
+        with the server's row (an offload begun between the read here and
+        the write is found there), and an offload does not begin while the
+        restore's entry is ``intended``
+        (:meth:`~resize_sched.db.server_api.ServerApi.server_update`).
+    :raises StepNotDue: the journal found the server changed since it was
+        read (a task of its own, a delete); nothing changed, the flags stay.
     :raises PlacementError: any other refusal or failure, as from
         :meth:`~resize_sched.placement.executor.TransitionExecutor.apply`.
     """
@@ -142,16 +148,7 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
         )
         return db.migration_update(migration.uuid, missing=None)
     if server.status == states.STATUS_SHELVED_OFFLOADED or server.rp_uuid is None:
-        # NOTE: offloaded meanwhile: it holds nothing on any host by design
-        # (an unshelve claims anew), and room restored now would leak.
-        LOG.info(
-            "Migration %s: server %s is %s with no host; nothing to restore",
-            migration.uuid,
-            server.uuid,
-            server.status,
-        )
-        db.server_update(server.uuid, needs_heal=False)
-        return db.migration_update(migration.uuid, missing=None)
+        return _offloaded(db, migration, server)
     if server.task_state not in (None, states.TASK_DELETING):
         # NOTE: a task of its own (an offload) decides what the server holds
         # next; the restore waits for it to end. A delete is refused by the
@@ -162,7 +159,17 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
             operation="restoring what a failed resize left missing",
             expected="resting on its host with no task",
         )
-    migration = executor.apply(migration, phase, Holdings.from_dict(migration.missing))
+    try:
+        migration = executor.apply(migration, phase, Holdings.from_dict(migration.missing))
+    except exception.StepNotDue as exc:
+        # NOTE: the server changed since it was read (an offload began or
+        # ended, a delete): the journal's check, with the server's row,
+        # refused the write. Offloaded: nothing to restore; else it waits.
+        LOG.info("Migration %s: restore not written: %s", migration.uuid, exc)
+        server = db.server_get(migration.server_uuid)
+        if server.status == states.STATUS_SHELVED_OFFLOADED or server.rp_uuid is None:
+            return _offloaded(db, migration, server)
+        raise
     generations = (migration.holdings or {}).get("generations", {})
     migration = db.migration_update(migration.uuid, missing=None)
     db.server_update(server.uuid, needs_heal=False, placement_generation=generations.get("server"))
@@ -170,6 +177,19 @@ def restore_missing(db: Any, executor: TransitionExecutor, migration: Any, phase
         "Server %s: what migration %s left missing is held again", server.uuid, migration.uuid
     )
     return migration
+
+
+def _offloaded(db: Any, migration: Any, server: Any) -> Any:
+    """Offloaded meanwhile: it holds nothing on any host by design (an
+    unshelve claims anew), and room restored now would leak. The flags go."""
+    LOG.info(
+        "Migration %s: server %s is %s with no host; nothing to restore",
+        migration.uuid,
+        server.uuid,
+        server.status,
+    )
+    db.server_update(server.uuid, needs_heal=False)
+    return db.migration_update(migration.uuid, missing=None)
 
 
 def _needs_look(server: Any) -> bool:
@@ -265,7 +285,7 @@ def _heal_server(
             client.put_allocations(uuid, write)
             generation = 1 if actual.generation is None else actual.generation + 1
             db.server_update(uuid, needs_heal=False, placement_generation=generation)
-    except exception.ServerStateConflict as exc:
+    except (exception.ServerStateConflict, exception.StepNotDue) as exc:
         return HealResult(uuid, server.host, MISSING, reason=str(exc))
     except _PER_CONSUMER_ERRORS as exc:
         if exc.kwargs.get("placement_code") == CONCURRENT_UPDATE:

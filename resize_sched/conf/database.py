@@ -71,8 +71,21 @@ OPTS = [
         default=2.0,
         min=0,
         help="The longest wait, in seconds, between two runs of a failed write "
-        "transaction. With the defaults a write keeps trying for about 13 seconds: "
-        "long enough for a proxy to move to another Galera node.",
+        "transaction. With the defaults the waits add up to about 13 seconds: long "
+        "enough for a proxy to move to another Galera node.",
+    ),
+    cfg.FloatOpt(
+        "db_connection_retry_timeout",
+        default=15.0,
+        min=0,
+        help="The longest time, in seconds from its first run, a write transaction "
+        "keeps being run again after connection errors (a connection lost, a Galera "
+        "node still joining), whatever db_max_retries allows; then the error reaches "
+        "the service. The default rides out a proxy moving to another Galera node "
+        "and a node's rejoin. A database that cannot be reached at all (connection "
+        "refused, no route to its host, its name not resolving) is tried once more "
+        "after db_retry_interval, then the write fails with an error naming the "
+        "database's address and what to check.",
     ),
     cfg.IntOpt(
         "mysql_wsrep_sync_wait",

@@ -29,7 +29,6 @@ re-exported here (``action_api.STOP``, ``action_api.step_event_columns``).
 
 import contextlib
 import datetime
-import traceback as tb
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -57,9 +56,11 @@ from resize_sched.db.action_names import (
     STOP,
     SUCCESS,
     UNSHELVE,
+    failure_text,
 )
 from resize_sched.db.action_queries import (
     action_and_open_event,
+    action_uuid,
     event_statements,
     find_action,
     finished_event,
@@ -68,6 +69,7 @@ from resize_sched.db.action_queries import (
     step_event_params,
     succeed_statements,
 )
+from resize_sched.db.retry import call_uuid
 from resize_sched.db.session import SessionSource, select_rows, writes
 
 __all__ = [
@@ -98,32 +100,8 @@ __all__ = [
 LOG = logging.getLogger(__name__)
 
 
-#: The longest traceback kept.
-_MAX_TRACEBACK = 65535
-
-
 def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
-
-
-def failure_text(exc: BaseException) -> tuple[str, str]:
-    """What an event records about a failure: a one-line message and a traceback.
-
-    An error of :mod:`resize_sched.exception` is an expected outcome (no
-    room, Placement refused, a host failed): its message is recorded as both,
-    with no Python traceback (there is no bug to trace). A step that knows
-    more says it in words itself (:mod:`resize_sched.words`): see
-    :attr:`resize_sched.db.steps.StepRun.failure` and :meth:`ActionApi.action_event`.
-    Anything else is a bug, recorded with its traceback.
-
-    :param exc: the exception the step raised.
-    :returns: ``(message, traceback)``.
-    """
-    if isinstance(exc, exception.ResizeSchedException):
-        return exc.message, exc.message
-    message = f"{type(exc).__name__}: {exc}"
-    text = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))
-    return message, text[-_MAX_TRACEBACK:]
 
 
 class ActionApi(SessionSource):
@@ -145,7 +123,9 @@ class ActionApi(SessionSource):
         """Record that the API accepted ``action`` on a server.
 
         Idempotent: the same request recording the same action again gets the
-        row it recorded first.
+        row it recorded first. Its uuid is made from the three
+        (:func:`~resize_sched.db.action_queries.action_uuid`), so that a run
+        again that does not see the first row yet cannot add a second one.
 
         :param request_id: the request's id (``req-...``), the action's key.
         :param action: ``create``, ``resize``, ``confirmResize``...
@@ -156,7 +136,11 @@ class ActionApi(SessionSource):
         if found is not None:
             return found
         row = models.InstanceAction(
-            **key, user_id=user_id, project_id=project_id, start_time=_now()
+            **key,
+            uuid=action_uuid(server_uuid, request_id, action),
+            user_id=user_id,
+            project_id=project_id,
+            start_time=_now(),
         )
         session.add(row)
         session.flush()
@@ -284,9 +268,14 @@ class ActionApi(SessionSource):
             return None
         now = _now()
         insert, touch = event_statements()
-        event_id: int = session.execute(
-            insert, {"e_action": action_id, "e_event": event, "e_now": now, "e_host": host}
-        ).inserted_primary_key[0]
+        params = {
+            "e_uuid": call_uuid("event", action_id, event, host),
+            "e_action": action_id,
+            "e_event": event,
+            "e_now": now,
+            "e_host": host,
+        }
+        event_id: int = session.execute(insert, params).inserted_primary_key[0]
         # NOTE: os-instance-actions 2.58 lists actions changed since a time
         # by their updated_at, which a new event moves on.
         session.execute(touch, {"action_id": action_id, "now": now})
@@ -371,7 +360,11 @@ class ActionApi(SessionSource):
             return
         if row is None:
             row = models.InstanceActionEvent(
-                action_id=action.id, event=event, start_time=now, host=host
+                uuid=call_uuid("event", action.id, event, host),
+                action_id=action.id,
+                event=event,
+                start_time=now,
+                host=host,
             )
             session.add(row)
         row.finish_time = now

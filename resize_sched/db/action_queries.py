@@ -9,6 +9,7 @@ is built once.
 """
 
 import functools
+import uuid as uuidlib
 from typing import Any
 
 import sqlalchemy as sa
@@ -16,6 +17,16 @@ from sqlalchemy.orm import aliased
 
 from resize_sched.db import models
 from resize_sched.db.action_names import SUCCESS
+
+#: the namespace of :func:`action_uuid` (a fixed, arbitrary uuid)
+_ACTIONS = uuidlib.UUID("5d0b7c52-1f0e-4a8e-9d51-2c8b0f6a7e13")
+
+
+def action_uuid(server_uuid: str, request_id: str, action: str) -> str:
+    """The uuid of the action ``action`` of ``server_uuid`` recorded for the
+    request ``request_id``: made from the three, so that recording it again
+    (a write run again, two runs of one request) cannot add a second row."""
+    return str(uuidlib.uuid5(_ACTIONS, f"{server_uuid}/{request_id}/{action}"))
 
 
 def server_newest_first(
@@ -148,14 +159,15 @@ def step_event_params(event: str, actions: tuple[str, ...], host: str | None) ->
 
 @functools.cache
 def event_statements() -> tuple[sa.Insert, sa.Update]:
-    """An event's insert (bound: ``e_action``, ``e_event``, ``e_now``,
-    ``e_host``); the ``updated_at`` (bound: ``now``) of the action bound to
+    """An event's insert (bound: ``e_uuid``, ``e_action``, ``e_event``,
+    ``e_now``, ``e_host``); the ``updated_at`` (bound: ``now``) of the action bound to
     ``action_id``. Built once (see :func:`resize_sched.db.session.cas_update`)."""
     actions: sa.Table = models.InstanceAction.__table__  # type: ignore[assignment]
     events: sa.Table = models.InstanceActionEvent.__table__  # type: ignore[assignment]
     now = sa.bindparam("e_now", type_=events.c.start_time.type)
     return (
         sa.insert(events).values(
+            uuid=sa.bindparam("e_uuid"),
             action_id=sa.bindparam("e_action"),
             event=sa.bindparam("e_event"),
             start_time=now,

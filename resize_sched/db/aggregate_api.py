@@ -15,7 +15,6 @@ each (:meth:`AggregateApi.zone_aggregates`,
 """
 
 import functools
-import uuid as uuidlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,7 +27,12 @@ from sqlalchemy.orm import Session
 from resize_sched import exception
 from resize_sched.db import models
 from resize_sched.db.host_api import COMPUTE_BINARY
-from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.retry import (
+    call_uuid,
+    commit_may_have_landed,
+    earlier_run_row,
+    retry_on_deadlock,
+)
 from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, writes
 
 LOG = logging.getLogger(__name__)
@@ -224,16 +228,27 @@ class AggregateApi(SessionSource):
 
         :raises AggregateNameExists: the name is taken; nothing written.
         """
+        # NOTE: the same uuid in every run of this call: a run again after a
+        # COMMIT whose answer was lost finds the aggregate it created.
+        uuid = call_uuid("aggregate")
         try:
             with self._writer() as session:
+                if commit_may_have_landed():
+                    found = earlier_run_row(
+                        session, models.Aggregate, {"uuid": uuid}, {"name": name}
+                    )
+                    if found is not None:
+                        return _get(session, found.id)
                 _check_name_free(session, name)
-                row = models.Aggregate(uuid=str(uuidlib.uuid4()), name=name)
+                row = models.Aggregate(uuid=uuid, name=name)
                 session.add(row)
                 session.flush()
                 if availability_zone is not None:
                     _set_meta(session, row.id, {ZONE_KEY: availability_zone})
                 created = _get(session, row.id)
         except INTEGRITY_ERRORS:
+            if commit_may_have_landed():
+                raise  # run again: the row is this call's own (see db.retry)
             # NOTE: created by someone else between our check and our insert.
             raise exception.AggregateNameExists(aggregate_name=name) from None
         LOG.info("Created aggregate %s (%s) %s", created.id, name, created.uuid)
@@ -366,12 +381,19 @@ class AggregateApi(SessionSource):
         """
         try:
             with self._writer() as session:
+                if commit_may_have_landed():
+                    current = _get(session, aggregate_id)
+                    if host in current.hosts:
+                        LOG.info("Host %s was added to aggregate %s earlier", host, aggregate_id)
+                        return current
                 self._check_add(session, aggregate_id, host)
                 session.add(models.AggregateHost(aggregate_id=aggregate_id, host=host))
                 _touch(session, aggregate_id)
                 session.flush()
                 return _get(session, aggregate_id)
         except INTEGRITY_ERRORS:
+            if commit_may_have_landed():
+                raise  # run again: the row is this call's own (see db.retry)
             raise exception.AggregateHostExists(aggregate_id=aggregate_id, host=host) from None
 
     def aggregate_check_remove_host(self, aggregate_id: int, host: str) -> AggregateView:

@@ -141,6 +141,7 @@ class Database(
                 retry_interval=group.db_retry_interval,
                 inc_retry_interval=group.db_inc_retry_interval,
                 max_retry_interval=group.db_max_retry_interval,
+                connection_retry_timeout=group.db_connection_retry_timeout,
             ),
             mysql_wsrep_sync_wait=group.mysql_wsrep_sync_wait,
         )

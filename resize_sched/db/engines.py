@@ -286,6 +286,21 @@ def _note_lost_commit(context: Any) -> None:
         _commits.lost = True
 
 
+def _connect_failed(context: Any) -> None:
+    """``handle_error``, before oslo.db's filters: psycopg 3 words a failure
+    to connect "connection failed: ..." where oslo.db's filter looks for
+    psycopg2's "could not connect to server"; it is marked a disconnect, so
+    that it becomes :class:`~oslo_db.exception.DBConnectionError` on
+    PostgreSQL as on MySQL (and a write is run again, or given up early
+    when nothing answers: :mod:`resize_sched.db.retry`)."""
+    if (
+        context.dialect.name == "postgresql"
+        and context.connection is None
+        and str(context.original_exception).startswith("connection failed")
+    ):
+        context.is_disconnect = True
+
+
 def commit_interrupted(*, clear: bool = True) -> bool:
     """Whether a connection was lost, on this thread, while a transaction
     was being committed, since the last time this was asked: the database
@@ -361,8 +376,9 @@ def create_engine(
             "connect",
             functools.partial(_mysql_connect, sync_wait=mysql_wsrep_sync_wait),
         )
-    # NOTE: oslo.db's filters first: the lost-commit check reads what they
-    # decided (a disconnect).
+    # NOTE: oslo.db's filters first (after the connect failures they need
+    # told): the lost-commit check reads what they decided (a disconnect).
+    event.listen(engine, "handle_error", _connect_failed)
     exc_filters.register_engine(engine)
     event.listen(engine, "handle_error", _note_lost_commit)
     event.listen(engine, "handle_error", _note_failure)

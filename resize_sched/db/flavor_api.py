@@ -7,7 +7,6 @@ changes a server.
 """
 
 import re
-import uuid as uuidlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +15,12 @@ from oslo_log import log as logging
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.retry import (
+    call_uuid,
+    commit_may_have_landed,
+    earlier_run_row,
+    retry_on_deadlock,
+)
 from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
 from resize_sched.db.values import text, whole_number
 
@@ -82,7 +86,7 @@ class FlavorApi(SessionSource):
                 "swap": whole_number(swap, "swap", minimum=0),
             }
             if flavorid is None:
-                flavorid = str(uuidlib.uuid4())
+                flavorid = call_uuid("flavor")
             elif not isinstance(flavorid, str) or not _FLAVORID_RE.match(flavorid):
                 raise ValueError(
                     f"flavorid {flavorid!r} may only hold letters, digits, '.', '_', "
@@ -95,7 +99,7 @@ class FlavorApi(SessionSource):
         except ValueError as exc:
             raise exception.InvalidFlavor(reason=str(exc)) from None
 
-        flavor = models.Flavor(
+        columns = dict(
             flavorid=flavorid,
             name=name,
             extra_specs=specs,
@@ -103,6 +107,7 @@ class FlavorApi(SessionSource):
             deleted=0,
             **sizes,
         )
+        flavor = models.Flavor(**columns)
         try:
             with self._writer() as session:
                 clash = session.scalars(
@@ -112,9 +117,13 @@ class FlavorApi(SessionSource):
                     )
                 ).first()
                 if clash is not None:
+                    if earlier_run_row(session, models.Flavor, {"id": clash.id}, columns):
+                        return clash
                     raise self._flavor_exists(clash, name, flavorid)
                 session.add(flavor)
         except INTEGRITY_ERRORS:
+            if commit_may_have_landed():
+                raise  # run again: the row is this call's own (see db.retry)
             # NOTE: someone created it between our check and our insert.
             raise exception.FlavorExists(name=name) from None
         LOG.info("Created flavor %s (%s)", flavorid, name)

@@ -12,7 +12,6 @@ of a server being placed, with its members' hosts, in one query) and
 transaction that records a host, under a lock on the group's row).
 """
 
-import uuid as uuidlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -23,7 +22,12 @@ from sqlalchemy.orm import Session
 from resize_sched import exception
 from resize_sched.db import models
 from resize_sched.db.project_scope import ProjectScope, project_condition
-from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.retry import (
+    call_uuid,
+    commit_may_have_landed,
+    earlier_run_row,
+    retry_on_deadlock,
+)
 from resize_sched.db.session import SessionSource, stamp_after, writes
 from resize_sched.db.values import text
 
@@ -114,15 +118,21 @@ class GroupApi(SessionSource):
             raise exception.Invalid(
                 reason=f"unknown server group policy {policy!r}; use one of {', '.join(POLICIES)}"
             )
+        # NOTE: the same uuid in every run of this call: a run again after a
+        # COMMIT whose answer was lost is refused as a duplicate, then finds it.
         group = models.ServerGroup(
-            uuid=str(uuidlib.uuid4()),
+            uuid=call_uuid("server_group"),
             name=name,
             project_id=text(project_id, "project_id"),
             user_id=text(user_id, "user_id"),
             policy=policy,
             rules=_checked_rules(policy, rules),
         )
+        columns = {c: getattr(group, c) for c in ("uuid", "name", "project_id", "policy")}
         with self._writer() as session:
+            found = earlier_run_row(session, models.ServerGroup, {"uuid": group.uuid}, columns)
+            if found is not None:
+                return found  # type: ignore[no-any-return]
             session.add(group)
         LOG.info("Created server group %s (%s, %s)", group.uuid, name, policy)
         return group
@@ -223,11 +233,14 @@ class GroupApi(SessionSource):
             if group_id is None:
                 raise exception.ServerGroupNotFound(group_uuid=group_uuid)
             taken = session.scalar(
-                sa.select(models.ServerGroupMember.id).where(
+                sa.select(models.ServerGroupMember.group_id).where(
                     models.ServerGroupMember.server_uuid == server_uuid
                 )
             )
             if taken is not None:
+                if commit_may_have_landed() and taken == group_id:
+                    LOG.info("Server %s was put in group %s earlier", server_uuid, group_uuid)
+                    return
                 raise exception.Invalid(reason=f"server {server_uuid} is in a group already")
             session.add(models.ServerGroupMember(group_id=group_id, server_uuid=server_uuid))
         LOG.info("Server %s joined server group %s", server_uuid, group_uuid)

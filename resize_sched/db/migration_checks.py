@@ -2,9 +2,11 @@
 
 The checks refuse a bad migration status, error kind or type before anything
 is written; the clauses are the conditions about a migration's server that
-every step's compare-and-swap carries (live, no delete asked for). Used by
-:mod:`resize_sched.db.migration_api`, :mod:`resize_sched.db.step_api` and
-:mod:`resize_sched.db.migration_journal_api`.
+every step's compare-and-swap carries (live, no delete asked for), and the
+one that keeps an offload from beginning while a restore is being written
+(:func:`no_restore_in_flight`). Used by
+:mod:`resize_sched.db.migration_api`, :mod:`resize_sched.db.step_api`,
+:mod:`resize_sched.db.migration_journal_api` and :mod:`resize_sched.db.server_api`.
 """
 
 import functools
@@ -60,4 +62,29 @@ def server_not_deleting_clauses() -> tuple[sa.ColumnElement[bool], ...]:
 def server_of_migration_ok() -> sa.ColumnElement[bool]:
     return sa.exists().where(
         models.Server.uuid == models.Migration.server_uuid, *server_not_deleting_clauses()
+    )
+
+
+@functools.cache
+def no_restore_in_flight() -> sa.ColumnElement[bool]:
+    """WHERE clause on ``servers``: no restore of what a failed resize left
+    missing is being written for the server (no ``intended`` journal entry
+    of a migration of its whose ``missing`` is set).
+
+    Such a restore gives the server its old flavor back on its host; an
+    offload gives everything back. The restore's journal entry checks the
+    server is resting on its host and writes the server's row in the same
+    transaction (:mod:`resize_sched.db.migration_journal_api`); an offload,
+    whoever begins it, is a compare-and-swap on that row to
+    ``shelving_offloading``, which carries this clause
+    (:mod:`resize_sched.db.server_api`). So one goes first and the other
+    finds it: the restore an offloaded server, the offload a restore still
+    in flight.
+    """
+    migration, entry = models.Migration, models.JournalEntry
+    return ~sa.exists().where(
+        migration.server_uuid == models.Server.uuid,
+        migration.missing.is_not(None),
+        entry.migration_uuid == migration.uuid,
+        entry.state == models.JOURNAL_INTENDED,
     )

@@ -206,6 +206,8 @@ class MigrationJournalApi(SessionSource):
             )
             if mine is not None:
                 return mine, session.get(models.Migration, migration.id) if holdings else None
+        if migration.restoring and not append.releasing:
+            self._hold_server(session, migration, append)
         last = migration.last_seq if seq_in_lock else session.scalar(last_seq, params)
         stamp = stamp_after(migration.updated_at)
         entry = append.insert_in(session, last, models.utcnow())
@@ -362,6 +364,40 @@ class MigrationJournalApi(SessionSource):
         if not append.releasing and not migration.server_live:
             raise exception.StepNotDue(
                 migration_id=uuid, step=phase, reason="its server is being deleted"
+            )
+
+    @staticmethod
+    def _hold_server(session: Any, migration: Any, append: Append) -> None:
+        """Within ``session``: a retry of a failed restore (the migration's
+        ``missing`` is set) gives the server its old flavor back on its
+        host, so only while the server rests there: no task of its own, not
+        offloaded, a host. Checked in the compare-and-swap that writes the
+        server's row, which an offload's beginning writes too (any
+        :meth:`~resize_sched.db.server_api.ServerApi.server_update` to
+        ``shelving_offloading``, refused while this entry is ``intended``):
+        of the two, one goes first and the other finds it.
+
+        :raises resize_sched.exception.StepNotDue: the server does not rest
+            on its host; nothing written.
+        """
+        server = models.Server
+        held = session.execute(
+            sa.update(server)
+            .where(
+                server.uuid == migration.server_uuid,
+                server.deleted_at.is_(None),
+                server.task_state.is_(None),
+                server.status != models.STATUS_SHELVED_OFFLOADED,
+                server.rp_uuid.is_not(None),
+            )
+            .values(updated_at=models.utcnow())
+            .execution_options(synchronize_session=False)
+        ).rowcount
+        if not held:
+            raise exception.StepNotDue(
+                migration_id=append.migration_uuid,
+                step=append.phase,
+                reason="its server does not rest on its host (a task of its own, or offloaded)",
             )
 
     @retry_on_deadlock

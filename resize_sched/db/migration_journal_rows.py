@@ -32,6 +32,8 @@ def journal_lock_query(with_last_seq: bool) -> sa.Select[Any]:
         models.Migration.status,
         models.Migration.updated_at,
         server_of_migration_ok().label("server_live"),
+        # NOTE: a failed restore's retry (see MigrationJournalApi._hold_server).
+        models.Migration.missing.is_not(None).label("restoring"),
     ]
     if with_last_seq:
         columns.append(

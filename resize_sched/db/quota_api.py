@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from resize_sched import exception
 from resize_sched.db import models
 from resize_sched.db.cas import match
+from resize_sched.db.retry import commit_may_have_landed, earlier_run_row, retry_on_deadlock
 from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource, writes
 
 LOG = logging.getLogger(__name__)
@@ -133,6 +134,7 @@ class QuotaApi(SessionSource):
 
     # -- key pairs ---------------------------------------------------------------------
 
+    @retry_on_deadlock
     def keypair_create(
         self, user_id: str, name: str, public_key: str, fingerprint: str, type: str = "ssh"
     ) -> models.KeyPair:
@@ -140,13 +142,18 @@ class QuotaApi(SessionSource):
 
         :raises KeyPairExists: the user has one of that name: nothing written.
         """
-        row = models.KeyPair(
-            user_id=user_id, name=name, public_key=public_key, fingerprint=fingerprint, type=type
-        )
+        key = {"user_id": user_id, "name": name}
+        values = {"public_key": public_key, "fingerprint": fingerprint, "type": type}
+        row = models.KeyPair(**key, **values)
         try:
             with self._writer() as session:
+                found = earlier_run_row(session, models.KeyPair, key, values)
+                if found is not None:
+                    return found  # type: ignore[no-any-return]
                 session.add(row)
         except INTEGRITY_ERRORS:
+            if commit_may_have_landed():
+                raise  # run again: the row is this call's own (see db.retry)
             raise exception.KeyPairExists(name=name) from None
         return row
 
@@ -204,6 +211,7 @@ class QuotaApi(SessionSource):
                 )
             )
 
+    @retry_on_deadlock
     def flavor_access_add(self, flavorid: str, project_id: str) -> list[str]:
         """Share a live flavor with a project.
 
@@ -212,10 +220,14 @@ class QuotaApi(SessionSource):
         :raises FlavorAccessExists: already shared with it: nothing written.
         """
         flavor = self.flavor_get(flavorid)  # type: ignore[attr-defined]
+        key = {"flavor_id": flavor.id, "project_id": project_id}
         try:
             with self._writer() as session:
-                session.add(models.FlavorProject(flavor_id=flavor.id, project_id=project_id))
+                if earlier_run_row(session, models.FlavorProject, key, key) is None:
+                    session.add(models.FlavorProject(**key))
         except INTEGRITY_ERRORS:
+            if commit_may_have_landed():
+                raise  # run again: the row is this call's own (see db.retry)
             raise exception.FlavorAccessExists(flavor_id=flavorid, project_id=project_id) from None
         return self.flavor_access_list(flavorid)
 

@@ -12,7 +12,11 @@ import sqlalchemy as sa
 
 from resize_sched import exception, resources
 from resize_sched.db import models
-from resize_sched.db.retry import retry_on_deadlock
+from resize_sched.db.retry import (
+    commit_may_have_landed,
+    earlier_run_row,
+    retry_on_deadlock,
+)
 from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
 
 _REQUEST_SPEC_FIELDS = frozenset(
@@ -100,8 +104,14 @@ class RequestSpecApi(SessionSource):
             with self._writer() as session:
                 if session.get(models.Server, server_uuid) is None:
                     raise exception.ServerNotFound(server_id=server_uuid)
+                key = {"server_uuid": server_uuid}
+                found = earlier_run_row(session, models.RequestSpec, key, values)
+                if found is not None:
+                    return found  # type: ignore[no-any-return]
                 session.add(spec)
         except INTEGRITY_ERRORS:
+            if commit_may_have_landed():
+                raise  # run again: the row is this call's own (see db.retry)
             raise exception.Conflict(
                 reason=f"server {server_uuid} already has a request spec"
             ) from None

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from resize_sched import exception, resources
 from resize_sched.db import action_names, models
 from resize_sched.db.cas import check_values, describe, describe_expected, match, update_where
+from resize_sched.db.migration_checks import no_restore_in_flight
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope, project_condition
 from resize_sched.db.retry import commit_may_have_landed, found_done, retry_on_deadlock
 from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
@@ -277,6 +278,12 @@ class ServerApi(SessionSource):
     ) -> models.Server:
         conditions = [models.Server.deleted_at.is_(None)]
         conditions += [match(getattr(models.Server, k), v) for k, v in expected.items()]
+        # NOTE: an offload, whoever begins it (the API, the sweep, a shelve
+        # report), waits while a restore of what a failed resize left missing
+        # is written for the server (see migration_checks.no_restore_in_flight).
+        offload = values.get("task_state") == models.TASK_SHELVING_OFFLOADING
+        if offload:
+            conditions.append(no_restore_in_flight())
         with self._writer() as session:
             changed, server = update_where(session, models.Server, uuid, conditions, values)
             # NOTE: a swap found done by an earlier run (its commit landed,
@@ -286,9 +293,12 @@ class ServerApi(SessionSource):
         if server is None or (changed == 0 and server.deleted_at is not None):
             raise exception.ServerNotFound(server_id=uuid)
         if changed == 0:
+            actual = describe(server, expected)
+            if offload and _holds(server, expected):
+                actual = "a restore of what a failed resize left missing being written for it"
             raise exception.ServerStateConflict(
                 server_id=uuid,
-                actual=describe(server, expected),
+                actual=actual,
                 expected=describe_expected(expected),
                 operation=operation,
             )
@@ -442,3 +452,15 @@ class ServerApi(SessionSource):
                     models.ServerGroupMember.server_uuid == uuid
                 )
             )
+
+
+def _holds(row: Any, expected: Mapping[str, Any]) -> bool:
+    """Whether ``row`` is as ``expected`` (a list: any of its members)."""
+    for key, value in expected.items():
+        held = getattr(row, key)
+        if isinstance(value, list | tuple | set | frozenset):
+            if held not in value:
+                return False
+        elif held != value:
+            return False
+    return True

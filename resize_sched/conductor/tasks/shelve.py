@@ -154,29 +154,46 @@ class ShelveTask:
         """``host`` powered the server off: it is SHELVED, holding its room.
 
         With ``[DEFAULT] shelved_offload_time`` 0 the offload begins in the
-        same compare-and-swap (task ``shelving_offloading``), as Nova's.
+        same compare-and-swap (task ``shelving_offloading``), as Nova's,
+        unless a restore of what a failed resize left missing is being
+        written for the server (the data API refuses an offload then): it is
+        SHELVED with no task, holding its room, until a ``shelveOffload``.
 
         :returns: the server, or None when the report is not due.
         """
-        offload = self.deps.conf.shelved_offload_time == 0
+        report = {
+            "expected": {"task_state": states.TASK_SHELVING, "host": host},
+            "operation": "shelve report",
+            "status": states.STATUS_SHELVED,
+            "vm_state": states.VM_SHELVED,
+            "power_state": states.POWER_SHUTDOWN,
+        }
+        if self.deps.conf.shelved_offload_time == 0:
+            try:
+                return self.db.server_update(
+                    server_uuid, task_state=states.TASK_SHELVING_OFFLOADING, **report
+                )
+            except exception.ServerStateConflict as exc:
+                # NOTE: not due, or a restore in flight: the report without
+                # the offload tells which.
+                LOG.info("Server %s not offloaded with its shelve: %s", server_uuid, exc)
         return update_if_due(
             self.db,
             server_uuid,
             "Shelve report of server %s not due (%s); nothing to do",
-            expected={"task_state": states.TASK_SHELVING, "host": host},
-            operation="shelve report",
-            status=states.STATUS_SHELVED,
-            vm_state=states.VM_SHELVED,
-            task_state=states.TASK_SHELVING_OFFLOADING if offload else None,
-            power_state=states.POWER_SHUTDOWN,
+            task_state=None,
+            **report,
         )
 
     def begin_offload(self, server_uuid: str, seen: Any) -> Any:
         """SHELVED with no task, unchanged since ``seen`` (its ``updated_at``)
-        -> ``shelving_offloading``: the sweep's offload. Of two sweeps, one wins.
+        -> ``shelving_offloading``: the sweep's offload. Of two sweeps, one
+        wins; none while a restore of what a failed resize left missing is
+        being written for it (the data API refuses it: the next sweep
+        offloads it once the restore is written).
 
-        :raises ServerStateConflict, ServerNotFound: not idle and SHELVED, or
-            changed since it was read.
+        :raises ServerStateConflict, ServerNotFound: not idle and SHELVED,
+            changed since it was read, or a restore is in flight.
         """
         return self.db.server_update(
             server_uuid,

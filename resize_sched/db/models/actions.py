@@ -5,7 +5,14 @@ import datetime
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from resize_sched.db.models.base import Base, TimestampMixin, UTCDateTime, owned_by, serial_id
+from resize_sched.db.models.base import (
+    Base,
+    TimestampMixin,
+    UTCDateTime,
+    owned_by,
+    serial_id,
+    unique_uuid,
+)
 
 
 class InstanceAction(TimestampMixin, Base):
@@ -24,6 +31,10 @@ class InstanceAction(TimestampMixin, Base):
     )
 
     id: Mapped[int] = serial_id()
+    #: Made from the server, the request and the action's name
+    #: (:func:`resize_sched.db.action_queries.action_uuid`): a request's
+    #: action is recorded once, however often the write runs.
+    uuid: Mapped[str] = unique_uuid()
     server_uuid: Mapped[str] = mapped_column(sa.String(36), nullable=False)
     request_id: Mapped[str] = mapped_column(sa.String(255), nullable=False)
     action: Mapped[str] = mapped_column(sa.String(255), nullable=False)
@@ -43,6 +54,9 @@ class InstanceActionEvent(TimestampMixin, Base):
     __table_args__ = (sa.Index(None, "action_id"),)
 
     id: Mapped[int] = serial_id()
+    #: Made by the data API call that records it, the same in every run of
+    #: the call (:func:`resize_sched.db.retry.call_uuid`).
+    uuid: Mapped[str] = unique_uuid()
     action_id: Mapped[int] = owned_by("instance_actions.id")
     event: Mapped[str] = mapped_column(sa.String(255), nullable=False)
     start_time: Mapped[datetime.datetime] = mapped_column(UTCDateTime(), nullable=False)

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
+from resize_sched.db import session
 from resize_sched.db.api import Database
 from tests.functional.fixtures import database as db_fixture
 
@@ -70,3 +72,19 @@ def empty_url(backend: str, tmp_path: Path) -> Iterator[str]:
     yield url
     if scratch is not None:
         scratch.drop()
+
+
+@pytest.fixture
+def admin(backend_url: str) -> Iterator[sa.Engine]:
+    """An engine of its own: another client of the same database."""
+    engine = sa.create_engine(backend_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def quick(db: Database) -> Iterator[Database]:
+    """``db`` retrying without waiting."""
+    db.retry_policy = session.RetryPolicy(max_retries=3, retry_interval=0, max_retry_interval=0)
+    yield db
+    db.retry_policy = session.DEFAULT_RETRY

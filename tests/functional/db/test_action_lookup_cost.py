@@ -84,6 +84,7 @@ def crowded(db: Database) -> Iterator[tuple[Database, models.Migration]]:
 
     def action(server_uuid: str, n: int) -> dict[str, Any]:
         return {
+            "uuid": str(uuid.uuid4()),
             "server_uuid": server_uuid,
             "request_id": f"req-{server_uuid[:8]}-{n}",
             "action": names[n % len(names)],
@@ -105,6 +106,7 @@ def crowded(db: Database) -> Iterator[tuple[Database, models.Migration]]:
             sa.insert(models.InstanceActionEvent),
             [
                 {"action_id": i, "event": name, "start_time": now, "created_at": now, "host": "h1"}
+                | {"uuid": str(uuid.uuid4())}
                 for i in ids
                 for name in ("conductor_migrate_server", EVENT, "compute_resize_instance")
             ],

@@ -16,7 +16,7 @@
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -35,22 +35,6 @@ SERVERS = [p for p in BACKENDS if p.id != "sqlite"]
 SOURCE_RP = "11111111-1111-1111-1111-111111111111"
 #: looks for a killed connection to be gone, at most (a bound, not a timing)
 _POLLS = 500
-
-
-@pytest.fixture
-def admin(backend_url: str) -> Iterator[sa.Engine]:
-    """An engine of its own: another client of the same database."""
-    engine = sa.create_engine(backend_url)
-    yield engine
-    engine.dispose()
-
-
-@pytest.fixture
-def quick(db: Database) -> Iterator[Database]:
-    """``db`` retrying without waiting."""
-    db.retry_policy = session.RetryPolicy(max_retries=3, retry_interval=0, max_retry_interval=0)
-    yield db
-    db.retry_policy = session.DEFAULT_RETRY
 
 
 def _server(db: Database, **kwargs: Any) -> models.Server:

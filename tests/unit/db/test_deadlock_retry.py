@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import exc_filters
 
-from resize_sched.db import engines, session
+from resize_sched.db import engines, retry, session
 
 
 def _filtered(
@@ -233,3 +233,69 @@ def test_a_commit_interrupted_is_told_once() -> None:
     engines._commits.lost = True
     assert engines.commit_interrupted()
     assert not engines.commit_interrupted()
+
+
+_REFUSED = _filtered(
+    pymysql.err.OperationalError(
+        2003, "Can't connect to MySQL server on 'db1' ([Errno 111] Connection refused)"
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "unreachable"),
+    [
+        ("Can't connect to MySQL server on 'db1' ([Errno 111] Connection refused)", True),
+        ("Can't connect to MySQL server on 'db1' ([Errno 113] No route to host)", True),
+        ("Can't connect to MySQL server on 'db1' ([Errno -2] Name or service not known)", True),
+        ("Can't connect to MySQL server on 'db1' (timed out)", False),
+        ("Lost connection to MySQL server during query", False),
+        ("WSREP has not yet prepared node for application use", False),
+    ],
+)
+def test_which_connection_errors_say_the_database_is_not_there(
+    message: str, unreachable: bool
+) -> None:
+    code = 2003 if message.startswith("Can't") else 2013 if "Lost" in message else 1047
+    raised = _filtered(pymysql.err.OperationalError(code, message))
+    assert session.is_connection_lost(raised)
+    assert retry.is_unreachable(raised) is unreachable
+
+
+def test_an_unreachable_database_is_tried_once_more_then_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    writes = _Writes(*[_REFUSED] * _ATTEMPTS)
+    with caplog.at_level(logging.INFO, logger=session.__name__):
+        with pytest.raises(retry.DatabaseUnreachable) as raised:
+            writes.write("never")
+    assert writes.calls == retry.UNREACHABLE_ATTEMPTS == 2
+    assert raised.value.attempts == 2
+    assert "Connection refused" in str(raised.value)
+    assert "[database] connection" in str(raised.value)
+    assert [r.levelno for r in _lines(caplog)] == [logging.INFO, logging.WARNING]
+
+
+class _SlowWrites(_Writes):
+    """Waits longer between runs than its connection errors may take."""
+
+    retry_policy = session.RetryPolicy(
+        max_retries=4, retry_interval=0.5, max_retry_interval=0.5, connection_retry_timeout=0.2
+    )
+
+
+def test_connection_errors_stop_when_their_time_is_spent(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(retry.time, "sleep", slept.append)
+    writes = _SlowWrites(_LOST, _LOST)
+    with caplog.at_level(logging.INFO, logger=session.__name__):
+        with pytest.raises(db_exc.DBConnectionError):
+            writes.write("never")
+    assert writes.calls == 1 and slept == []
+    assert "db_connection_retry_timeout" in _lines(caplog)[-1].getMessage()
+    # NOTE: deadlocks are not connection errors: they keep their retries.
+    writes = _SlowWrites(_GALERA, _GALERA)
+    assert writes.write("done") == "done"
+    assert writes.calls == 3 and len(slept) == 2
