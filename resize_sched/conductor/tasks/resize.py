@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from oslo_log import log as logging
 
 from resize_sched import actions, exception, words
+from resize_sched import resources as rs
 from resize_sched.conductor.tasks.facts import facts_of, grouped
 from resize_sched.conductor.tasks.move import MoveTask, recorded_allocations
 from resize_sched.context import RequestContext
@@ -157,27 +158,42 @@ class ResizeTask(MoveTask):
     def _decide(self, migration: Any, run: StepRun, decision: str) -> Any:
         """Apply the recorded strategy's confirm or revert target, then settle.
 
-        The target is worked out once from what we last wrote, and written
-        with ``verify``: a change someone else made to either consumer since
-        then is noticed (Placement answers 409) and written over.
+        The target is worked out once from what we last wrote, and only the
+        consumers it changes are written. A confirm writes the migration
+        consumer alone, to empty (every strategy's claim gave the server
+        exactly what it keeps), which Placement never refuses for capacity
+        or inventory; a revert writes the server back to the old flavor and
+        empties the migration. A consumer that keeps what it holds is not
+        written again: Placement checks every amount written against the
+        provider's inventory as it is now (``max_unit``, capacity), so a
+        re-write of an unchanged holding could be refused for what is already
+        held. What that re-write used to notice (someone else writing one of
+        our consumers since we did) is still noticed where it is cheap: every
+        write carries the consumer generation we last wrote, so a change to a
+        written consumer is a 409, re-read and judged; a change to the
+        unwritten server is the audit's and heal's to find.
         """
         strategy = self.deps.strategy(migration.claim_strategy)
         phase = strategy.confirm if decision == "confirm" else strategy.revert
         facts = facts_of(migration)
         dest = migration.dest_rp_uuid
-        if decision == "confirm" and facts.new_groups and dest == facts.source:
-            # NOTE: the shrink keeps each group on the provider the claim
-            # recorded (one read, only for a same-host resize with groups).
+        known = self.deps.executor.known(migration)
+        if (
+            decision == "confirm"
+            and facts.new_groups
+            and dest == facts.source
+            and rs.total(known.holdings.server) != facts.new
+        ):
+            # NOTE: a same-host resize claimed before the claim split what it
+            # holds (the server holds max(old, new)): the shrink keeps each
+            # group on the provider the claim recorded (one read).
             server = self.db.server_get(migration.server_uuid)
             facts = facts_of(migration, server.group_providers)
-        known = self.deps.executor.known(migration)
         status = "confirming" if decision == "confirm" else "reverting"
         target = phase(facts, known.holdings, dest)
         for attempt in (1, 2):
             try:
-                migration = self.deps.executor.apply(
-                    migration, decision, target, verify=True, run=run
-                )
+                migration = self.deps.executor.apply(migration, decision, target, run=run)
                 break
             except exception.PlacementUnavailable as exc:
                 # NOTE: whether the write landed is unknown, so the server
