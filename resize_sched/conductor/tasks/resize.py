@@ -25,6 +25,7 @@ from resize_sched.context import RequestContext
 from resize_sched.db import action_api
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepRun
+from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)
 
@@ -253,17 +254,39 @@ class ResizeTask(MoveTask):
         )
 
     def _undecide(self, migration: Any, run: StepRun, status: str, exc: Exception) -> None:
-        """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded."""
+        """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded.
+
+        Nothing changed in Placement (the executor put back what is held).
+        The fault quotes Placement and names the host it refused (the source
+        for a revert) and what the resize still holds. A refusal the host's
+        inventory or usage may lift (no room, a ``max_unit`` below the
+        flavor) is recorded on the migration with the refused provider's
+        generation, and the conductor's sweep begins the same decision again
+        once that generation moves (:mod:`resize_sched.conductor.retry`).
+        """
         LOG.warning("Migration %s: %s failed: %s", migration.uuid, status, exc)
         decision = "confirm" if status == "confirming" else "revert"
+        hosts = {
+            migration.source_rp_uuid: migration.source_host,
+            migration.dest_rp_uuid: migration.dest_host,
+        }
+        held = Holdings.from_dict(self.db.migration_get(migration.uuid).holdings or {})
+        refused = None
+        if words.placement_refusal(exc) != "other":
+            provider = _refused_provider(migration, decision, held, exc)
+            refused = {
+                "decision": decision,
+                "provider": provider,
+                "generation": self._generation_of(provider),
+            }
         run.failure = words.decision_refused(
             decision,
             _decided_on(migration, decision),
             exc,
-            {
-                migration.source_rp_uuid: migration.source_host,
-                migration.dest_rp_uuid: migration.dest_host,
-            },
+            hosts,
+            running_on=migration.dest_host,
+            holds=words.held_by_resize(held.server, held.migration, hosts),
+            retried=refused is not None,
         )
         self.db.migration_advance(
             migration.uuid,
@@ -271,6 +294,7 @@ class ResizeTask(MoveTask):
             expected_status=status,
             step=f"undo {status}",
             status="finished",
+            refused_decision=refused,
             server_values={
                 "status": "VERIFY_RESIZE",
                 "task_state": None,
@@ -278,3 +302,25 @@ class ResizeTask(MoveTask):
                 "fault_code": 409 if isinstance(exc, exception.PlacementConflict) else 500,
             },
         )
+
+    def _generation_of(self, provider: str) -> int | None:
+        """The provider's generation now; None when Placement does not say
+        (the sweep then tries the decision again at its next pass)."""
+        try:
+            return self.deps.client.get_resource_provider(provider).get("generation")
+        except exception.PlacementError as exc:
+            LOG.info("Provider %s: generation not read (%s)", provider, exc)
+            return None
+
+
+def _refused_provider(migration: Any, decision: str, held: Holdings, exc: Exception) -> str:
+    """The provider Placement refused: the one its answer names among those
+    the resize holds or gives back; else the host the decision writes (the
+    source for a revert)."""
+    text = str(exc)
+    known = set(held.server) | set(held.migration) | set(migration.old_allocations or {})
+    known |= {migration.source_rp_uuid, migration.dest_rp_uuid}
+    for provider in sorted(p for p in known if p):
+        if provider in text:
+            return str(provider)
+    return str(migration.source_rp_uuid if decision == "revert" else migration.dest_rp_uuid)
