@@ -253,7 +253,7 @@ def decision_refused(
             "(an amount is above its max_unit, below its min_unit or off its step_size)"
         ),
     }.get(placement_refusal(exc), f"Placement refused the change on host {host}")
-    detail = named(str(exc).rstrip("."), hosts)
+    detail = named(placement_said(exc).rstrip("."), hosts)
     where = f" on host {running_on}" if running_on else ""
     held = f", holding {holds}" if holds else ""
     if retried:
@@ -370,6 +370,13 @@ def shelve_step_failed(
 
 def _other(decision: str) -> str:
     return "revert" if decision == "confirm" else "confirm"
+
+
+def placement_said(exc: Exception) -> str:
+    """Placement's own words in a refusal (its error detail, without our
+    framing of it); the whole message when it gave none."""
+    kwargs = getattr(exc, "kwargs", None) or {}
+    return str(kwargs.get("detail") or kwargs.get("reason") or exc)
 
 
 def placement_refusal(exc: Exception) -> str:

@@ -396,7 +396,12 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
         # NOTE: a sweep: a confirm or revert Placement refused is begun again
         # once the refused provider's inventory or usage changed
         # (resize_sched.conductor.retry); it does not wait for stuck_after.
-        report.retried = retry.retry_refused(manager)
+        ctxt = admin_context()
+        report.retried = retry.retry_refused(
+            manager.db,
+            manager.deps.client,
+            lambda decision, uuid: getattr(manager, f"{decision}_resize")(ctxt, uuid),
+        )
         # NOTE: then, after the flows, what Placement still holds for
         # deleted servers and closed resizes (see resize_sched.conductor.reaper).
         try:

@@ -22,13 +22,13 @@ the compare-and-swap fails and the retry is a logged no-op. A retry refused
 again records the new generation and waits for the next change.
 """
 
+from collections.abc import Callable
 from typing import Any
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from resize_sched import actions, exception
-from resize_sched.context import admin_context
 from resize_sched.db import states
 
 LOG = logging.getLogger(__name__)
@@ -42,19 +42,26 @@ _DECIDED_ELSEWHERE = (
 )
 
 
-def retry_refused(manager: Any) -> dict[str, str]:
+#: Completes a decision begun: (``confirm`` or ``revert``, migration uuid).
+Complete = Callable[[str, str], Any]
+
+
+def retry_refused(db: Any, client: Any, complete: Complete) -> dict[str, str]:
     """Begin again each refused confirm or revert whose provider changed.
 
-    :param manager: the :class:`~resize_sched.conductor.manager.ConductorManager`.
-    :returns: migration uuid -> what was done, for those looked at and changed.
+    :param db: the :class:`~resize_sched.db.api.Database`.
+    :param client: the Placement client.
+    :param complete: completes a decision once begun, as the conductor's
+        ``confirm_resize`` / ``revert_resize`` do for one the API began.
+    :returns: migration uuid -> what was done, for those begun again.
     """
     done: dict[str, str] = {}
-    for migration in manager.db.migration_list_in_flight():
+    for migration in db.migration_list_in_flight():
         refused = migration.refused_decision
         if migration.status != states.MIGRATION_FINISHED or not refused:
             continue
         try:
-            outcome = _retry(manager, migration, refused)
+            outcome = _retry(db, client, complete, migration, refused)
         except (exception.ResizeSchedException, messaging.ExpectedException) as exc:
             if isinstance(exc, messaging.ExpectedException):
                 exc = exc.exc_info[1]
@@ -65,17 +72,19 @@ def retry_refused(manager: Any) -> dict[str, str]:
     return done
 
 
-def _retry(manager: Any, migration: Any, refused: dict[str, Any]) -> str | None:
+def _retry(
+    db: Any, client: Any, complete: Complete, migration: Any, refused: dict[str, Any]
+) -> str | None:
     decision = refused.get("decision")
     provider = refused.get("provider")
     if decision not in ("confirm", "revert") or not provider:
         return None
-    generation = manager.deps.client.get_resource_provider(provider).get("generation")
+    generation = client.get_resource_provider(provider).get("generation")
     if refused.get("generation") is not None and generation == refused.get("generation"):
         return None
     begin = actions.begin_confirm if decision == "confirm" else actions.begin_revert
     try:
-        begun = begin(manager.db, migration.server_uuid)
+        begun = begin(db, migration.server_uuid)
     except _DECIDED_ELSEWHERE as exc:
         LOG.info(
             "Migration %s: the refused %s is not begun again: decided otherwise meanwhile (%s)",
@@ -92,10 +101,6 @@ def _retry(manager: Any, migration: Any, refused: dict[str, Any]) -> str | None:
         generation,
         decision,
     )
-    ctxt = admin_context()
-    if decision == "confirm":
-        manager.confirm_resize(ctxt, begun.uuid)
-    else:
-        manager.revert_resize(ctxt, begun.uuid)
-    after = manager.db.migration_get(begun.uuid)
+    complete(decision, begun.uuid)
+    after = db.migration_get(begun.uuid)
     return f"{decision} retried: {after.status}"
