@@ -129,8 +129,10 @@ class ResizeTask(MoveTask):
 
         :returns: the migration, or None when it is not ``confirming`` (a
             duplicate, a confirm the API never accepted, or a delete).
-        :raises PlacementError: Placement refused; the server is back in
-            VERIFY_RESIZE and the confirm can be retried.
+        :raises PlacementError: Placement refused (never for room or
+            inventory: a confirm only empties the migration consumer, save a
+            resize claimed before the split, whose server is shrunk); the
+            server is back in VERIFY_RESIZE and the confirm can be retried.
         :raises PlacementUnavailable: twice unanswered; the confirm stays in
             progress and the sweep completes it.
         """
@@ -145,9 +147,12 @@ class ResizeTask(MoveTask):
         """Go back to the old flavor on the source.
 
         :returns: the migration, or None when it is not ``reverting``.
-        :raises ClaimRefused: the old flavor no longer fits on the source (only
-            possible for a same-host ``drop_and_reclaim``); nothing changed, the
-            server is back in VERIFY_RESIZE and the revert can be retried.
+        :raises PlacementConflict: the source no longer admits the old flavor
+            (:class:`ClaimRefused`: its room was taken, a same-host
+            ``drop_and_reclaim``'s, or its capacity lowered; or an amount is
+            beyond its inventory's ``max_unit``); nothing changed, the server
+            is back in VERIFY_RESIZE, and the sweep begins the revert again
+            once the source's inventory or usage changes.
         """
         return self._step(
             migration_uuid,
