@@ -275,7 +275,8 @@ class ResizeTask(MoveTask):
             migration.source_rp_uuid: migration.source_host,
             migration.dest_rp_uuid: migration.dest_host,
         }
-        held = Holdings.from_dict(self.db.migration_get(migration.uuid).holdings or {})
+        known = self.db.migration_get(migration.uuid).holdings
+        held = Holdings.from_dict(known or {})
         refused = None
         if words.placement_refusal(exc) != "other":
             provider = _refused_provider(migration, decision, held, exc)
@@ -290,7 +291,9 @@ class ResizeTask(MoveTask):
             exc,
             hosts,
             running_on=migration.dest_host,
-            holds=words.held_by_resize(held.server, held.migration, hosts),
+            # NOTE: holdings forgotten (an unanswered write before) are not
+            # said rather than said to be nothing.
+            holds=words.held_by_resize(held.server, held.migration, hosts) if known else "",
             retried=refused is not None,
         )
         self.db.migration_advance(
@@ -310,7 +313,10 @@ class ResizeTask(MoveTask):
 
     def _generation_of(self, provider: str) -> int | None:
         """The provider's generation now; None when Placement does not say
-        (the sweep then tries the decision again at its next pass)."""
+        (the sweep then tries the decision again at its next pass).
+
+        Read after the refusal, on the refusal path only: a change between
+        the two is seen at the provider's next change, not this one."""
         try:
             return self.deps.client.get_resource_provider(provider).get("generation")
         except exception.PlacementError as exc:
