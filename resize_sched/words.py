@@ -258,8 +258,9 @@ def decision_refused(
     held = f", holding {holds}" if holds else ""
     if retried:
         then = (
-            f"The conductor tries the {decision} again by itself once host {host}'s inventory "
-            f"or usage changes (its sweep checks); or {_other(decision)} the resize instead."
+            f"Free room on host {host} or give back its inventory: the conductor's sweep "
+            f"tries the {decision} again by itself once host {host}'s inventory or usage "
+            f"changes. Or {_other(decision)} the resize instead."
         )
     else:
         then = f"Retry the {decision}; if it is refused again, check the Placement log."
