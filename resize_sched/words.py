@@ -221,25 +221,52 @@ def no_host_for_build(exc: exception.NoValidHost, flavor: object, group: object 
 
 
 def decision_refused(
-    decision: str, host: str, exc: Exception, hosts: Mapping[str | None, str | None]
+    decision: str,
+    host: str,
+    exc: Exception,
+    hosts: Mapping[str | None, str | None],
+    *,
+    running_on: str | None = None,
+    holds: str = "",
+    retried: bool = True,
 ) -> str:
     """Placement refused the allocation change of a confirm or revert.
 
-    :param host: the host whose allocation the decision changes.
+    Placement's own reason is quoted (host names for its provider UUIDs),
+    and said in words by what it is (:func:`placement_refusal`): a lack of
+    room, or an inventory that no longer admits the flavor.
+
+    :param host: the host whose allocation Placement refused (the source
+        for a revert, the server's host for a confirm).
     :param hosts: the resize's providers (UUID to host name), for Placement's words.
+    :param running_on: the host the server runs on in VERIFY_RESIZE.
+    :param holds: what the resize still holds, in words (see :func:`held_by_resize`).
+    :param retried: the conductor's sweep tries the decision again once the
+        host's inventory or usage changes.
     """
-    if decision == "revert" and isinstance(exc, exception.ClaimRefused):
-        return (
-            f"Reverting the resize was refused: host {host} no longer has room for the "
-            "old flavor (other servers took the room the resize freed). Nothing changed: "
-            f"the server is in VERIFY_RESIZE on host {host} with its new flavor. Free room "
-            f"on host {host} and revert again, or confirm the resize to keep the new flavor."
-        )
     doing = "Confirming" if decision == "confirm" else "Reverting"
+    flavor = "old" if decision == "revert" else "new"
+    why = {
+        "capacity": f"host {host} has not enough room left for the {flavor} flavor",
+        "constraints": (
+            f"host {host}'s inventory no longer admits the {flavor} flavor "
+            "(an amount is above its max_unit, below its min_unit or off its step_size)"
+        ),
+    }.get(placement_refusal(exc), f"Placement refused the change on host {host}")
+    detail = named(placement_said(exc).rstrip("."), hosts)
+    where = f" on host {running_on}" if running_on else ""
+    held = f", holding {holds}" if holds else ""
+    if retried:
+        then = (
+            f"Free room on host {host} or give back its inventory: the conductor's sweep "
+            f"tries the {decision} again by itself once host {host}'s inventory or usage "
+            f"changes. Or {_other(decision)} the resize instead."
+        )
+    else:
+        then = f"Retry the {decision}; if it is refused again, check the Placement log."
     return (
-        f"{doing} the resize on host {host} was refused by Placement: "
-        f"{named(str(exc).rstrip('.'), hosts)}. Nothing changed: the server is in VERIFY_RESIZE. "
-        f"Retry the {decision}; if it is refused again, check the Placement log."
+        f"{doing} the resize was refused: {why}. Placement said: {detail}. Nothing changed: "
+        f"the server stays in VERIFY_RESIZE{where}{held}. {then}"
     )
 
 
@@ -340,3 +367,49 @@ def shelve_step_failed(
         f"Unshelving the server on host {where} failed: {why}. It is SHELVED_OFFLOADED "
         f"and holds nothing. Check {log}, then unshelve it again."
     )
+
+
+def _other(decision: str) -> str:
+    return "revert" if decision == "confirm" else "confirm"
+
+
+def placement_said(exc: Exception) -> str:
+    """Placement's own words in a refusal (its error detail, without our
+    framing of it); the whole message when it gave none."""
+    kwargs = getattr(exc, "kwargs", None) or {}
+    return str(kwargs.get("detail") or kwargs.get("reason") or exc)
+
+
+def placement_refusal(exc: Exception) -> str:
+    """What kind of refusal Placement's answer is, from its own words:
+    ``capacity`` (the amount does not fit beside what is used), ``constraints``
+    (it breaks the inventory's ``min_unit``, ``max_unit`` or ``step_size``)
+    or ``other``."""
+    text = str(exc)
+    if "violate inventory constraints" in text:
+        return "constraints"
+    if "exceed the capacity" in text or isinstance(exc, exception.ClaimRefused):
+        return "capacity"
+    return "other"
+
+
+def held_by_resize(
+    server: Mapping[str, Mapping[str, int]],
+    migration: Mapping[str, Mapping[str, int]],
+    hosts: Mapping[str | None, str | None],
+) -> str:
+    """What a resize in VERIFY_RESIZE holds, in words: the server's and the
+    migration's allocations, provider by provider, host names for UUIDs."""
+
+    def of(allocations: Mapping[str, Mapping[str, int]]) -> str:
+        parts = []
+        for rp, res in sorted(allocations.items()):
+            amounts = ", ".join(f"{rc} {n}" for rc, n in sorted(res.items()) if n)
+            name = hosts.get(rp)
+            parts.append(f"{amounts} on {f'host {name}' if name else f'provider {rp}'}")
+        return "; ".join(parts) or "nothing"
+
+    text = f"the server {of(server)}"
+    if migration:
+        text += f" and the migration {of(migration)}"
+    return text

@@ -45,8 +45,13 @@ def _begin_decision(
         check_upsize(db, quota_conf, server, migration.new_flavor, migration.old_flavor)
     db.server_update(server_uuid, expected=allowed.expected(), operation=operation, **values)
     status = "confirming" if action == "confirmResize" else "reverting"
+    # NOTE: a refusal recorded for the sweep's retry is the past once any
+    # decision begins (resize_sched.conductor.retry).
     migration = db.migration_update(
-        migration.uuid, expected_status=states.MIGRATION_FINISHED, status=status
+        migration.uuid,
+        expected_status=states.MIGRATION_FINISHED,
+        status=status,
+        refused_decision=None,
     )
     recorded = action_api.CONFIRM_RESIZE if action == "confirmResize" else action_api.REVERT_RESIZE
     record_action(db, context, server_uuid, recorded)

@@ -294,7 +294,8 @@ READING = (
     "(VCPU 2, 2048 MB); max_flavor holds max(wide, tall) (VCPU 2, 4096 MB) until confirm or "
     "revert.",
     "2. The 2048 MB drop_and_reclaim let go was taken, so its revert is refused until room is "
-    "freed (the server waits in VERIFY_RESIZE; nothing retries the revert for it). max_flavor "
+    "freed (the server waits in VERIFY_RESIZE; a conductor's sweep begins it again once the "
+    "host's usage changes). max_flavor "
     "kept the room, so its revert is a shrink that always fits; the filler found no host "
     "instead.",
     "3. Moving to another host, all three hold the same: wide on the source for the "

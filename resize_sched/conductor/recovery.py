@@ -39,7 +39,9 @@ scheduled again), one ``spawning`` has its spawn sent again.
 A delete the API accepted is finished whatever state it finds the server
 in: ``deleting``, or with its ``delete`` action recorded and not carried out.
 
-The sweep (not the start) then runs the reaper
+The sweep (not the start) begins again each confirm or revert Placement
+refused whose refused provider changed since (:mod:`resize_sched.conductor.retry`),
+then runs the reaper
 (:mod:`resize_sched.conductor.reaper`) every ``[conductor] reap_interval``
 seconds: what deleted servers and closed resizes still hold, a write that
 landed after the delete, is given back. Of all the conductors only the
@@ -60,7 +62,7 @@ from oslo_log import log as logging
 
 from resize_sched import exception
 from resize_sched.compute.rpcapi import server_message
-from resize_sched.conductor import heal, reaper
+from resize_sched.conductor import heal, reaper, retry
 from resize_sched.context import admin_context
 from resize_sched.db import models
 
@@ -86,6 +88,7 @@ class RecoveryReport:
     resumed: dict[str, str] = field(default_factory=dict)  # migration or server uuid -> action
     failed: dict[str, str] = field(default_factory=dict)  # migration or server uuid -> error
     reaped: dict[str, str] = field(default_factory=dict)  # consumer -> what it was
+    retried: dict[str, str] = field(default_factory=dict)  # migration -> refused decision retried
 
 
 def reconcile(manager: Any, migration: Any, report: RecoveryReport) -> Any:
@@ -390,7 +393,16 @@ def recover(manager: Any, idle_for: float | None = None) -> RecoveryReport:
                 lambda s=server: resume_shelving(manager, s),
             )
     if idle_for is not None:
-        # NOTE: a sweep: after the flows, what Placement still holds for
+        # NOTE: a sweep: a confirm or revert Placement refused is begun again
+        # once the refused provider's inventory or usage changed
+        # (resize_sched.conductor.retry); it does not wait for stuck_after.
+        ctxt = admin_context()
+        report.retried = retry.retry_refused(
+            manager.db,
+            manager.deps.client,
+            lambda decision, uuid: getattr(manager, f"{decision}_resize")(ctxt, uuid),
+        )
+        # NOTE: then, after the flows, what Placement still holds for
         # deleted servers and closed resizes (see resize_sched.conductor.reaper).
         try:
             reaped = reaper.reap_if_due(manager)

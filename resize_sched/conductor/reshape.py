@@ -171,7 +171,16 @@ def follow(
             stored = migration.old_allocations or rs.on(
                 migration.source_rp_uuid, migration.old_resources
             )
-            hints = rs.add_allocations(server.allocations, held.allocations)
+            # NOTE: a resize away from the reshaped host holds its old
+            # allocation there on the migration consumer alone (every
+            # strategy); the server's consumer holds the destination, another
+            # host, whose providers must not read as this tree's.
+            away = migration.dest_rp_uuid not in (None, migration.source_rp_uuid)
+            hints = (
+                rs.normalize_allocations(held.allocations)
+                if away
+                else rs.add_allocations(server.allocations, held.allocations)
+            )
             original = translate(stored, before, after, hints)
             if original != rs.normalize_allocations(stored):
                 values["old_allocations"] = original

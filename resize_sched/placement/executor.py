@@ -99,7 +99,6 @@ class TransitionExecutor(ServerTransitions):
         phase: str,
         target: Holdings | TargetFn,
         *,
-        verify: bool = False,
         fresh: bool = False,
         run: StepRun | None = None,
         keep_foreign: bool = True,
@@ -116,10 +115,14 @@ class TransitionExecutor(ServerTransitions):
         :param phase: a label for the journal and logs (``prepare``, ``claim``...).
         :param target: the target holdings, or a function of the current ones
             (re-evaluated after a generation conflict).
-        :param verify: also write a consumer whose known holdings already
-            equal its target, with the generation we last wrote: a write by
-            someone else since then makes Placement answer 409, and the
-            target is written again over it (confirm, revert).
+
+        Only the consumers whose holdings change are written; one that keeps
+        what it holds is never written again, because Placement checks every
+        amount written against the inventory as it is now (a ``max_unit`` or
+        ``total`` lowered since the claim would refuse a holding that is
+        already there). A write by someone else to a consumer that is
+        written still shows: its generation moved, Placement answers 409, and
+        both consumers are re-read and the target written over it (logged).
         :param fresh: read both consumers first instead of trusting the
             known holdings (a release after a delete).
         :param run: the conductor step running this transition
@@ -159,7 +162,7 @@ class TransitionExecutor(ServerTransitions):
         for attempt in range(self.conflict_retries + 1):
             goal = target(current.holdings) if callable(target) else target
             carried = current.foreign if keep_foreign else Holdings()
-            writes = self._writes(migration, current, goal, verify, carried)
+            writes = self._writes(migration, current, goal, carried=carried)
             if not writes:
                 LOG.debug("Migration %s %s: nothing to change", migration.uuid, phase)
                 if expected:
@@ -214,7 +217,7 @@ class TransitionExecutor(ServerTransitions):
                     raise
                 # NOTE: equal to the goal: our own write landed though its
                 # answer was lost (a time-out, then the retry's conflict).
-                if verify and current.holdings not in (last_written, goal):
+                if current.holdings not in (last_written, goal):
                     LOG.warning(
                         "Migration %s %s: Placement holds %s, not what we last wrote (%s): "
                         "changed by someone else; writing the target over it",
@@ -361,7 +364,11 @@ class TransitionExecutor(ServerTransitions):
         carried: Holdings | None = None,
     ) -> dict[str, ConsumerWrite]:
         """The writes that take each consumer from ``current`` to ``goal``
-        (ours) plus ``carried`` (other services' parts; None: as held)."""
+        (ours) plus ``carried`` (other services' parts; None: as held).
+
+        :param verify: also write a consumer that holds something and keeps
+            it, unchanged (only :meth:`_fence`, to move its generation on).
+        """
         carried = current.foreign if carried is None else carried
         writes: dict[str, ConsumerWrite] = {}
 

@@ -22,7 +22,10 @@ Phases and who calls them:
 ``restore``
     the resize ends without a host: the server gets exactly what it had;
 ``confirm`` / ``revert``
-    the operator's decision after VERIFY_RESIZE.
+    the operator's decision after VERIFY_RESIZE. A confirm only releases
+    (it empties the migration consumer; the server keeps what its claim gave
+    it), so Placement never refuses it; a revert writes the server back to
+    ``facts.original``, which Placement checks like any claim.
 
 ``claim_groups``
     which provider holds which request group once the claim is written (the
@@ -222,36 +225,55 @@ class ClaimStrategy(abc.ABC):
         """The resize ends without a host: the server holds what it held before."""
         return Holdings(server=facts.original)
 
-    def confirm(self, facts: ResizeFacts, current: Holdings, dest: str) -> Holdings:
-        """The resize is confirmed: only the new flavor remains, where the server runs.
+    def kept(self, facts: ResizeFacts, held: Allocations, dest: str) -> Allocations:
+        """What the server keeps of ``held`` on its own host once the resize
+        is confirmed: the new flavor, provider by provider, from the providers
+        that hold it (each numbered group on the provider
+        ``facts.claimed_groups`` names).
 
-        On the same host the server keeps ``new`` alone (whatever extra it held
-        while the resize was pending is released, provider by provider, from
-        the providers that hold it: each numbered group keeps its amounts on
-        the provider ``facts.claimed_groups`` names); on another host the
-        migration's holdings on the source are dropped.
+        A same-host claim that holds more than the new flavor while the
+        resize waits (``max_flavor``) splits its holding with this: the server
+        gets what it keeps, the migration the rest, so that a confirm only
+        empties the migration.
         """
-        if dest == facts.source:
-            # NOTE: per provider, so what stays (a vGPU on its child, a disk
-            # on a sharing provider) is released nowhere but where it is
-            # held; only a holding that does not cover the new flavor (not
-            # ours to shrink) falls back to the new flavor on the root.
-            kept = None
-            if facts.new_groups:
-                # NOTE: two groups of one class on two providers: what goes
-                # must come from the group that shrinks, not from whichever
-                # provider is last.
-                kept = gm.layout(
-                    current.server,
-                    facts.new_groups,
-                    gm.unnumbered_of(facts.new, facts.new_groups),
-                    facts.claimed_groups,
-                )
-            if kept is None:
-                kept = rs.shrink(current.server, facts.new)
-            if rs.total(kept) != facts.new:
-                kept = rs.on(dest, facts.new)
-            return Holdings(server=kept)
+        # NOTE: per provider, so what stays (a vGPU on its child, a disk on a
+        # sharing provider) is kept nowhere but where it is held; only a
+        # holding that does not cover the new flavor (not ours to shrink)
+        # falls back to the new flavor on the root.
+        kept = None
+        if facts.new_groups:
+            # NOTE: two groups of one class on two providers: what goes must
+            # come from the group that shrinks, not from whichever provider
+            # is last.
+            kept = gm.layout(
+                held,
+                facts.new_groups,
+                gm.unnumbered_of(facts.new, facts.new_groups),
+                facts.claimed_groups,
+            )
+        if kept is None:
+            kept = rs.shrink(held, facts.new)
+        if rs.total(kept) != facts.new:
+            kept = rs.on(dest, facts.new)
+        return kept
+
+    def confirm(self, facts: ResizeFacts, current: Holdings, dest: str) -> Holdings:
+        """The resize is confirmed: the server keeps what it holds, the
+        migration's holding is given back.
+
+        A confirm only releases: every strategy's claim already gives the
+        server exactly the new flavor where it runs, and what the resize held
+        beyond it is the migration's (the source of another host, or the
+        excess of a same-host ``max_flavor`` claim), so the one write empties
+        the migration consumer, which Placement never refuses for capacity or
+        inventory. The server's consumer is not written at all.
+
+        Compatibility: a same-host resize claimed before that split (the
+        server holding ``max(old, new)``, the migration nothing) is shrunk
+        to :meth:`kept`, as it always was.
+        """
+        if dest == facts.source and rs.total(current.server) != facts.new:
+            return Holdings(server=self.kept(facts, current.server, dest))
         return Holdings(server=current.server)
 
     def revert(self, facts: ResizeFacts, current: Holdings, dest: str) -> Holdings:

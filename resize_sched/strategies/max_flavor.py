@@ -6,10 +6,15 @@ providers that already hold each class; a numbered group's increase on the
 provider the recorded map says holds that group; a numbered group the old
 flavor did not have, whole, as a group; a class the server does not hold yet
 wherever the scheduler finds it on the source (its tree, or a sharing
-provider of its aggregates). On the same host the server then holds
-``max(old, new)`` until the resize is confirmed (shrink to ``new``) or
-reverted (shrink to ``old``); shrinking always fits, so a same-host revert
-can never be refused. On another host one write moves ``old`` to the
+provider of its aggregates). On the same host the host then holds
+``max(old, new)`` for the resize until it is confirmed or reverted, split
+between the two consumers: the server holds exactly the new flavor (laid out
+as it is kept, see :meth:`ClaimStrategy.kept`), the migration the excess
+``max(old, new) - new`` on the providers that hold it. A confirm empties the
+migration (a write Placement never refuses); a revert writes the server back
+to ``old`` and empties the migration, which fits on the same capacity as long
+as the host's inventory still admits the old flavor (a ``max_unit`` lowered
+below it does not). On another host one write moves ``old`` to the
 migration and claims ``new`` on the destination.
 """
 
@@ -101,5 +106,13 @@ class MaxFlavorStrategy(ClaimStrategy):
 
     def claim(self, facts: ResizeFacts, dest: str, allocation_request: Allocations) -> Holdings:
         if dest == facts.source:
-            return Holdings(server=rs.add_allocations(facts.original, allocation_request))
+            held = rs.add_allocations(facts.original, allocation_request)
+            kept = self.kept(facts, held, dest)
+            excess = gm.subtract(held, kept)
+            if excess is None:
+                # NOTE: the new flavor cannot be laid out inside what is held
+                # (not ours to split): the server holds it all, and the
+                # confirm shrinks it (the pre-split shape).
+                return Holdings(server=held)
+            return Holdings(server=kept, migration=excess)
         return Holdings(server=allocation_request, migration=facts.original)

@@ -93,7 +93,9 @@ def expected_in_verify(migration: Any) -> tuple[Allocations, Allocations]:
     if strategy == "legacy":
         return rs.on(src, new), rs.on(src, old)
     if strategy == "max_flavor":
-        return rs.on(src, rs.maximum(old, new)), {}
+        # max(old, new) on the source, split: the server what it keeps at
+        # confirm, the migration the excess (so a confirm only empties it).
+        return rs.on(src, new), rs.on(src, rs.increase(new, old))
     return rs.on(src, new), {}  # drop_and_reclaim
 
 

@@ -126,7 +126,8 @@ def _migration(strategy: str, dest: str = "src", **fields: Any) -> SimpleNamespa
         ("legacy", "dst", {"dst": NEW}, {"src": OLD}),
         ("drop_and_reclaim", "src", {"src": NEW}, {}),
         ("drop_and_reclaim", "dst", {"dst": NEW}, {"src": OLD}),
-        ("max_flavor", "src", {"src": BIGGEST}, {}),
+        # max_flavor: BIGGEST on the source, split so a confirm only empties the migration.
+        ("max_flavor", "src", {"src": NEW}, {"src": {"VCPU": 1}}),
         ("max_flavor", "dst", {"dst": NEW}, {"src": OLD}),
     ],
 )

@@ -11,6 +11,7 @@ always leaves its source (:attr:`MoveClaims.LEAVES_SOURCE`) and which of the
 migration's columns names the host asked for (:attr:`MoveClaims.NAMED_HOST`).
 """
 
+import dataclasses
 import threading
 from concurrent import futures
 from typing import Any, ClassVar
@@ -234,7 +235,20 @@ class MoveClaims:
                 dest = queue.pop(0)
                 if dest.provider in tried:
                     continue
-                target = strategy.claim(facts, dest.provider, dest.allocation_request)
+                groups = None
+                if grouped(facts):
+                    # NOTE: which provider holds which group from now on (a
+                    # failure or a revert gives the old map back); known
+                    # before the write, so a same-host claim that splits what
+                    # it holds keeps each group where the map says.
+                    groups = strategy.claim_groups(
+                        facts, dest.provider, dest.allocation_request, dest.mappings
+                    )
+                target = strategy.claim(
+                    dataclasses.replace(facts, claimed_groups=groups),
+                    dest.provider,
+                    dest.allocation_request,
+                )
                 try:
                     migration = self.deps.executor.apply(migration, "claim", target, run=run)
                 except exception.PlacementConflict as exc:
@@ -248,15 +262,7 @@ class MoveClaims:
                     )
                     tried = tried | {dest.provider}
                     continue
-                server_values = None
-                if grouped(facts):
-                    # NOTE: which provider holds which group from now on; a
-                    # failure or a revert gives the old map back.
-                    server_values = {
-                        "group_providers": strategy.claim_groups(
-                            facts, dest.provider, dest.allocation_request, dest.mappings
-                        )
-                    }
+                server_values = {"group_providers": groups} if grouped(facts) else None
                 try:
                     self.db.migration_advance(
                         migration.uuid,

@@ -106,7 +106,10 @@ class LiveMigrationTask(AwayMove):
         facts = facts_of(migration)
         known = self.deps.executor.known(migration)
         target = strategy.confirm(facts, known.holdings, migration.dest_rp_uuid)
-        migration = self.deps.executor.apply(migration, "complete", target, verify=True, run=run)
+        # NOTE: only the migration consumer is written (emptied): the server
+        # keeps what it holds on the destination, and a re-write of it could
+        # be refused for what it already holds (a max_unit lowered since).
+        migration = self.deps.executor.apply(migration, "complete", target, run=run)
         held = migration.holdings or {}
         server_values: dict[str, Any] = {
             "status": states.STATUS_ACTIVE,

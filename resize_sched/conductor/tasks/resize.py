@@ -18,12 +18,14 @@ from typing import Any, ClassVar
 from oslo_log import log as logging
 
 from resize_sched import actions, exception, words
+from resize_sched import resources as rs
 from resize_sched.conductor.tasks.facts import facts_of, grouped
 from resize_sched.conductor.tasks.move import MoveTask, recorded_allocations
 from resize_sched.context import RequestContext
 from resize_sched.db import action_api
 from resize_sched.db.project_scope import ALL_PROJECTS, ProjectScope
 from resize_sched.db.steps import StepRun
+from resize_sched.strategies import Holdings
 
 LOG = logging.getLogger(__name__)
 
@@ -127,8 +129,10 @@ class ResizeTask(MoveTask):
 
         :returns: the migration, or None when it is not ``confirming`` (a
             duplicate, a confirm the API never accepted, or a delete).
-        :raises PlacementError: Placement refused; the server is back in
-            VERIFY_RESIZE and the confirm can be retried.
+        :raises PlacementError: Placement refused (never for room or
+            inventory: a confirm only empties the migration consumer, save a
+            resize claimed before the split, whose server is shrunk); the
+            server is back in VERIFY_RESIZE and the confirm can be retried.
         :raises PlacementUnavailable: twice unanswered; the confirm stays in
             progress and the sweep completes it.
         """
@@ -143,9 +147,12 @@ class ResizeTask(MoveTask):
         """Go back to the old flavor on the source.
 
         :returns: the migration, or None when it is not ``reverting``.
-        :raises ClaimRefused: the old flavor no longer fits on the source (only
-            possible for a same-host ``drop_and_reclaim``); nothing changed, the
-            server is back in VERIFY_RESIZE and the revert can be retried.
+        :raises PlacementConflict: the source no longer admits the old flavor
+            (:class:`ClaimRefused`: its room was taken, a same-host
+            ``drop_and_reclaim``'s, or its capacity lowered; or an amount is
+            beyond its inventory's ``max_unit``); nothing changed, the server
+            is back in VERIFY_RESIZE, and the sweep begins the revert again
+            once the source's inventory or usage changes.
         """
         return self._step(
             migration_uuid,
@@ -157,27 +164,42 @@ class ResizeTask(MoveTask):
     def _decide(self, migration: Any, run: StepRun, decision: str) -> Any:
         """Apply the recorded strategy's confirm or revert target, then settle.
 
-        The target is worked out once from what we last wrote, and written
-        with ``verify``: a change someone else made to either consumer since
-        then is noticed (Placement answers 409) and written over.
+        The target is worked out once from what we last wrote, and only the
+        consumers it changes are written. A confirm writes the migration
+        consumer alone, to empty (every strategy's claim gave the server
+        exactly what it keeps), which Placement never refuses for capacity
+        or inventory; a revert writes the server back to the old flavor and
+        empties the migration. A consumer that keeps what it holds is not
+        written again: Placement checks every amount written against the
+        provider's inventory as it is now (``max_unit``, capacity), so a
+        re-write of an unchanged holding could be refused for what is already
+        held. What that re-write used to notice (someone else writing one of
+        our consumers since we did) is still noticed where it is cheap: every
+        write carries the consumer generation we last wrote, so a change to a
+        written consumer is a 409, re-read and judged; a change to the
+        unwritten server is the audit's and heal's to find.
         """
         strategy = self.deps.strategy(migration.claim_strategy)
         phase = strategy.confirm if decision == "confirm" else strategy.revert
         facts = facts_of(migration)
         dest = migration.dest_rp_uuid
-        if decision == "confirm" and facts.new_groups and dest == facts.source:
-            # NOTE: the shrink keeps each group on the provider the claim
-            # recorded (one read, only for a same-host resize with groups).
+        known = self.deps.executor.known(migration)
+        if (
+            decision == "confirm"
+            and facts.new_groups
+            and dest == facts.source
+            and rs.total(known.holdings.server) != facts.new
+        ):
+            # NOTE: a same-host resize claimed before the claim split what it
+            # holds (the server holds max(old, new)): the shrink keeps each
+            # group on the provider the claim recorded (one read).
             server = self.db.server_get(migration.server_uuid)
             facts = facts_of(migration, server.group_providers)
-        known = self.deps.executor.known(migration)
         status = "confirming" if decision == "confirm" else "reverting"
         target = phase(facts, known.holdings, dest)
         for attempt in (1, 2):
             try:
-                migration = self.deps.executor.apply(
-                    migration, decision, target, verify=True, run=run
-                )
+                migration = self.deps.executor.apply(migration, decision, target, run=run)
                 break
             except exception.PlacementUnavailable as exc:
                 # NOTE: whether the write landed is unknown, so the server
@@ -237,17 +259,42 @@ class ResizeTask(MoveTask):
         )
 
     def _undecide(self, migration: Any, run: StepRun, status: str, exc: Exception) -> None:
-        """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded."""
+        """A confirm or revert failed: back to VERIFY_RESIZE, the fault recorded.
+
+        Nothing changed in Placement (the executor put back what is held).
+        The fault quotes Placement and names the host it refused (the source
+        for a revert) and what the resize still holds. A refusal the host's
+        inventory or usage may lift (no room, a ``max_unit`` below the
+        flavor) is recorded on the migration with the refused provider's
+        generation, and the conductor's sweep begins the same decision again
+        once that generation moves (:mod:`resize_sched.conductor.retry`).
+        """
         LOG.warning("Migration %s: %s failed: %s", migration.uuid, status, exc)
         decision = "confirm" if status == "confirming" else "revert"
+        hosts = {
+            migration.source_rp_uuid: migration.source_host,
+            migration.dest_rp_uuid: migration.dest_host,
+        }
+        known = self.db.migration_get(migration.uuid).holdings
+        held = Holdings.from_dict(known or {})
+        refused = None
+        if words.placement_refusal(exc) != "other":
+            provider = _refused_provider(migration, decision, held, exc)
+            refused = {
+                "decision": decision,
+                "provider": provider,
+                "generation": self._generation_of(provider),
+            }
         run.failure = words.decision_refused(
             decision,
             _decided_on(migration, decision),
             exc,
-            {
-                migration.source_rp_uuid: migration.source_host,
-                migration.dest_rp_uuid: migration.dest_host,
-            },
+            hosts,
+            running_on=migration.dest_host,
+            # NOTE: holdings forgotten (an unanswered write before) are not
+            # said rather than said to be nothing.
+            holds=words.held_by_resize(held.server, held.migration, hosts) if known else "",
+            retried=refused is not None,
         )
         self.db.migration_advance(
             migration.uuid,
@@ -255,6 +302,7 @@ class ResizeTask(MoveTask):
             expected_status=status,
             step=f"undo {status}",
             status="finished",
+            refused_decision=refused,
             server_values={
                 "status": "VERIFY_RESIZE",
                 "task_state": None,
@@ -262,3 +310,28 @@ class ResizeTask(MoveTask):
                 "fault_code": 409 if isinstance(exc, exception.PlacementConflict) else 500,
             },
         )
+
+    def _generation_of(self, provider: str) -> int | None:
+        """The provider's generation now; None when Placement does not say
+        (the sweep then tries the decision again at its next pass).
+
+        Read after the refusal, on the refusal path only: a change between
+        the two is seen at the provider's next change, not this one."""
+        try:
+            return self.deps.client.get_resource_provider(provider).get("generation")
+        except exception.PlacementError as exc:
+            LOG.info("Provider %s: generation not read (%s)", provider, exc)
+            return None
+
+
+def _refused_provider(migration: Any, decision: str, held: Holdings, exc: Exception) -> str:
+    """The provider Placement refused: the one its answer names among those
+    the resize holds or gives back; else the host the decision writes (the
+    source for a revert)."""
+    text = str(exc)
+    known = set(held.server) | set(held.migration) | set(migration.old_allocations or {})
+    known |= {migration.source_rp_uuid, migration.dest_rp_uuid}
+    for provider in sorted(p for p in known if p):
+        if provider in text:
+            return str(provider)
+    return str(migration.source_rp_uuid if decision == "revert" else migration.dest_rp_uuid)

@@ -78,6 +78,12 @@ class Migration(TimestampMixin, Base):
     #: ``host``, microversion 2.56); the scheduler chooses among it alone.
     #: None: any host the scheduler finds.
     requested_host: Mapped[str | None] = mapped_column(sa.String(255), nullable=True)
+    #: A confirm or revert Placement refused, while the server waits in
+    #: VERIFY_RESIZE again: ``decision``, the refused ``provider`` and its
+    #: ``generation`` then. The conductor's sweep begins the decision again
+    #: once that generation moves (see :mod:`resize_sched.conductor.retry`);
+    #: beginning any decision clears it.
+    refused_decision: Mapped[dict[str, Any] | None] = mapped_column(NullableJSON, nullable=True)
 
     def __repr__(self) -> str:
         return f"<Migration {self.uuid} of {self.server_uuid} {self.status}>"

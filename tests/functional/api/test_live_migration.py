@@ -141,6 +141,27 @@ def test_a_live_migration_holds_the_source_until_it_completes(live: LiveCloud) -
     ]
 
 
+def test_a_live_migration_completes_on_hosts_whose_inventory_shrank(live: LiveCloud) -> None:
+    """The completion gives the source back by emptying the migration alone:
+    with both hosts' MEMORY_MB max_unit lowered below the flavor during the
+    hand-over, a re-write of the server's holding would be refused."""
+    server = _boot(live, "h1", "h2")
+    assert _migrate(live, server).status_int == 202
+    _until(live, "live_migration")
+    for host in ("h1", "h2"):
+        rp = live.cloud.hosts[host]
+        inventory, generation = live.cloud.observer.get_inventories(rp)
+        memory = {**inventory["MEMORY_MB"], "max_unit": SMALL["MEMORY_MB"] // 2}
+        live.cloud.observer.set_inventory(rp, {**inventory, "MEMORY_MB": memory}, generation)
+    live.run()
+    migration = _migration(live, server)
+    assert migration.status == "completed"
+    assert _state(live, server) == ("ACTIVE", "active", None, "h2")
+    assert _holds(live, migration.uuid) == {}
+    assert _holds(live, server) == _on(live, "h2")
+    live.cloud.check()
+
+
 def test_a_named_host_is_the_only_one_asked(live: LiveCloud) -> None:
     server = _boot(live, "h1", "h2", "h3")
     assert _migrate(live, server, "h3").status_int == 202

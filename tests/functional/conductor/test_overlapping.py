@@ -14,7 +14,10 @@ import pytest
 
 from resize_sched import actions, exception
 from resize_sched import resources as rs
+from resize_sched.conductor import heal
 from resize_sched.context import admin_context
+from resize_sched.placement.client import ConsumerWrite
+from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from tests.functional.fixtures.cloud import expect_no_valid_host
 from tests.functional.fixtures.flows import FLOWS, NEW, OLD, PLACES, STRATEGIES, fresh_run
 
@@ -203,8 +206,15 @@ def test_prep_failure_on_the_source_with_prefer_same_host_asks_other_hosts(strat
 
 
 @pytest.mark.parametrize("place", PLACES)
-def test_foreign_write_to_the_server_is_repaired_by_confirm(place):
-    """Case 5: someone adds 1 VCPU to the server's allocation in VERIFY_RESIZE."""
+def test_foreign_write_to_the_server_is_left_by_confirm_and_healed(place):
+    """Case 5: someone adds 1 VCPU to the server's allocation in VERIFY_RESIZE.
+
+    A confirm writes only the migration consumer: writing the server again
+    could be refused for what it already holds (Placement checks every
+    amount written against today's inventory). So the confirm neither sees
+    nor undoes that write; heal does, once the server is ACTIVE with more
+    than its flavor.
+    """
     with fresh_run("max_flavor", place, "confirm") as run:
         steps = run.messages()
         for _, deliver in steps[:-2]:
@@ -214,13 +224,17 @@ def test_foreign_write_to_the_server_is_repaired_by_confirm(place):
             rp: {**amounts, "VCPU": amounts.get("VCPU", 0) + 1}
             for rp, amounts in held.allocations.items()
         }
-        from resize_sched.placement.client import ConsumerWrite
-
         run.cloud.observer.put_allocations(
             run.server.uuid, ConsumerWrite(tampered, "project-a", "user-a", held.generation)
         )
         for _, deliver in steps[-2:]:
             deliver()
+        server = run.cloud.db.server_get(run.server.uuid)
+        assert (server.status, server.task_state) == ("ACTIVE", None)
+        assert run.cloud.holds(run.server.uuid) == tampered
+        assert run.cloud.holds(run.migration_uuid) == {}
+        report = heal.heal(run.cloud.db, run.cloud.observer, owner_trait=DEFAULT_OWNER_TRAIT)
+        assert [r.outcome for r in report.results] == [heal.HEALED], report
         _assert_settled(run, "confirm")
         assert (
             rs.flavor_request(run.cloud.db.server_get(run.server.uuid).flavor).resources["VCPU"]

@@ -12,7 +12,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from resize_sched import exception, rpc
+from resize_sched import actions, exception, rpc
 from resize_sched import resources as rs
 from resize_sched.compute.rpcapi import ComputeAPI
 from resize_sched.conductor import recovery
@@ -444,4 +444,36 @@ def test_two_sweeps_racing_take_a_resize_on_once(make_cloud, monkeypatch):
     assert second.resumed == {}
     assert "take on the stalled migration" in second.failed[migration.uuid]
     assert cloud.holds(server.uuid) == cloud.on("host2", NEW)
+    cloud.check()
+
+
+def test_the_sweep_begins_a_refused_revert_again_once_its_source_changed(make_cloud):
+    """A revert refused because the source no longer admits the old flavor
+    (MEMORY_MB max_unit below it) waits in VERIFY_RESIZE; a sweep with the
+    source unchanged leaves it, one after the inventory came back reverts."""
+    cloud, server, f_new = _two_hosts(make_cloud, "max_flavor")
+    migration, _ = cloud.resize_to_verify(server, f_new)
+    rp = cloud.hosts["host1"]
+    inventory, generation = cloud.observer.get_inventories(rp)
+    lowered = {**inventory, "MEMORY_MB": {**inventory["MEMORY_MB"], "max_unit": 512}}
+    generation = cloud.observer.set_inventory(rp, lowered, generation)
+    manager = _manager(cloud)
+    actions.begin_revert(cloud.db, server.uuid)
+    manager.revert_resize(admin_context(), migration.uuid)  # refused: logged, recorded
+    row = cloud.db.server_get(server.uuid)
+    assert (row.status, row.task_state) == ("VERIFY_RESIZE", None)
+    assert "host host1's inventory no longer admits the old flavor" in row.fault_message
+    refused = cloud.db.migration_get(migration.uuid).refused_decision
+    assert refused == {"decision": "revert", "provider": rp, "generation": generation}
+
+    report = recovery.recover(manager, idle_for=300)
+    assert report.retried == {}
+    assert cloud.db.migration_get(migration.uuid).status == "finished"
+
+    cloud.observer.set_inventory(rp, inventory)
+    report = recovery.recover(manager, idle_for=300)
+    assert report.retried == {migration.uuid: "revert retried: reverted"}
+    assert cloud.holds(server.uuid) == cloud.on("host1", OLD)
+    assert cloud.holds(migration.uuid) == {}
+    assert cloud.db.server_get(server.uuid).status == "ACTIVE"
     cloud.check()

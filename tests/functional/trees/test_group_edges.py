@@ -16,6 +16,7 @@ provider Placement finds" is caught.
 
 import pytest
 
+from resize_sched import resources as rs
 from tests.functional.fixtures.cloud import expect_no_valid_host
 from tests.functional.trees.test_numa import _numa_host, _squat
 from tests.functional.trees.topology import add_child
@@ -153,11 +154,14 @@ def test_numa_added_on_a_split_host(make_cloud, strategy, decision, size):
     if strategy == "max_flavor":
         # NOTE: the whole new cell beside the old split holdings: the
         # conservative price of this one transition (as legacy's).
+        # The server holds what it keeps at confirm, the migration the rest.
         want = {rp: dict(res) for rp, res in original.items()}
         for rc, n in grouped.items():
             want[cell][rc] = want[cell].get(rc, 0) + n
-        assert held == want
-        assert cloud.holds(migration.uuid) == {}
+        assert held == {root: {"DISK_GB": 10}, cell: grouped}
+        assert rs.add_allocations(held, cloud.holds(migration.uuid)) == rs.normalize_allocations(
+            want
+        )
     elif strategy == "legacy":
         assert held == {root: {"DISK_GB": 10}, cell: grouped}
         assert cloud.holds(migration.uuid) == original
@@ -183,12 +187,14 @@ def test_numa_added_on_a_flat_host(make_cloud, strategy, decision):
     server = cloud.boot("vm", old, host="host1")
     migration, dest = cloud.resize_to_verify(server, new)
     assert dest.same_host
-    held = cloud.holds(server.uuid)
+    assert cloud.holds(server.uuid) == {root: FLAT}
     if strategy == "max_flavor":
-        assert held == {root: {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 10}}
+        # max(old, new) on the host: the server the new flavor, the migration the rest.
+        assert rs.add_allocations(cloud.holds(server.uuid), cloud.holds(migration.uuid)) == {
+            root: {"VCPU": 4, "MEMORY_MB": 4096, "DISK_GB": 10}
+        }
     else:
-        assert held == {root: FLAT}
-    assert cloud.holds(migration.uuid) == ({root: FLAT} if strategy == "legacy" else {})
+        assert cloud.holds(migration.uuid) == ({root: FLAT} if strategy == "legacy" else {})
     recorded = _map(cloud, server)
     assert recorded["_NUMA0"] == [root]
     getattr(cloud, decision)(server)
@@ -245,11 +251,14 @@ def test_max_flavor_splits_one_guest_cell_in_two_at_the_same_size(make_cloud):
     )
     migration, dest = cloud.resize_to_verify(server, new)
     assert dest.same_host
+    # What the host holds for the resize: the server the new flavor (one
+    # guest cell on each host cell), the migration the old cell's excess.
     assert cloud.holds(server.uuid) == {
         root: {"DISK_GB": 10},
-        cell: {"VCPU": 2, "MEMORY_MB": 2048},
+        cell: {"VCPU": 1, "MEMORY_MB": 1024},
         other: {"VCPU": 1, "MEMORY_MB": 1024},
     }
+    assert cloud.holds(migration.uuid) == {cell: {"VCPU": 1, "MEMORY_MB": 1024}}
     assert _map(cloud, server)["_NUMA1"] == [other]
     cloud.confirm(server)
     assert cloud.holds(server.uuid) == {

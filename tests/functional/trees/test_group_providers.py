@@ -14,6 +14,7 @@ provider by provider, are checked against the real Placement.
 import pytest
 
 from resize_sched import exception
+from resize_sched import resources as rs
 from tests.functional.fixtures.cloud import PROJECT, USER
 from tests.functional.trees.topology import add_child
 
@@ -113,7 +114,12 @@ def test_max_flavor_grows_one_group_and_shrinks_the_other_on_their_gpus(make_clo
     cloud, server = _setup(make_cloud, "max_flavor", traits, g1=1, g2=2)
     migration, dest = cloud.resize_to_verify(server, _flavor(cloud, "new", traits, 2, 1))
     assert dest.same_host
-    assert cloud.holds(server.uuid) == _exact(cloud, "host1", traits, 2, 2)
+    # max(old, new) per group on the GPUs: the server holds the new flavor
+    # (group 2 already shrunk on its GPU), the migration group 2's excess.
+    assert cloud.holds(server.uuid) == _exact(cloud, "host1", traits, 2, 1)
+    assert rs.add_allocations(cloud.holds(server.uuid), cloud.holds(migration.uuid)) == _exact(
+        cloud, "host1", traits, 2, 2
+    )
     cloud.confirm(server)
     assert cloud.holds(server.uuid) == _exact(cloud, "host1", traits, 2, 1)
     assert _map(cloud, server) == _expected_map(cloud, "host1", traits)

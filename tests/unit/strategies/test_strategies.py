@@ -7,6 +7,7 @@ functional tests check the same targets against the real one.
 import pytest
 
 from resize_sched import exception, strategies
+from resize_sched import resources as rs
 from resize_sched.strategies import Holdings, ResizeFacts
 
 SRC = "source-rp"
@@ -123,20 +124,44 @@ class TestMaxFlavor:
         increase = {SRC: {"VCPU": 1, "MEMORY_MB": 1024}}
         assert self.s.claim(FACTS, SRC, increase) == Holdings(server={SRC: MAX})
 
-    def test_claim_same_host_mixed_resize_holds_per_class_max(self) -> None:
+    def test_claim_same_host_mixed_resize_holds_per_class_max_split(self) -> None:
+        # max(old, new) on the host: the server holds exactly the new flavor,
+        # the migration the excess, so that a confirm only empties the migration.
         facts = ResizeFacts(
             source=SRC, old={"VCPU": 4, "MEMORY_MB": 512}, new={"VCPU": 2, "MEMORY_MB": 1024}
         )
         assert facts.increase == {"MEMORY_MB": 512}
         target = self.s.claim(facts, SRC, {SRC: facts.increase})
-        assert target == Holdings(server={SRC: {"VCPU": 4, "MEMORY_MB": 1024}})
+        assert target == Holdings(server={SRC: facts.new}, migration={SRC: {"VCPU": 2}})
+        held = rs.add_allocations(target.server, target.migration)
+        assert held == {SRC: {"VCPU": 4, "MEMORY_MB": 1024}}
+
+    def test_claim_same_host_shrink_hands_the_excess_to_the_migration(self) -> None:
+        facts = ResizeFacts(source=SRC, old=NEW, new=OLD)
+        assert self.s.claim(facts, SRC, {}) == Holdings(
+            server={SRC: OLD}, migration={SRC: {"VCPU": 1, "MEMORY_MB": 1024}}
+        )
+
+    def test_confirm_same_host_of_the_split_claim_only_empties_the_migration(self) -> None:
+        facts = ResizeFacts(
+            source=SRC, old={"VCPU": 4, "MEMORY_MB": 512}, new={"VCPU": 2, "MEMORY_MB": 1024}
+        )
+        current = self.s.claim(facts, SRC, {SRC: facts.increase})
+        assert self.s.confirm(facts, current, SRC) == Holdings(server=current.server)
+
+    def test_revert_same_host_of_the_split_claim_gives_back_old(self) -> None:
+        facts = ResizeFacts(
+            source=SRC, old={"VCPU": 4, "MEMORY_MB": 512}, new={"VCPU": 2, "MEMORY_MB": 1024}
+        )
+        current = self.s.claim(facts, SRC, {SRC: facts.increase})
+        assert self.s.revert(facts, current, SRC) == Holdings(server={SRC: facts.old})
 
     def test_claim_other_host(self) -> None:
         assert self.s.claim(FACTS, DST, NEW_ON_DST) == Holdings(
             server={DST: NEW}, migration={SRC: OLD}
         )
 
-    def test_confirm_same_host_shrinks_to_new(self) -> None:
+    def test_confirm_same_host_claimed_before_the_split_shrinks_to_new(self) -> None:
         facts = ResizeFacts(
             source=SRC, old={"VCPU": 4, "MEMORY_MB": 512}, new={"VCPU": 2, "MEMORY_MB": 1024}
         )
