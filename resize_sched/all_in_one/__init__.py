@@ -133,24 +133,34 @@ class PrefixDispatcher:
 
 @dataclass(frozen=True)
 class HostSpec:
-    """One fake compute host: ``NAME:VCPUS:MEMORY_MB:DISK_GB``."""
+    """One fake compute host: ``NAME:VCPUS:MEMORY_MB:DISK_GB[:PCPUS]``.
+
+    :ivar pcpus: host CPUs set aside for pinned guests (PCPU), beside the
+        ``vcpus`` shared ones (VCPU): the host has ``vcpus + pcpus`` CPUs,
+        ``[compute] cpu_shared_set`` the first ``vcpus`` of them,
+        ``cpu_dedicated_set`` the rest. 0: no PCPU, every CPU is VCPU.
+    """
 
     name: str
     vcpus: int
     memory_mb: int
     disk_gb: int
+    pcpus: int = 0
 
     @classmethod
     def parse(cls, item: str) -> "HostSpec":
         parts = item.split(":")
         try:
-            name, vcpus, memory_mb, disk_gb = parts
-            spec = cls(name.strip(), int(vcpus), int(memory_mb), int(disk_gb))
+            if len(parts) not in (4, 5):
+                raise ValueError
+            name, *sizes = parts
+            spec = cls(name.strip(), *(int(size) for size in sizes))
         except ValueError:
             raise exception.ConfigurationError(
-                reason=f"[all_in_one] hosts item {item!r} is not NAME:VCPUS:MEMORY_MB:DISK_GB"
+                reason=f"[all_in_one] hosts item {item!r} is not "
+                "NAME:VCPUS:MEMORY_MB:DISK_GB[:PCPUS]"
             ) from None
-        if not spec.name or min(spec.vcpus, spec.memory_mb, spec.disk_gb) < 1:
+        if not spec.name or min(spec.vcpus, spec.memory_mb, spec.disk_gb) < 1 or spec.pcpus < 0:
             raise exception.ConfigurationError(
                 reason=f"[all_in_one] hosts item {item!r} needs a name and positive sizes"
             )
@@ -380,7 +390,11 @@ class AllInOne:
         rs_conf.parse_args(host_conf, files, default_config_files=[])
         self.placement.configure(host_conf, connect_retry_delay=0.5, status_code_retry_delay=0.5)
         host_conf.set_override("host", spec.name)
-        host_conf.set_override("vcpus", spec.vcpus, group="compute")
+        host_conf.set_override("vcpus", spec.vcpus + spec.pcpus, group="compute")
+        if spec.pcpus:
+            last = spec.vcpus + spec.pcpus - 1
+            host_conf.set_override("cpu_shared_set", f"0-{spec.vcpus - 1}", group="compute")
+            host_conf.set_override("cpu_dedicated_set", f"{spec.vcpus}-{last}", group="compute")
         host_conf.set_override("memory_mb", spec.memory_mb, group="compute")
         host_conf.set_override("disk_gb", spec.disk_gb, group="compute")
         # NOTE: the sizes given are what the demo means; no hidden reservation.
