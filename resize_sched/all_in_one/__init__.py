@@ -33,7 +33,6 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from keystoneauth1 import loading as ks_loading
@@ -42,6 +41,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception, rpc
+from resize_sched.all_in_one.hosts import HostSpec
 from resize_sched.all_in_one.identity import Endpoint, IdentityApp, User
 from resize_sched.all_in_one.images import ImageApp
 
@@ -129,42 +129,6 @@ class PrefixDispatcher:
                 environ["PATH_INFO"] = path[len(prefix) :]
                 return app(environ, start_response)
         return self.default(environ, start_response)
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    """One fake compute host: ``NAME:VCPUS:MEMORY_MB:DISK_GB[:PCPUS]``.
-
-    :ivar pcpus: host CPUs set aside for pinned guests (PCPU), beside the
-        ``vcpus`` shared ones (VCPU): the host has ``vcpus + pcpus`` CPUs,
-        ``[compute] cpu_shared_set`` the first ``vcpus`` of them,
-        ``cpu_dedicated_set`` the rest. 0: no PCPU, every CPU is VCPU.
-    """
-
-    name: str
-    vcpus: int
-    memory_mb: int
-    disk_gb: int
-    pcpus: int = 0
-
-    @classmethod
-    def parse(cls, item: str) -> "HostSpec":
-        parts = item.split(":")
-        try:
-            if len(parts) not in (4, 5):
-                raise ValueError
-            name, *sizes = parts
-            spec = cls(name.strip(), *(int(size) for size in sizes))
-        except ValueError:
-            raise exception.ConfigurationError(
-                reason=f"[all_in_one] hosts item {item!r} is not "
-                "NAME:VCPUS:MEMORY_MB:DISK_GB[:PCPUS]"
-            ) from None
-        if not spec.name or min(spec.vcpus, spec.memory_mb, spec.disk_gb) < 1 or spec.pcpus < 0:
-            raise exception.ConfigurationError(
-                reason=f"[all_in_one] hosts item {item!r} needs a name and positive sizes"
-            )
-        return spec
 
 
 class AllInOne:
@@ -390,13 +354,8 @@ class AllInOne:
         rs_conf.parse_args(host_conf, files, default_config_files=[])
         self.placement.configure(host_conf, connect_retry_delay=0.5, status_code_retry_delay=0.5)
         host_conf.set_override("host", spec.name)
-        host_conf.set_override("vcpus", spec.vcpus + spec.pcpus, group="compute")
-        if spec.pcpus:
-            last = spec.vcpus + spec.pcpus - 1
-            host_conf.set_override("cpu_shared_set", f"0-{spec.vcpus - 1}", group="compute")
-            host_conf.set_override("cpu_dedicated_set", f"{spec.vcpus}-{last}", group="compute")
-        host_conf.set_override("memory_mb", spec.memory_mb, group="compute")
-        host_conf.set_override("disk_gb", spec.disk_gb, group="compute")
+        for name, value in spec.compute_options().items():
+            host_conf.set_override(name, value, group="compute")
         # NOTE: the sizes given are what the demo means; no hidden reservation.
         host_conf.set_override("reserved_host_memory_mb", 0, group="compute")
         return host_conf

@@ -1,5 +1,6 @@
 """A flavor's CPU policy as PCPU and VCPU, and which extra specs are honoured."""
 
+import pathlib
 import re
 from typing import Any
 
@@ -219,3 +220,14 @@ def test_keys_not_honoured_are_refused_naming_key_and_reason(key: str, why: str)
         extra_specs.check(key)
     with pytest.raises(ValueError, match=f"extra spec {key} is not honoured"):
         rs.flavor_request(_flavor(4, **{key: "1"}))
+
+
+def test_the_reference_page_shows_both_tables() -> None:
+    """doc/reference/extra-specs.rst lists every row of HONOURED and REFUSED,
+    with its words."""
+    page = pathlib.Path(__file__).parents[2] / "doc" / "reference" / "extra-specs.rst"
+    text = " ".join(page.read_text().split())
+    for spec in (*extra_specs.HONOURED, *extra_specs.REFUSED):
+        for key in spec.shown.split(","):
+            assert f"``{key.strip()}``" in text, key
+        assert spec.why[1:] in text, spec.why
