@@ -205,3 +205,27 @@ def test_shared_to_dedicated_on_a_full_host_resizes_in_place(make_cloud, strateg
     assert cloud.holds(migration.uuid) == {}
     assert cloud.usage("host1") == final
     assert cloud.db.server_get(server.uuid).status == "ACTIVE"
+
+
+@pytest.mark.parametrize(
+    ("thread_policy", "on_host_with_smt"), [("require", True), ("isolate", False)]
+)
+def test_thread_policy_picks_the_host_by_its_hyperthreading_trait(
+    make_cloud, thread_policy, on_host_with_smt
+):
+    """``require`` needs HW_CPU_HYPERTHREADING on the host, ``isolate`` a host
+    without it (the trait set on the provider, as an operator would)."""
+    cloud = make_cloud()
+    smt = _host(cloud, "smt")
+    _host(cloud, "nosmt")
+    traits, generation = cloud.observer.get_traits(smt)
+    cloud.observer.put_traits(smt, traits | {"HW_CPU_HYPERTHREADING"}, generation)
+    specs = {"hw:cpu_policy": "dedicated", "hw:cpu_thread_policy": thread_policy}
+    flavor = cloud.flavor("pinned", 2, 1024, 10, extra_specs=specs)
+    for n in range(2):
+        server = cloud.boot(f"vm{n}", flavor)
+        host = "smt" if on_host_with_smt else "nosmt"
+        assert cloud.holds(server.uuid) == cloud.on(
+            host, CLAIMS["dedicated"] | {"MEMORY_MB": 1024}
+        )
+    cloud.check()
