@@ -203,11 +203,15 @@ def groups(
     found = cells(specs, vcpus, resources.get("MEMORY_MB", 0))
     if found is None:
         return policy
-    for rc in (*_CPU_CLASSES, "MEMORY_MB"):
-        if f"resources:{rc}" in specs:
+    for key in specs:
+        prefix, _, rc = str(key).partition(":")
+        # NOTE: a numbered PCPU group would be counted beside the cells' own.
+        if prefix.startswith("resources") and (
+            (prefix == "resources" and rc in (*_CPU_CLASSES, "MEMORY_MB")) or rc == "PCPU"
+        ):
             raise ValueError(
                 f"{NUMA_NODES} splits the flavor's vcpus and ram over the guest's cells; "
-                f"it cannot be combined with resources:{rc}"
+                f"it cannot be combined with {key}"
             )
     if cpu_policy == "mixed":
         raise ValueError(

@@ -94,6 +94,10 @@ def test_cpu_policy_becomes_pcpu_and_vcpu_as_in_nova(specs: dict, cpus: dict) ->
             "not honoured with hw:cpu_policy=mixed",
         ),
         ({"hw:numa_nodes": "2", "resources:PCPU": "4"}, "cannot be combined with resources:PCPU"),
+        (
+            {"hw:numa_nodes": "2", "resources1:PCPU": "4"},
+            "cannot be combined with resources1:PCPU",
+        ),
     ],
 )
 def test_cpu_policy_refusals_as_in_nova(specs: dict, words: str) -> None:
