@@ -33,7 +33,6 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from keystoneauth1 import loading as ks_loading
@@ -42,6 +41,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception, rpc
+from resize_sched.all_in_one.hosts import HostSpec
 from resize_sched.all_in_one.identity import Endpoint, IdentityApp, User
 from resize_sched.all_in_one.images import ImageApp
 
@@ -129,32 +129,6 @@ class PrefixDispatcher:
                 environ["PATH_INFO"] = path[len(prefix) :]
                 return app(environ, start_response)
         return self.default(environ, start_response)
-
-
-@dataclass(frozen=True)
-class HostSpec:
-    """One fake compute host: ``NAME:VCPUS:MEMORY_MB:DISK_GB``."""
-
-    name: str
-    vcpus: int
-    memory_mb: int
-    disk_gb: int
-
-    @classmethod
-    def parse(cls, item: str) -> "HostSpec":
-        parts = item.split(":")
-        try:
-            name, vcpus, memory_mb, disk_gb = parts
-            spec = cls(name.strip(), int(vcpus), int(memory_mb), int(disk_gb))
-        except ValueError:
-            raise exception.ConfigurationError(
-                reason=f"[all_in_one] hosts item {item!r} is not NAME:VCPUS:MEMORY_MB:DISK_GB"
-            ) from None
-        if not spec.name or min(spec.vcpus, spec.memory_mb, spec.disk_gb) < 1:
-            raise exception.ConfigurationError(
-                reason=f"[all_in_one] hosts item {item!r} needs a name and positive sizes"
-            )
-        return spec
 
 
 class AllInOne:
@@ -380,9 +354,8 @@ class AllInOne:
         rs_conf.parse_args(host_conf, files, default_config_files=[])
         self.placement.configure(host_conf, connect_retry_delay=0.5, status_code_retry_delay=0.5)
         host_conf.set_override("host", spec.name)
-        host_conf.set_override("vcpus", spec.vcpus, group="compute")
-        host_conf.set_override("memory_mb", spec.memory_mb, group="compute")
-        host_conf.set_override("disk_gb", spec.disk_gb, group="compute")
+        for name, value in spec.compute_options().items():
+            host_conf.set_override(name, value, group="compute")
         # NOTE: the sizes given are what the demo means; no hidden reservation.
         host_conf.set_override("reserved_host_memory_mb", 0, group="compute")
         return host_conf

@@ -11,7 +11,9 @@
   whether it parses, and which of its rules name nothing the API enforces
   or refer to rules that do not exist.
 * :func:`refused_extra_specs` lists the flavors and live servers whose extra
-  specs today's translation refuses (``hw:numa_nodes`` was ignored before).
+  specs today's translation refuses (``hw:numa_nodes`` was ignored before);
+  :func:`pinned_but_unpinned` the servers built with a dedicated or mixed
+  flavor before the CPU policy was translated.
 """
 
 import glob
@@ -349,5 +351,36 @@ def refused_extra_specs(flavors: Iterable[Any], servers: Iterable[Any]) -> list[
             flavorid = (server.flavor or {}).get("id")
             found.append(
                 f"server {server.uuid} ({server.name}, flavor {flavorid} as stored): {reason}"
+            )
+    return found
+
+
+def pinned_but_unpinned(
+    servers: Iterable[Any], held: Callable[[str], dict[str, int]]
+) -> list[str]:
+    """The live servers whose flavor asks for PCPU but which hold none.
+
+    A version that did not translate ``hw:cpu_policy`` accepted
+    ``dedicated`` and ``mixed`` and claimed VCPU for them; such a server
+    still holds VCPU while its flavor, read today, asks for PCPU.
+
+    :param servers: server rows (``flavor`` snapshot, ``uuid``, ``name``).
+    :param held: server uuid -> what it holds in Placement, summed; asked
+        only for servers whose flavor asks for PCPU.
+    :returns: one line per such server.
+    """
+    found: list[str] = []
+    for server in servers:
+        try:
+            wanted = rs.stored_request(server.flavor or {}).resources
+        except ValueError:
+            continue  # listed by refused_extra_specs
+        if not wanted.get(rs.PCPU):
+            continue
+        holding = held(server.uuid)
+        if holding and not holding.get(rs.PCPU):
+            found.append(
+                f"server {server.uuid} ({server.name}) holds {rs.format_resources(holding)}, "
+                f"its flavor asks for {rs.format_resources(wanted)}"
             )
     return found

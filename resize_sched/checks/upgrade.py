@@ -39,6 +39,10 @@ Flavor extra specs
     with it goes on as it was claimed (heal, audit and the scheduler read it
     without its NUMA specs) and is corrected by a resize to a flavor this
     version accepts.
+Pinned CPUs
+    No live server whose flavor asks for PCPU (``hw:cpu_policy=dedicated``
+    or ``mixed``) holds none: one built before the policy was translated
+    holds VCPU instead (a warning: a resize corrects it).
 Policy file
     The policy file (``[oslo_policy] policy_file`` and ``policy_dirs``)
     parses: a failure otherwise, since the API then answers every request
@@ -73,6 +77,7 @@ from oslo_log import log as logging
 from oslo_upgradecheck import upgradecheck
 
 from resize_sched import checks, exception, strategies
+from resize_sched import resources as rs
 from resize_sched.conf import placement as placement_conf
 from resize_sched.db import ERRORS as DB_ERRORS
 from resize_sched.db import driver_error, migration, states
@@ -396,7 +401,8 @@ class Checks(upgradecheck.UpgradeCommands):
             return Result(
                 Code.WARNING,
                 f"{len(refused)} flavor(s) or server(s) have extra specs this version refuses "
-                f"(hw:numa_nodes, hw:numa_cpus.X and hw:numa_mem.X are now checked): "
+                f"(hw:numa_nodes, hw:numa_cpus.X, hw:numa_mem.X and the CPU policy are now "
+                "checked, and a key this service does not honour is refused): "
                 f"{_listed(refused)}. Builds and resizes with such a flavor are refused; "
                 "servers already running with one keep what they hold. Correct each "
                 "flavor's extra specs (openstack flavor set --property / unset "
@@ -458,6 +464,26 @@ class Checks(upgradecheck.UpgradeCommands):
             f"{len(unified_limits.KEYSTONE_NAMES)} resources.",
         )
 
+    def _check_pinned(self) -> Result:
+        """No live server built with dedicated CPUs holds VCPU instead of PCPU."""
+        if not (self._schema_ok and self._placement_ok):
+            return self._not_run("the database schema is not at head or Placement did not answer")
+        client = self._placement()
+        try:
+            held = lambda uuid: rs.total(client.get_allocations(uuid).allocations)  # noqa: E731
+            found = checks.pinned_but_unpinned(self._database().server_list(), held)
+        except (*DB_ERRORS, exception.ResizeSchedException) as exc:
+            return Result(Code.FAILURE, f"Cannot compare servers with Placement: {one_line(exc)}")
+        if not found:
+            return Result(Code.SUCCESS, "Every server with dedicated CPUs holds PCPU.")
+        return Result(
+            Code.WARNING,
+            f"{len(found)} server(s) built before hw:cpu_policy was translated hold VCPU "
+            f"where their flavor asks for PCPU: {_listed(found)}. Give their hosts a "
+            "[compute] cpu_dedicated_set, then resize each (a resize claims what its new "
+            "flavor asks for).",
+        )
+
     _upgrade_checks = (
         ("Database schema", _check_schema),
         ("Placement API", _check_placement),
@@ -465,6 +491,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ("Stuck migrations", _check_stuck_migrations),
         ("Claim strategy", _check_claim_strategy),
         ("Flavor extra specs", _check_extra_specs),
+        ("Pinned CPUs", _check_pinned),
         ("Policy file", _check_policy_file),
         ("Quota limits", _check_quota_limits),
     )

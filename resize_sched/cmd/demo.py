@@ -46,8 +46,9 @@ LOG = logging.getLogger(__name__)
 
 STRATEGIES = ("legacy", "drop_and_reclaim", "max_flavor")
 HOSTS = ("host1", "host2", "host3")
-#: Each host: 4 VCPU, 4096 MB, 100 GB.
-HOST = "4:4096:100"
+#: Each host: 4 VCPU, 4096 MB, 100 GB, and 2 PCPU no demo flavor uses
+#: (a dedicated flavor can be tried on the demo's cloud).
+HOST = "4:4096:100:2"
 WIDE = {"name": "wide", "vcpus": 1, "ram": 4096, "disk": 100}
 TALL = {"name": "tall", "vcpus": 2, "ram": 2048, "disk": 100}
 FILLER = {"name": "filler", "vcpus": 1, "ram": 2048, "disk": 0}

@@ -19,9 +19,13 @@ OPTS = [
     ),
     cfg.ListOpt(
         "hosts",
-        default=["compute1:8:16384:500", "compute2:8:16384:500"],
-        help="The fake compute hosts to run, each NAME:VCPUS:MEMORY_MB:DISK_GB. Make "
-        "one host as large as a flavor to reproduce a full host.",
+        default=["compute1:8:16384:500:4", "compute2:8:16384:500:4"],
+        help="The fake compute hosts to run, each NAME:VCPUS:MEMORY_MB:DISK_GB[:PCPUS]. "
+        "VCPUS is the host's VCPU inventory (shared CPUs); PCPUS, when given, adds "
+        "that many dedicated CPUs as PCPU inventory for flavors with "
+        "hw:cpu_policy=dedicated or mixed ([compute] cpu_shared_set and "
+        "cpu_dedicated_set are set to match; 0 or left out: no PCPU). Make one host "
+        "as large as a flavor to reproduce a full host.",
     ),
     cfg.StrOpt(
         "state_path",

@@ -1,8 +1,8 @@
 """Options of the ``[compute]`` group: the inventory a compute host reports.
 
 A compute service registers its host in Placement as a resource provider
-named ``[DEFAULT] host`` and keeps its VCPU, MEMORY_MB and DISK_GB inventory
-equal to what is configured here. The fake hypervisor has no hardware to
+named ``[DEFAULT] host`` and keeps its VCPU, PCPU, MEMORY_MB and DISK_GB
+inventory equal to what is configured here. The fake hypervisor has no hardware to
 measure, so the totals are configuration too.
 """
 
@@ -12,7 +12,8 @@ GROUP = cfg.OptGroup(
     "compute",
     title="Compute service options",
     help="What a compute host offers to the scheduler: the totals, reserved amounts "
-    "and allocation ratios of its VCPU, MEMORY_MB and DISK_GB inventory in Placement.",
+    "and allocation ratios of its VCPU, PCPU, MEMORY_MB and DISK_GB inventory in "
+    "Placement.",
 )
 
 OPTS = [
@@ -20,9 +21,10 @@ OPTS = [
         "vcpus",
         default=8,
         min=1,
-        help="VCPU inventory total of this host. The fake hypervisor cannot measure "
-        "the machine, so set it to what the host should offer; the default of 8 "
-        "suits demos and tests only.",
+        help="The host's CPUs (numbered 0 to vcpus - 1), and so its VCPU inventory "
+        "total unless cpu_shared_set or cpu_dedicated_set divides them. The fake "
+        "hypervisor cannot measure the machine, so set it to what the host should "
+        "offer; the default of 8 suits demos and tests only.",
     ),
     cfg.IntOpt(
         "memory_mb",
@@ -38,13 +40,32 @@ OPTS = [
         help="DISK_GB inventory total of this host, in GiB. The default (500) suits "
         "demos and tests only; set the size of the host's instance storage.",
     ),
+    cfg.StrOpt(
+        "cpu_shared_set",
+        help="The host CPUs that run unpinned guest CPUs: the host's VCPU inventory "
+        "is this many CPUs (times cpu_allocation_ratio, less reserved_host_cpus), as "
+        "in Nova. A CPU list of single CPUs, ranges and ^ exclusions, e.g. '0-3,^2,8'. "
+        "Unset: with cpu_dedicated_set set the host offers no VCPU at all (as Nova); "
+        "with neither set, all [compute] vcpus are VCPU. Set both to offer both.",
+    ),
+    cfg.StrOpt(
+        "cpu_dedicated_set",
+        help="The host CPUs guests may pin (hw:cpu_policy=dedicated or mixed): the "
+        "host's PCPU inventory is this many CPUs, never overcommitted and nothing "
+        "reserved, as in Nova. Same syntax as cpu_shared_set; the two must not share "
+        "a CPU, and both must name CPUs below [compute] vcpus (the service refuses to "
+        "start otherwise). Unset: the host offers no PCPU, and a flavor with "
+        "dedicated CPUs cannot be placed on it.",
+    ),
     cfg.IntOpt(
         "reserved_host_cpus",
         default=0,
         min=0,
         help="VCPUs kept back for the host itself (Placement's 'reserved' for VCPU): "
         "servers can never be placed on them. Raise it when host processes need "
-        "dedicated CPUs. Must not exceed vcpus.",
+        "CPU time. Must not exceed the VCPU total (vcpus, or the size of "
+        "cpu_shared_set). PCPU has nothing reserved: leave host CPUs out of "
+        "cpu_dedicated_set instead.",
     ),
     cfg.IntOpt(
         "reserved_host_memory_mb",

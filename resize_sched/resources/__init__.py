@@ -17,12 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from resize_sched.resources import numa
+from resize_sched.resources import cpu, extra_specs, numa
 
 Resources = dict[str, int]
 Allocations = dict[str, Resources]
 
 VCPU = "VCPU"
+PCPU = cpu.PCPU
 MEMORY_MB = "MEMORY_MB"
 DISK_GB = "DISK_GB"
 
@@ -238,20 +239,35 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
     uuids, ``in:`` for any of several), for operators who tie a flavor to
     aggregates without a request filter.
 
+    ``hw:cpu_policy`` and its companions make the flavor's vCPUs PCPU, VCPU
+    or both, as Nova does (:mod:`resize_sched.resources.cpu`).
+
     ``hw:numa_nodes=N`` (Nova's name; our translation, see
-    :mod:`resize_sched.resources.numa`) moves the flavor's VCPU and MEMORY_MB into one
+    :mod:`resize_sched.resources.numa`) moves the flavor's CPUs and MEMORY_MB into one
     numbered group per guest cell, suffixes ``_NUMA0`` to ``_NUMA<N-1>``,
     split evenly unless ``hw:numa_cpus.X`` / ``hw:numa_mem.X`` say
     otherwise, so each guest cell's vCPUs and memory come from one provider
     (a host NUMA cell, or a flat host's root); two cells or more are sent
     with ``group_policy=isolate``.
 
+    An extra spec the service does not honour is refused
+    (:mod:`resize_sched.resources.extra_specs`).
+
     :param flavor: a mapping with ``vcpus``, ``memory_mb``, ``root_gb``,
         ``ephemeral_gb``, ``swap`` and optionally ``extra_specs``.
-    :raises ValueError: a malformed ``resources``, ``trait``,
-        ``group_policy`` or ``hw:numa_*`` extra spec, or NUMA cells that
-        cannot be sent as asked (see :func:`_numa_groups`).
+    :raises ValueError: an extra spec not honoured; a malformed
+        ``resources``, ``trait``, ``group_policy``, CPU policy or
+        ``hw:numa_*`` extra spec, or NUMA cells that cannot be sent as
+        asked (see :func:`resize_sched.resources.numa.groups`).
     """
+    for key in flavor.get("extra_specs") or {}:
+        extra_specs.check(str(key))
+    return _translate(flavor)
+
+
+def _translate(flavor: Mapping[str, Any]) -> ResourceRequest:
+    """:func:`flavor_request` without the check of which keys are honoured:
+    a key not honoured is ignored."""
     disk_gb = (
         int(flavor.get("root_gb", 0))
         + int(flavor.get("ephemeral_gb", 0))
@@ -307,7 +323,19 @@ def flavor_request(flavor: Mapping[str, Any]) -> ResourceRequest:
             elif wish == "forbidden":
                 forbidden.setdefault(suffix, set()).add(name)
     specs = flavor.get("extra_specs") or {}
-    policy = _numa_groups(specs, resources, granular, required, forbidden, member_of, policy)
+    pinning = cpu.request(specs, int(flavor["vcpus"]))
+    if pinning.vcpu is not None:
+        resources[VCPU] = pinning.vcpu
+    if pinning.pcpu is not None:
+        resources[PCPU] = pinning.pcpu
+    if pinning.hyperthreading == "required":
+        required.setdefault("", set()).add(cpu.HYPERTHREADING)
+    elif pinning.hyperthreading == "forbidden":
+        forbidden.setdefault("", set()).add(cpu.HYPERTHREADING)
+    suffixes = {*granular, *required, *forbidden, *member_of} - {""}
+    policy = numa.groups(
+        specs, int(flavor["vcpus"]), resources, granular, suffixes, policy, pinning.policy
+    )
     groups = tuple(
         RequestGroup(
             suffix,
@@ -345,90 +373,31 @@ def stored_request(flavor: Mapping[str, Any]) -> ResourceRequest:
     flavor, a migration's old and new flavors), which must be read whatever
     today's checks say of it.
 
-    Before ``hw:numa_nodes`` was translated any ``hw:`` extra spec was
-    accepted and ignored, so a server may run with, or a resize may be in
-    flight to, a flavor whose NUMA specs :mod:`resize_sched.resources.numa` now refuses
-    (``hw:numa_nodes=3`` with 2 vCPUs). Its claim was made without them: such
-    a snapshot is read as it was then, its ``hw:numa_*`` specs left out, so
-    heal, audit, the scheduler's view of a host and a resize in flight go on
-    as before, and the server can be resized away from it (a revert gives it
-    back as stored). A new build of it, or a resize to it, is refused (see
+    A key this service does not honour is ignored, as it always was (the
+    check of :mod:`resize_sched.resources.extra_specs` refuses it when it is
+    set). Before ``hw:numa_nodes`` and the CPU policy were translated any
+    ``hw:`` extra spec was accepted and ignored, so a server may run with, or
+    a resize may be in flight to, a flavor whose NUMA or CPU specs are now
+    refused (``hw:numa_nodes=3`` with 2 vCPUs, ``hw:cpu_policy=mixed``
+    without a mask). Its claim was made without them: such a snapshot is read
+    as it was then, those specs left out, so heal, audit, the scheduler's
+    view of a host and a resize in flight go on as before, and the server can
+    be resized away from it (a revert gives it back as stored). A new build
+    of it, or a resize to it, is refused (see
     :func:`resize_sched.actions.create_server`); ``resize-sched-status
     upgrade check`` lists them.
 
-    :raises ValueError: the snapshot is refused even without its NUMA specs.
+    :raises ValueError: the snapshot is refused even without those specs.
     """
     try:
-        return flavor_request(flavor)
+        return _translate(flavor)
     except ValueError:
         specs = flavor.get("extra_specs") or {}
-        kept = {k: v for k, v in specs.items() if not str(k).startswith(_NUMA_SPEC_PREFIX)}
+        kept = {k: v for k, v in specs.items() if not str(k).startswith(_TRANSLATED_SINCE)}
         if len(kept) == len(specs):
             raise
-        return flavor_request({**flavor, "extra_specs": kept})
+        return _translate({**flavor, "extra_specs": kept})
 
 
-_NUMA_SPEC_PREFIX = "hw:numa_"
-
-
-def _numa_groups(
-    specs: Mapping[str, Any],
-    resources: dict[str, int],
-    granular: dict[str, dict[str, int]],
-    required: Mapping[str, set[str]],
-    forbidden: Mapping[str, set[str]],
-    member_of: Mapping[str, list[str]],
-    policy: str | None,
-) -> str | None:
-    """Move the flavor's VCPU and MEMORY_MB into one numbered group per
-    guest NUMA cell (``hw:numa_nodes``; see :mod:`resize_sched.resources.numa`),
-    changing ``resources`` and ``granular`` in place.
-
-    :returns: the group policy to send: ``isolate`` when there are two
-        cells or more (each on its own host cell), else ``policy`` unchanged.
-    :raises ValueError: the NUMA specs are malformed (see
-        :func:`resize_sched.resources.numa.cells`), ``resources:VCPU`` or
-        ``resources:MEMORY_MB`` is given beside them, a ``_NUMA`` group is
-        also written by hand, or two cells or more come with other numbered
-        groups and no explicit ``group_policy=isolate``, or with
-        ``group_policy=none``.
-    """
-    cells = numa.cells(specs, resources[VCPU], resources[MEMORY_MB])
-    if cells is None:
-        return policy
-    for rc in (VCPU, MEMORY_MB):
-        if f"{_RESOURCES_PREFIX}{rc}" in specs:
-            raise ValueError(
-                f"{numa.NUMA_NODES} splits the flavor's vcpus and ram over the guest's cells; "
-                f"it cannot be combined with {_RESOURCES_PREFIX}{rc}"
-            )
-    by_hand = sorted(
-        s
-        for s in {*granular, *required, *forbidden, *member_of}
-        if s.startswith(numa.SUFFIX_PREFIX)
-    )
-    if by_hand:
-        raise ValueError(
-            f"request group suffix {by_hand[0]} is kept for {numa.NUMA_NODES}'s cells"
-        )
-    if len(cells) > 1:
-        # NOTE: two guest cells on one host cell would be one guest cell
-        # for the hypervisor; Placement keeps numbered groups apart only
-        # under group_policy=isolate, which applies to every numbered group
-        # of the request: the operator must say so when there are others.
-        if policy == "none":
-            raise ValueError(
-                f"{numa.NUMA_NODES}={len(cells)} needs group_policy=isolate "
-                "(each guest cell on its own host cell), not none"
-            )
-        if policy is None and granular:
-            raise ValueError(
-                f"{numa.NUMA_NODES}={len(cells)} with other numbered groups needs "
-                "group_policy=isolate, given explicitly: it keeps those groups apart too"
-            )
-        policy = "isolate"
-    resources[VCPU] = 0
-    resources[MEMORY_MB] = 0
-    for cell, amounts in enumerate(cells):
-        granular[numa.suffix(cell)] = dict(amounts)
-    return policy
+#: The extra specs once accepted and ignored, translated now.
+_TRANSLATED_SINCE = ("hw:numa_", "hw:cpu_", "hw:emulator_threads_policy")

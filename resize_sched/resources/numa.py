@@ -165,3 +165,82 @@ def _split_memory(specs: Mapping[str, Any], nodes: int, memory_mb: int) -> list[
             f"{NUMA_MEM}X add up to {sum(amounts)} MB, not the flavor's {memory_mb} MB"
         )
     return amounts
+
+
+_CPU_CLASSES = ("VCPU", "PCPU")
+
+
+def groups(
+    specs: Mapping[str, Any],
+    vcpus: int,
+    resources: dict[str, int],
+    granular: dict[str, dict[str, int]],
+    suffixes: set[str],
+    policy: str | None,
+    cpu_policy: str | None,
+) -> str | None:
+    """Move the flavor's CPUs and MEMORY_MB into one numbered group per
+    guest NUMA cell, changing ``resources`` and ``granular`` in place.
+
+    A cell's CPUs are VCPU, or PCPU under ``hw:cpu_policy=dedicated`` (the
+    emulator threads' PCPU, if any, stays in the unnumbered group).
+
+    :param vcpus: the flavor's vcpus.
+    :param resources: the unnumbered group, its CPU already translated
+        (:mod:`resize_sched.resources.cpu`).
+    :param suffixes: every numbered group suffix written by hand.
+    :param policy: ``group_policy`` as given, or None.
+    :param cpu_policy: the CPU policy as settled, or None.
+    :returns: the group policy to send: ``isolate`` when there are two
+        cells or more (each on its own host cell), else ``policy`` unchanged.
+    :raises ValueError: the NUMA specs are malformed (see :func:`cells`),
+        ``resources:VCPU``, ``resources:PCPU`` or ``resources:MEMORY_MB`` is
+        given beside them, or ``hw:cpu_policy=mixed`` (a cell's share of the
+        mask is not modelled), a ``_NUMA`` group is also written by hand, or
+        two cells or more come with other numbered groups and no explicit
+        ``group_policy=isolate``, or with ``group_policy=none``.
+    """
+    found = cells(specs, vcpus, resources.get("MEMORY_MB", 0))
+    if found is None:
+        return policy
+    for key in specs:
+        prefix, _, rc = str(key).partition(":")
+        # NOTE: a numbered PCPU group would be counted beside the cells' own.
+        if prefix.startswith("resources") and (
+            (prefix == "resources" and rc in (*_CPU_CLASSES, "MEMORY_MB")) or rc == "PCPU"
+        ):
+            raise ValueError(
+                f"{NUMA_NODES} splits the flavor's vcpus and ram over the guest's cells; "
+                f"it cannot be combined with {key}"
+            )
+    if cpu_policy == "mixed":
+        raise ValueError(
+            f"{NUMA_NODES} is not honoured with hw:cpu_policy=mixed (how the dedicated "
+            "mask divides over the guest's cells is not modelled)"
+        )
+    by_hand = sorted(s for s in suffixes if s.startswith(SUFFIX_PREFIX))
+    if by_hand:
+        raise ValueError(f"request group suffix {by_hand[0]} is kept for {NUMA_NODES}'s cells")
+    if len(found) > 1:
+        # NOTE: two guest cells on one host cell would be one guest cell
+        # for the hypervisor; Placement keeps numbered groups apart only
+        # under group_policy=isolate, which applies to every numbered group
+        # of the request: the operator must say so when there are others.
+        if policy == "none":
+            raise ValueError(
+                f"{NUMA_NODES}={len(found)} needs group_policy=isolate "
+                "(each guest cell on its own host cell), not none"
+            )
+        if policy is None and granular:
+            raise ValueError(
+                f"{NUMA_NODES}={len(found)} with other numbered groups needs "
+                "group_policy=isolate, given explicitly: it keeps those groups apart too"
+            )
+        policy = "isolate"
+    cpu_class = "PCPU" if cpu_policy == "dedicated" else "VCPU"
+    resources["VCPU"] = 0
+    resources["PCPU"] = max(resources.get("PCPU", 0) - vcpus, 0) if cpu_class == "PCPU" else 0
+    resources["MEMORY_MB"] = 0
+    for cell, amounts in enumerate(found):
+        granular[suffix(cell)] = {cpu_class: amounts["VCPU"], "MEMORY_MB": amounts["MEMORY_MB"]}
+    return policy

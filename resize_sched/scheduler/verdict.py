@@ -74,7 +74,8 @@ class VerdictMixin:
                 else ""
             )
             + " even when empty"
-            + (f" ({found} candidate(s) before filtering{filtered})" if removed else ""),
+            + (f" ({found} candidate(s) before filtering{filtered})" if removed else "")
+            + (_PCPU_HINT if rs.PCPU in request.destination_request else ""),
         )
 
     def _could_ever_fit(self, request: SchedulingRequest) -> bool:
@@ -232,6 +233,13 @@ class VerdictMixin:
             return {rp: self.client.get_inventories(rp)[0] for rp in others}
         except exception.PlacementNotFound:
             return None  # the host went away meanwhile
+
+
+#: Why an infeasible request for dedicated CPUs fails, the usual cause said.
+_PCPU_HINT = (
+    "; PCPU (dedicated CPUs, hw:cpu_policy=dedicated or mixed) is offered only by "
+    "hosts with [compute] cpu_dedicated_set, as many as the set's CPUs"
+)
 
 
 def deferred(reason: str) -> exception.NoValidHost:

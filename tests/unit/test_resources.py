@@ -169,7 +169,6 @@ def test_extra_spec_resources_override_add_and_remove() -> None:
                 "resources:CUSTOM_FPGA": "2",  # add
                 "resources:DISK_GB": "0",  # remove (e.g. boot from volume)
                 "resources:MEMORY_MB": 4096,  # a number, not a string
-                "hw:cpu_policy": "dedicated",  # not ours: ignored
             }
         )
     )

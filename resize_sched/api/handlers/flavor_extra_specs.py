@@ -9,7 +9,13 @@ that one provider must satisfy (a vGPU from one GPU child),
 ``member_of`` for aggregates, all as Placement's query parameters;
 ``hw:numa_nodes`` (with ``hw:numa_cpus.X`` / ``hw:numa_mem.X``) for the
 guest's NUMA cells, each cell's VCPU and MEMORY_MB from one provider
-(numbered groups ``_NUMA<X>``, see :mod:`resize_sched.resources.numa`). Anyone
+(numbered groups ``_NUMA<X>``, see :mod:`resize_sched.resources.numa`);
+``hw:cpu_policy`` (with ``hw:cpu_dedicated_mask`` and the thread and
+emulator policies) for PCPU instead of VCPU, as Nova translates it
+(:mod:`resize_sched.resources.cpu`). A key this service does not honour
+(one of Nova's it does not act on, or an unknown key in a namespace Nova
+validates) is refused with 400 naming it and why, never stored and ignored:
+:mod:`resize_sched.resources.extra_specs` is the table. Anyone
 who may see the flavor may read them; only an administrator sets or removes
 them (the ``os_compute_api:os-flavor-extra-specs:*`` policy rules). A change
 is checked as a whole (a bad ``resources`` value or ``group_policy`` is
@@ -49,7 +55,8 @@ def create(state: "ApiState", req: ApiRequest, flavor_id: str) -> webob.Response
     :returns: ``{"extra_specs": {...}}`` with the specs given, 200.
     :raises faults.Forbidden: ``os_compute_api:os-flavor-extra-specs:create`` refuses.
     :raises faults.BadRequest: a bad body.
-    :raises InvalidFlavor: specs the scheduler could not use: 400.
+    :raises InvalidFlavor: specs the scheduler could not use, or a key it
+        does not honour: 400.
     :raises FlavorNotFound: unknown: 404.
     """
     policy.authorize(req, rules.EXTRA_SPECS_CREATE)
@@ -78,6 +85,8 @@ def update(state: "ApiState", req: ApiRequest, flavor_id: str, key: str) -> webo
     :returns: ``{key: value}``, 200.
     :raises faults.Forbidden: ``os_compute_api:os-flavor-extra-specs:update`` refuses.
     :raises faults.BadRequest: a bad body, or one naming another key.
+    :raises InvalidFlavor: a value the scheduler could not use, or a key it
+        does not honour: 400.
     :raises FlavorNotFound: unknown: 404.
     """
     policy.authorize(req, rules.EXTRA_SPECS_UPDATE)

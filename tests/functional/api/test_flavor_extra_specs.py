@@ -3,6 +3,7 @@ written by an administrator, checked before anything is stored."""
 
 import pytest
 
+from resize_sched import exception
 from resize_sched import resources as rs
 from tests.functional.api.harness import ALICE, ApiHarness
 
@@ -110,3 +111,65 @@ def test_a_private_flavor_s_specs_are_hidden_like_the_flavor(api: ApiHarness) ->
     assert api.request("GET", "/v2.1/flavors/secret/os-extra_specs").json == {
         "extra_specs": {"a": "1"}
     }
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "words"),
+    [
+        (
+            "POST",
+            BASE,
+            {"extra_specs": {"resources:CUSTOM_FPGA": "1", "hw:cpu_cores": "2"}},
+            "extra spec hw:cpu_cores is not honoured by this service: guest hardware",
+        ),
+        (
+            "PUT",
+            f"{BASE}/hw:mem_page_size",
+            {"hw:mem_page_size": "large"},
+            "extra spec hw:mem_page_size is not honoured by this service: huge pages",
+        ),
+        (
+            "POST",
+            BASE,
+            {"extra_specs": {"quota:cpu_shares": "10"}},
+            "extra spec quota:cpu_shares is not honoured",
+        ),
+        (
+            "POST",
+            BASE,
+            {"extra_specs": {"hw:cpu_policy": "mixed"}},
+            "hw:cpu_policy=mixed needs hw:cpu_dedicated_mask",
+        ),
+        (
+            "PUT",
+            f"{BASE}/hw:cpu_thread_policy",
+            {"hw:cpu_thread_policy": "isolate"},
+            "hw:cpu_thread_policy needs pinned CPUs",
+        ),
+    ],
+)
+def test_a_spec_not_honoured_is_refused_naming_it_and_why(
+    api: ApiHarness, flavor, method, path, body, words
+) -> None:
+    before = api.snapshot()
+    response = api.request(method, path, body)
+    assert response.status_int == 400, response.body
+    assert words in response.body.decode()
+    assert api.snapshot() == before
+
+
+def test_keys_nova_ignores_pass_and_cpu_policy_is_claimed(api: ApiHarness, flavor) -> None:
+    specs = {"key1": "value1", "custom:x": "y", "hw:cpu_policy": "dedicated"}
+    assert api.request("POST", BASE, {"extra_specs": specs}).status_int == 200
+    request = rs.flavor_request(api.db.flavor_get("m1").to_snapshot())
+    assert request.resources == {"PCPU": 2, "MEMORY_MB": 1024, "DISK_GB": 1}
+
+
+def test_a_flavor_created_with_a_spec_not_honoured_is_refused(api: ApiHarness) -> None:
+    with pytest.raises(exception.InvalidFlavor, match="hw:pmem is not honoured"):
+        api.flavor("pm", extra_specs={"hw:pmem": "SMALL"})
+    with pytest.raises(exception.InvalidFlavor, match="names guest CPUs"):
+        api.flavor(
+            "mx", vcpus=2, extra_specs={"hw:cpu_policy": "mixed", "hw:cpu_dedicated_mask": "5"}
+        )
+    assert api.db.flavor_list() == []

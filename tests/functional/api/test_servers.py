@@ -129,7 +129,7 @@ def test_show(api: ApiHarness) -> None:
 
 
 def test_show_follows_the_microversion(api: ApiHarness) -> None:
-    server = api.server(api.flavor("small", memory_mb=512, extra_specs={"hw:x": "1"}))
+    server = api.server(api.flavor("small", memory_mb=512, extra_specs={"custom:x": "1"}))
     api.db.service_report(host="h1", binary=COMPUTE_BINARY, topic="compute")  # h1 is up
     path = f"/v2.1/servers/{server.uuid}"
     old = api.request("GET", path, version="2.46").json["server"]
@@ -143,7 +143,7 @@ def test_show_follows_the_microversion(api: ApiHarness) -> None:
         "disk": 1,
         "ephemeral": 0,
         "swap": 0,
-        "extra_specs": {"hw:x": "1"},
+        "extra_specs": {"custom:x": "1"},
     }
     assert (new["locked_reason"], new["tags"], new["host_status"]) == (None, [], "UP")
     base = api.request("GET", path).json["server"]

@@ -23,6 +23,7 @@ from oslo_limit import fixture as limit_fixture
 from resize_sched.cmd import status
 from resize_sched.db import migration, models
 from resize_sched.db.api import Database
+from resize_sched.placement.client import ConsumerWrite
 from resize_sched.placement.embedded import DEFAULT_OWNER_TRAIT
 from resize_sched.quota import unified_limits
 from tests.functional.fixtures.database import fresh_sqlite_database, sqlite_url
@@ -36,6 +37,7 @@ CHECKS = (
     "Stuck migrations",
     "Claim strategy",
     "Flavor extra specs",
+    "Pinned CPUs",
     "Policy file",
     "Quota limits",
 )
@@ -407,6 +409,37 @@ def test_refused_extra_specs_warn_naming_the_flavor_and_the_server(
 def test_accepted_extra_specs_pass(deployment: Deployment) -> None:
     deployment.server()
     _, results = deployment.check()
+    assert results["Flavor extra specs"][0] == SUCCESS
+
+
+def test_a_server_pinned_before_the_translation_warns(deployment: Deployment) -> None:
+    """A server built when hw:cpu_policy=dedicated was ignored holds VCPU."""
+    flavor = deployment.db.flavor_create(
+        "pinned", 1, 512, 1, extra_specs={"hw:cpu_policy": "dedicated"}
+    )
+    old = deployment.server()
+    pinned = deployment.db.server_create(
+        name="vm",
+        project_id="p",
+        user_id="u",
+        flavor=flavor,
+        status=models.STATUS_ACTIVE,
+        vm_state="active",
+        task_state=None,
+        host="host1",
+        rp_uuid=deployment.host_rp,
+    )
+    client = deployment.placement.client()
+    for server in (old, pinned):
+        write = ConsumerWrite({deployment.host_rp: FLAVOR}, "p", "u", None)
+        client.put_allocations(server.uuid, write)
+    code, results = deployment.check()
+    assert code == WARNING
+    result, details = results["Pinned CPUs"]
+    assert result == WARNING
+    assert f"server {pinned.uuid} (vm) holds DISK_GB:1,MEMORY_MB:512,VCPU:1" in details
+    assert "asks for DISK_GB:1,MEMORY_MB:512,PCPU:1" in details
+    assert str(old.uuid) not in details
     assert results["Flavor extra specs"][0] == SUCCESS
 
 

@@ -306,3 +306,21 @@ def test_the_command_writes_a_config_for_the_tools_and_logs_to_a_file(tmp_path, 
     # Nothing but the banner on stdout, and the line saying it stopped.
     assert rest == [f"resize-sched-all-in-one stopped on SIGTERM; its state stays in {state}.\n"]
     assert " INFO " not in text
+
+
+def test_dedicated_cpus_through_the_api(deploy):
+    """A host given PCPUS in [all_in_one] hosts offers PCPU; a dedicated
+    flavor claims it there, and fails clearly once no host has PCPU left."""
+    d = deploy(hosts="host1:2:8192:100:2,host2:2:8192:100")
+    inventory = d.placement.get_inventories(d.hosts["host1"])[0]
+    assert (inventory["VCPU"]["total"], inventory["PCPU"]["total"]) == (2, 2)
+    assert "PCPU" not in d.placement.get_inventories(d.hosts["host2"])[0]
+    flavor = d.flavor("pinned", vcpus=2, ram=1024, disk=10)
+    d.conn.compute.create_flavor_extra_specs(flavor, {"hw:cpu_policy": "dedicated"})
+    server = d.boot("vm1", flavor)
+    assert d.holds(server.id) == d.on("host1", PCPU=2, MEMORY_MB=1024, DISK_GB=10)
+    second = d.conn.compute.create_server(name="vm2", flavor_id=flavor.id)
+    second = d.conn.compute.wait_for_server(second, status="ERROR", wait=30, interval=0.05)
+    assert "PCPU:2" in second.fault["message"]
+    assert d.holds(second.id) == {}
+    d.check()

@@ -12,6 +12,10 @@ from resize_sched.compute.inventory import inventory_from_conf, inventory_matche
 from resize_sched.conf import fake_driver
 
 
+def _RATIO4(total: int, reserved: int) -> tuple[int, int, float]:
+    return (total, reserved, 4.0)
+
+
 def _conf(tmp_path: pathlib.Path, text: str = "") -> cfg.ConfigOpts:
     path = tmp_path / "rs.conf"
     path.write_text(text)
@@ -95,6 +99,56 @@ def test_inventory_reserved_and_ratios(tmp_path: pathlib.Path) -> None:
 def test_reserved_above_total_is_a_configuration_error(tmp_path: pathlib.Path) -> None:
     conf = _conf(tmp_path, "[compute]\nvcpus = 2\nreserved_host_cpus = 3\n")
     with pytest.raises(exception.ConfigurationError, match="reserved_host_cpus"):
+        inventory_from_conf(conf)
+
+
+@pytest.mark.parametrize(
+    "sets, cpus",
+    [
+        ("", {"VCPU": _RATIO4(8, 1)}),
+        ("cpu_shared_set = 0-3\n", {"VCPU": _RATIO4(4, 1)}),
+        ("cpu_dedicated_set = 4-7\n", {"PCPU": (4, 0, 1.0)}),
+        (
+            "cpu_shared_set = 0-1\ncpu_dedicated_set = 2-7,^5\n",
+            {"VCPU": _RATIO4(2, 1), "PCPU": (5, 0, 1.0)},
+        ),
+        (
+            "cpu_shared_set = ^1,0-2\ncpu_dedicated_set = 1\n",
+            {"VCPU": _RATIO4(2, 1), "PCPU": (1, 0, 1.0)},
+        ),
+    ],
+)
+def test_cpu_sets_divide_the_host_cpus_into_vcpu_and_pcpu_as_nova(
+    tmp_path: pathlib.Path, sets: str, cpus: dict
+) -> None:
+    """Nova's libvirt driver: the shared set is VCPU (ratio, reserved), the
+    dedicated set PCPU (ratio 1, nothing reserved); a dedicated set alone
+    leaves no VCPU; neither set, every CPU is VCPU."""
+    conf = _conf(
+        tmp_path,
+        "[compute]\nvcpus = 8\nreserved_host_cpus = 1\ncpu_allocation_ratio = 4.0\n" + sets,
+    )
+    inventory = inventory_from_conf(conf)
+    assert {rc: inventory[rc] for rc in ("VCPU", "PCPU") if rc in inventory} == {
+        rc: _record(*args) for rc, args in cpus.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "sets, complaint",
+    [
+        ("cpu_shared_set = 0-3\ncpu_dedicated_set = 3-5\n", r"CPUs \[3\] are in both"),
+        ("cpu_dedicated_set = 6-9\n", r"names CPUs \[8, 9\] this host does not have"),
+        ("cpu_dedicated_set = 2-x\n", "is not a CPU or range"),
+        ("cpu_shared_set = 0,^0\n", "names no CPU"),
+        ("cpu_shared_set = 0\nreserved_host_cpus = 2\n", "reserved_host_cpus"),
+    ],
+)
+def test_bad_cpu_sets_stop_the_service_at_start(
+    tmp_path: pathlib.Path, sets: str, complaint: str
+) -> None:
+    conf = _conf(tmp_path, "[compute]\nvcpus = 8\n" + sets)
+    with pytest.raises(exception.ConfigurationError, match=complaint):
         inventory_from_conf(conf)
 
 
