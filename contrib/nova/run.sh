@@ -137,7 +137,7 @@ rm -f "$NOVA_PLACEMENT_COUNTS_FILE"
 REGRESSION='nova\.tests\.functional\.regressions\.test_bug_1790204\.'
 NEW_FUNCTIONAL='nova\.tests\.functional\.test_resize_claim_strategy(_groups)?\.'
 # The series' unit test classes, one per patch.
-NEW_UNIT='nova\.tests\.unit\.(scheduler\.client\.test_report\.(TestFinishInPlaceResizeAllocation|TestResizeWithoutRereading)|scheduler\.test_manager\.ResizeSourceIncreaseTestCase|compute\.test_compute_mgr\.SourceIncreaseResizeTestCase|conductor\.tasks\.test_migrate\.ResizeClaimStrategyTestCase)\.'
+NEW_UNIT='nova\.tests\.unit\.(scheduler\.client\.test_report\.(TestResizeSourceIncrease|TestResizeWithoutRereading)|scheduler\.test_manager\.ResizeSourceIncreaseTestCase|compute\.test_compute_mgr\.SourceIncreaseResizeTestCase|conductor\.tasks\.test_migrate\.ResizeClaimStrategyTestCase)\.'
 FIGURES='nova\.tests\.functional\.test_contrib_placement_counts\.'
 # --full: Nova's resize and migrate functional tests, and the unit test
 # modules of every file the series touches (nova/scheduler/client/report.py,
