@@ -138,6 +138,7 @@ class MoveTask(MoveClaims):
                         migration.source_rp_uuid: migration.source_host,
                         migration.dest_rp_uuid: migration.dest_host,
                     },
+                    {migration.server_uuid: "server", migration.uuid: "migration"},
                 )
             raise
         finally:
