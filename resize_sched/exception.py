@@ -114,9 +114,10 @@ class PlacementError(ResizeSchedException):
 
     @property
     def placement_words(self) -> str:
-        """What Placement itself said (its error's detail), or this error's
-        message when Placement said nothing (it did not answer)."""
-        return str(self.kwargs.get("detail") or self.message).strip()
+        """What Placement itself said (its error's detail); when it said
+        nothing (it did not answer), why not; else this error's message."""
+        said = self.kwargs.get("detail") or self.kwargs.get("reason") or self.message
+        return str(said).strip()
 
 
 class PlacementUnavailable(PlacementError):

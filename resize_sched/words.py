@@ -109,7 +109,8 @@ def compute_failed(operation: str, host: str | None, reason: str, *, source: str
     if operation == "revert":
         return (
             f"Reverting the resize: stopping the server on host {where} failed: {why}. "
-            f"Check {log}."
+            f"The resize is reverted in Placement: the server holds its old flavor on host "
+            f"{source} again. Check {log} (its copy there may still run)."
         )
     if operation in ("pre_live_migration", "live_migration"):
         part = (
@@ -289,7 +290,7 @@ _STEPS = {
 _ENDING_STEPS = ("schedule", "reschedule")
 
 
-def placement_request(exc: exception.PlacementError) -> str:
+def _placement_request(exc: exception.PlacementError) -> str:
     """The request Placement failed, as ``METHOD /path?query`` (empty when unknown)."""
     method, url = exc.kwargs.get("method"), exc.kwargs.get("url")
     return f"{method} {url}" if method and url else ""
@@ -302,7 +303,7 @@ def _placement_said(
 ) -> str:
     """Placement's own words, providers and consumers named, and the request."""
     said = named(exc.placement_words.rstrip("."), hosts, consumers)
-    request = placement_request(exc)
+    request = _placement_request(exc)
     return f"{said} ({request})" if request else said
 
 
@@ -356,22 +357,25 @@ def step_failed(
                 "way until that is fixed. " + _placement_fix(exc, "wait for the sweep")
             )
         return f"Placement refused a request while {doing} of the server on {where}: {said}. {after}"
+    status = exc.kwargs.get("status")
+    check = "Check that Placement is up and its log."
     if isinstance(exc, exception.PlacementUnavailable):
-        what = "Placement did not answer"
+        what = f"Placement answered HTTP {status}" if status else "Placement did not answer"
     elif exc.kwargs.get("placement_code") == exception.PlacementError.CONCURRENT_UPDATE:
         what = "Another writer kept changing the same Placement records"
+        check = "If it recurs, look for another service writing the same allocations."
     else:
         what = "Placement failed"
     if ends:
         after = (
             f"The conductor puts the server's old allocation back on {where} and ends the "
             f"resize; if Placement still does not answer, {_SWEEP}, takes the resize on "
-            "again (schedules it again or ends it). Check that Placement is up and its log."
+            f"again (schedules it again or ends it). {check}"
         )
     else:
         after = (
             f"Nothing is lost: {_SWEEP}, takes the resize on again (completes or undoes "
-            "it). Check that Placement is up and its log."
+            f"it). {check}"
         )
     return f"{what} while {doing} of the server on {where}: {said}. {after}"
 
@@ -386,8 +390,10 @@ def unshelve_placement_failed(exc: exception.PlacementError) -> str:
             "the server is SHELVED_OFFLOADED and holds nothing. "
             + _placement_fix(exc, "unshelve it again")
         )
+    status = exc.kwargs.get("status")
+    what = f"Placement answered HTTP {status}" if status else "Placement did not answer"
     return (
-        f"Placement did not answer while unshelving the server: {said}. Nothing retries "
+        f"{what} while unshelving the server: {said}. Nothing retries "
         "it: the server is SHELVED_OFFLOADED and holds nothing. Unshelve it again once "
         "Placement answers."
     )

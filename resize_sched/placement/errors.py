@@ -91,11 +91,11 @@ def error_for(
             return exception.ConsumerGenerationConflict(detail=detail, **info)
         if _CAPACITY_REFUSED in detail:
             return exception.ClaimRefused(detail=detail, **info)
-        return exception.PlacementConflict(detail=f"{detail}{_code(code)}", **info)
+        return exception.PlacementConflict(detail=detail, **info)
     if status == 404:
         return exception.PlacementNotFound(what=f"{method} {shown}", detail=detail, **info)
     if status == 400:
-        return exception.PlacementBadRequest(detail=f"{detail}{_code(code)}", **info)
+        return exception.PlacementBadRequest(detail=detail, **info)
     return exception.PlacementError(
         reason=f"{method} {shown} answered HTTP {status}{_code(code)}: {detail}",
         detail=detail,
