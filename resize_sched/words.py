@@ -356,7 +356,9 @@ def step_failed(
                 f"The resize stays as it was; {_SWEEP}, asks again, and is refused the same "
                 "way until that is fixed. " + _placement_fix(exc, "wait for the sweep")
             )
-        return f"Placement refused a request while {doing} of the server on {where}: {said}. {after}"
+        return (
+            f"Placement refused a request while {doing} of the server on {where}: {said}. {after}"
+        )
     status = exc.kwargs.get("status")
     check = "Check that Placement is up and its log."
     if isinstance(exc, exception.PlacementUnavailable):

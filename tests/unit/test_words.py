@@ -121,7 +121,9 @@ CASES = [
     Case("compute_failed", _compute("spawn", DST, None), (f"host {DST}",), (SRC,)),
     Case("compute_failed", _compute("prep_resize", DST, SRC), (f"host {DST}", f"host {SRC}")),
     Case("compute_failed", _compute("resize", SRC, SRC), (f"off host {SRC}",), (DST,)),
-    Case("compute_failed", _compute("finish_resize", DST, SRC), (f"on host {DST}", f"on host {SRC}")),
+    Case(
+        "compute_failed", _compute("finish_resize", DST, SRC), (f"on host {DST}", f"on host {SRC}")
+    ),
     Case("compute_failed", _compute("confirm", SRC, SRC), (f"copy on host {SRC}",), (DST,)),
     Case(
         "compute_failed",

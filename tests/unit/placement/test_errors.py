@@ -47,9 +47,7 @@ def test_the_request_reads_as_method_and_path_with_its_query_decoded() -> None:
     exc = errors.error_for(
         "GET", URL, 400, "placement.undefined_code", "bad", path="/allocations/c"
     )
-    assert str(exc) == (
-        "Placement rejected GET /allocations/c?in_tree=x,y&resources=VCPU:2: bad"
-    )
+    assert str(exc) == ("Placement rejected GET /allocations/c?in_tree=x,y&resources=VCPU:2: bad")
     assert exc.kwargs["url"] == "/allocations/c?in_tree=x,y&resources=VCPU:2"
 
 
