@@ -269,10 +269,10 @@ def restore_refused(host: str, why: str) -> str:
     return (
         f"The resize ended ({why}), and putting the server's old allocation back on host "
         f"{host} was refused: other servers took that room meanwhile. The server still "
-        f"runs on host {host} but holds nothing in Placement (needs_heal). The conductor's "
-        "sweep tries again every [conductor] stuck_after seconds, so it heals by itself "
-        f"once room is freed on host {host}; or free room there and run "
-        "'resize-sched-manage placement heal'."
+        f"runs on host {host} but holds nothing in Placement (needs_heal). Free room on "
+        f"host {host} and it heals by itself: the conductor's sweep tries again every "
+        "[conductor] stuck_after seconds (or run 'resize-sched-manage placement heal' once "
+        "there is room)."
     )
 
 
