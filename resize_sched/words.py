@@ -21,7 +21,7 @@ _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 #: ``resource provider '...'`` around it when it has it.
 _NAMED = re.compile(rf"(?:resource provider\s+)?(?P<q>'?)(?<![/=:,\w-])(?P<uuid>{_UUID})(?P=q)")
 #: What takes on again what a transient Placement failure left in flight.
-_SWEEP = "the conductor's sweep, once the resize has not moved for [conductor] stuck_after seconds"
+_SWEEP = "the conductor's sweep, once the {move} has not moved for [conductor] stuck_after seconds"
 
 #: The compute service log, named in the advice on a host's failure.
 _LOG = "the resize-sched-compute log on {host}"
@@ -276,13 +276,16 @@ def restore_refused(host: str, why: str) -> str:
     )
 
 
-#: What each recorded step of a resize is, for :func:`step_failed`.
+#: What each recorded step of a move is, for :func:`step_failed` (``{move}``
+#: is the move's name).
 _STEPS = {
-    "schedule": "choosing a host for the resize",
-    "reschedule": "choosing another host for the resize",
-    "confirm": "confirming the resize",
-    "revert": "reverting the resize",
+    "schedule": "choosing a host for the {move}",
+    "reschedule": "choosing another host for the {move}",
+    "confirm": "confirming the {move}",
+    "revert": "reverting the {move}",
 }
+#: Each migration type (``migrations.migration_type``) as the words name it.
+_MOVES = {"live-migration": "live migration"}
 
 
 #: The steps whose Placement failure ends the move (the conductor puts the
@@ -328,37 +331,43 @@ def step_failed(
     source: str | None,
     hosts: Mapping[str | None, str | None],
     consumers: Mapping[str | None, str] | None = None,
+    *,
+    move: str = "resize",
 ) -> str:
-    """A conductor step of a resize failed on Placement, and said nothing more itself.
+    """A conductor step of a move failed on Placement, and said nothing more itself.
 
     A permanent refusal (:attr:`~resize_sched.exception.PlacementError.permanent`)
-    is said to end the step for good, quoting Placement; a transient failure
+    is said to end the move for good, quoting Placement; a transient failure
     says what takes it on again, and when.
 
-    :param step: the step (``schedule``, ``reschedule``, ``confirm``, ``revert``).
-    :param source: the resize's source host.
-    :param hosts: the resize's providers (UUID to host name).
-    :param consumers: the resize's consumers (UUID to ``server`` or ``migration``).
+    :param step: the step (``schedule``, ``reschedule``, ``confirm``, ``revert``...).
+    :param source: the move's source host.
+    :param hosts: the move's providers (UUID to host name).
+    :param consumers: the move's consumers (UUID to ``server`` or ``migration``).
+    :param move: the migration's type (``resize``, ``migration``,
+        ``live-migration``, ``evacuation``).
     """
-    doing = _STEPS.get(step, f"the resize's {step} step")
+    name = _MOVES.get(move, move)
+    doing = _STEPS.get(step, "the {move}'s " + step + " step").format(move=name)
     where = f"host {source or 'its host'}"
     said = _placement_said(exc, hosts, consumers)
     ends = step in _ENDING_STEPS
+    kept = "with its old flavor" if move == "resize" else "as it was"
     if exc.permanent:
+        what = "Placement refused a request"
         if ends:
             after = (
-                "Asking again cannot succeed, so nothing retries it: the resize ended and "
-                f"the server stays on {where} with its old flavor. "
-                + _placement_fix(exc, "resize it again")
+                f"Asking again cannot succeed, so nothing retries it: the {name} ended and "
+                f"the server stays on {where} {kept}. "
+                + _placement_fix(exc, f"ask for the {name} again")
             )
         else:
             after = (
-                f"The resize stays as it was; {_SWEEP}, asks again, and is refused the same "
-                "way until that is fixed. " + _placement_fix(exc, "wait for the sweep")
+                f"The {name} stays as it was; {_SWEEP.format(move=name)}, asks again, "
+                "and is refused the same way until that is fixed. "
+                + _placement_fix(exc, "wait for the sweep")
             )
-        return (
-            f"Placement refused a request while {doing} of the server on {where}: {said}. {after}"
-        )
+        return f"{what} while {doing} of the server on {where}: {said}. {after}"
     status = exc.kwargs.get("status")
     check = "Check that Placement is up and its log."
     if isinstance(exc, exception.PlacementUnavailable):
@@ -370,14 +379,14 @@ def step_failed(
         what = "Placement failed"
     if ends:
         after = (
-            f"The conductor puts the server's old allocation back on {where} and ends the "
-            f"resize; if Placement still does not answer, {_SWEEP}, takes the resize on "
-            f"again (schedules it again or ends it). {check}"
+            f"The conductor puts back on {where} what the server held there and ends the "
+            f"{name}; if Placement still does not answer, {_SWEEP.format(move=name)}, takes "
+            f"the {name} on again (schedules it again or ends it). {check}"
         )
     else:
         after = (
-            f"Nothing is lost: {_SWEEP}, takes the resize on again (completes or undoes "
-            f"it). {check}"
+            f"Nothing is lost: {_SWEEP.format(move=name)}, takes the {name} on again "
+            f"(completes or undoes it). {check}"
         )
     return f"{what} while {doing} of the server on {where}: {said}. {after}"
 

@@ -208,6 +208,18 @@ CASES = [
         ),
         (DST, SWEEP, "Check that Placement is up"),
     ),
+    # Another move's step says that move, never a resize or a flavor.
+    Case(
+        "step_failed",
+        lambda: words.step_failed(
+            "schedule", _unknown_class(), SRC, HOSTS, CONSUMERS, move="live-migration"
+        ),
+        (
+            "while choosing a host for the live migration of the server on host",
+            f"{ENDED}: the live migration ended and the server stays on host {SRC} as it was",
+        ),
+        (DST, SWEEP, "resize", "flavor m"),
+    ),
     Case(
         "step_failed",
         lambda: words.step_failed("reschedule", _constraint(DST_RP), SRC, HOSTS, CONSUMERS),

@@ -139,6 +139,7 @@ class MoveTask(MoveClaims):
                         migration.dest_rp_uuid: migration.dest_host,
                     },
                     {migration.server_uuid: "server", migration.uuid: "migration"},
+                    move=migration.migration_type,
                 )
             raise
         finally:
