@@ -379,9 +379,10 @@ def step_failed(
         what = "Placement failed"
     if ends:
         after = (
-            f"The conductor puts back on {where} what the server held there and ends the "
-            f"{name}; if Placement still does not answer, {_SWEEP.format(move=name)}, takes "
-            f"the {name} on again (schedules it again or ends it). {check}"
+            f"The conductor ends the {name} and puts back on {where} what the server held "
+            f"there: retry the {name} once Placement answers. If Placement could not take "
+            f"even that, the {name} is left in flight and {_SWEEP.format(move=name)}, "
+            f"schedules it again. {check}"
         )
     else:
         after = (

@@ -5,18 +5,38 @@ know; an inventory's ``max_unit`` lowered under the new flavor during
 VERIFY_RESIZE) must say that the step ended and why, in Placement's own
 words, with the request readable: never a full URL, a percent-encoded query
 or a UUID turned into words inside a path; and never that a sweep will
-retry it.
+retry it. A failure that may pass (Placement answering 503 to everything)
+says what takes the step on again, and when; and it does.
 """
 
 import uuid
 from typing import Any
 
+import pytest
+
 from resize_sched import exception, rpc
 from resize_sched.compute.rpcapi import ComputeAPI
+from resize_sched.conductor import recovery
 from resize_sched.conductor.manager import ConductorManager
 from resize_sched.context import admin_context
 from resize_sched.db import action_api
+from resize_sched.placement.embedded import PlacementEndpoint
+from tests.functional.fixtures.cloud import Cloud
+from tests.functional.fixtures.database import fresh_sqlite_database
+from tests.functional.fixtures.fault_proxy import FaultProxy
 from tests.functional.fixtures.flows import Recorder
+from tests.functional.fixtures.placement import PlacementHTTP
+
+
+class _Proxied(PlacementEndpoint):
+    """The real Placement behind a fault proxy for the conductor; hosts made directly."""
+
+    def __init__(self, real: PlacementHTTP, proxy: FaultProxy) -> None:
+        self.real = real
+        self.endpoint = proxy.endpoint
+
+    def add_host(self, *args: Any, **kwargs: Any) -> str:
+        return self.real.add_host(*args, **kwargs)
 
 
 def _event(cloud: Any, server_uuid: str, request_id: str) -> Any:
@@ -105,3 +125,68 @@ def test_a_confirm_refused_under_a_lowered_max_unit_quotes_placement_readably(
         assert "would violate inventory constraints" in said
         assert rp not in said and "another provider or consumer" not in said
         assert "not enough capacity" not in said
+
+
+@pytest.mark.parametrize(
+    ("strategy", "ended"),
+    # max_flavor wrote nothing before the query failed: the resize ends there.
+    # drop_and_reclaim had dropped the old flavor: putting it back fails too,
+    # and the resize is left in flight for the sweep.
+    [("max_flavor", True), ("drop_and_reclaim", False)],
+)
+def test_a_schedule_placement_cannot_answer_says_what_happens_next_and_it_does(
+    tmp_path: Any, strategy: str, ended: bool
+) -> None:
+    db = fresh_sqlite_database(tmp_path / "db")
+    with (
+        PlacementHTTP(str(tmp_path / "placement")) as real,
+        FaultProxy(real.endpoint) as proxy,
+    ):
+        cloud = Cloud(_Proxied(real, proxy), db, strategy=strategy)  # type: ignore[arg-type]
+        cloud.observer = real.client()
+        cloud.add_host("host1", vcpus=8, memory_mb=16384, disk_gb=500)
+        cloud.add_host("host2", vcpus=8, memory_mb=16384, disk_gb=500)
+        server = cloud.boot("vm", cloud.flavor("old", 2, 1024, 10), host="host1")
+        migration = cloud.resizes.begin(server.uuid, cloud.flavor("new", 4, 1024, 10).flavorid)
+        cloud.db.action_start(
+            server.uuid, "req-down", action_api.RESIZE, user_id="u", project_id="p"
+        )
+        manager = _manager(cloud)
+        proxy.arm({n: "503" for n in range(1, 200)})
+
+        manager.resize_server(admin_context(), migration.uuid)
+
+        assert proxy.injected, "Placement was not asked"
+        event = _event(cloud, server.uuid, "req-down")
+        said = event.traceback
+        _readable(said)
+        assert said.startswith(
+            "Placement answered HTTP 503 while choosing a host for the resize of the server "
+            "on host host1: Service Unavailable (injected by the fault proxy) ("
+        ), said
+        request = said.split("(injected by the fault proxy) (", 1)[1].split(")", 1)[0]
+        assert request in (
+            # the query (max_flavor), or the drop before it (drop_and_reclaim)
+            "GET /allocation_candidates?resources=DISK_GB:10,MEMORY_MB:1024,VCPU:4&"
+            "root_required=CUSTOM_RESIZE_SCHED_DEFAULT,!COMPUTE_STATUS_DISABLED&limit=1000",
+            f"PUT /allocations/{migration.uuid}",
+            f"PUT /allocations/{server.uuid}",
+        ), request
+        assert "retry the resize once Placement answers" in said
+        assert "[conductor] stuck_after seconds, schedules it again" in said
+        assert "Check that Placement is up" in said
+        assert "nothing retries" not in said.lower() and "refused" not in said
+        status = cloud.db.migration_get(migration.uuid).status
+        proxy.arm({})
+        if ended:
+            assert status == "error"
+            after = cloud.db.server_get(server.uuid)
+            assert (after.status, after.host, after.flavor["name"]) == ("ACTIVE", "host1", "old")
+        else:
+            # Left in flight, as it says: the sweep schedules it again.
+            assert status == "pre-migrating"
+            recovery.recover(manager, idle_for=0)
+            assert cloud.db.migration_get(migration.uuid).status != "pre-migrating"
+            assert manager.compute.sent("prep_resize")  # type: ignore[attr-defined]
+        cloud.check()
+    db.dispose()
