@@ -72,10 +72,52 @@ class PolicyFileInvalid(ConfigurationError):
 
 
 class PlacementError(ResizeSchedException):
-    """Placement did not do what was asked."""
+    """Placement did not do what was asked.
+
+    The keyword arguments, when Placement answered: ``method`` and ``url``
+    (the request, its path relative to Placement's endpoint, its query
+    decoded: :func:`resize_sched.placement.errors.shown_request`),
+    ``status``, ``placement_code`` and ``detail`` (Placement's own words).
+    """
 
     msg_fmt = "Placement request failed: %(reason)s"
     code = "resize_sched.placement"
+    #: Placement's code for a generation conflict: someone wrote first.
+    CONCURRENT_UPDATE = "placement.concurrent_update"
+    #: Whether every error of the class is permanent (True), transient
+    #: (False), or decided by its status (None): see :attr:`permanent`.
+    ALWAYS_PERMANENT: bool | None = None
+
+    @property
+    def permanent(self) -> bool:
+        """Whether asking the same again cannot succeed: Placement refused
+        the request itself (a 4xx: an unknown resource class, a constraint
+        an inventory sets, no capacity). Nothing retries it; the operation
+        ends. A transient error (no answer, a 5xx, a time-out, a generation
+        conflict still there after the re-reads) may pass: what is left in
+        flight is taken on again by the conductor's sweep.
+
+        The one place this is decided: the words (:mod:`resize_sched.words`)
+        read it to say what happens next.
+        """
+        if self.kwargs.get("placement_code") == self.CONCURRENT_UPDATE:
+            return False
+        if self.ALWAYS_PERMANENT is not None:
+            return self.ALWAYS_PERMANENT
+        status = self.kwargs.get("status")
+        return isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)
+
+    @property
+    def transient(self) -> bool:
+        """Not :attr:`permanent`: asking again later may succeed."""
+        return not self.permanent
+
+    @property
+    def placement_words(self) -> str:
+        """What Placement itself said (its error's detail); when it said
+        nothing (it did not answer), why not; else this error's message."""
+        said = self.kwargs.get("detail") or self.kwargs.get("reason") or self.message
+        return str(said).strip()
 
 
 class PlacementUnavailable(PlacementError):
@@ -83,6 +125,7 @@ class PlacementUnavailable(PlacementError):
 
     msg_fmt = "Placement is unavailable (%(method)s %(url)s): %(reason)s"
     code = "resize_sched.placement.unavailable"
+    ALWAYS_PERMANENT = False
 
 
 class PlacementVersionUnsupported(PlacementError):
@@ -91,11 +134,13 @@ class PlacementVersionUnsupported(PlacementError):
         "resize_sched needs at least %(min_version)s."
     )
     code = "resize_sched.placement.version_unsupported"
+    ALWAYS_PERMANENT = True
 
 
 class PlacementNotFound(PlacementError):
-    msg_fmt = "Placement has no %(what)s: %(detail)s"
+    msg_fmt = "Placement found nothing for %(what)s: %(detail)s"
     code = "resize_sched.placement.not_found"
+    ALWAYS_PERMANENT = True
 
 
 class PlacementBadRequest(PlacementError):
@@ -103,13 +148,16 @@ class PlacementBadRequest(PlacementError):
 
     msg_fmt = "Placement rejected %(method)s %(url)s: %(detail)s"
     code = "resize_sched.placement.bad_request"
+    ALWAYS_PERMANENT = True
 
 
 class PlacementConflict(PlacementError):
-    """A 409 that is neither a generation conflict nor a capacity refusal."""
+    """A 409 that is neither a generation conflict nor a capacity refusal
+    (or a generation conflict still there after the caller's re-reads)."""
 
-    msg_fmt = "Placement refused %(method)s %(url)s (%(placement_code)s): %(detail)s"
+    msg_fmt = "Placement refused %(method)s %(url)s: %(detail)s"
     code = "resize_sched.placement.conflict"
+    ALWAYS_PERMANENT = True
 
 
 class ConsumerGenerationConflict(PlacementConflict):
@@ -117,13 +165,16 @@ class ConsumerGenerationConflict(PlacementConflict):
 
     msg_fmt = "Generation conflict on %(method)s %(url)s: %(detail)s"
     code = "resize_sched.placement.generation_conflict"
+    ALWAYS_PERMANENT = False
 
 
 class ClaimRefused(PlacementConflict):
-    """Placement refused an allocation for lack of capacity."""
+    """Placement refused an allocation: not enough capacity, or an
+    inventory's constraint (``max_unit``, ``step_size``) rules it out."""
 
-    msg_fmt = "Placement refused the claim, not enough capacity: %(detail)s"
+    msg_fmt = "Placement refused the claim: %(detail)s"
     code = "resize_sched.placement.claim_refused"
+    ALWAYS_PERMANENT = True
 
 
 # -- database and domain objects ------------------------------------------------

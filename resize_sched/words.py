@@ -16,7 +16,12 @@ from collections.abc import Mapping, Sequence
 from resize_sched import exception
 
 _CODE = re.compile(r"\s*\[[a-z0-9_.]+\]\s*$")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+#: A UUID in words (not in a request's path or query), with Placement's
+#: ``resource provider '...'`` around it when it has it.
+_NAMED = re.compile(rf"(?:resource provider\s+)?(?P<q>'?)(?<![/=:,\w-])(?P<uuid>{_UUID})(?P=q)")
+#: What takes on again what a transient Placement failure left in flight.
+_SWEEP = "the conductor's sweep, once the {move} has not moved for [conductor] stuck_after seconds"
 
 #: The compute service log, named in the advice on a host's failure.
 _LOG = "the resize-sched-compute log on {host}"
@@ -28,15 +33,30 @@ def reason_of(reason: str) -> str:
     return _CODE.sub("", reason).strip().rstrip(".")
 
 
-def named(text: str, hosts: Mapping[str | None, str | None]) -> str:
-    """``text`` with each provider UUID of ``hosts`` (UUID to host name) replaced
-    by ``host NAME``, and any other UUID by ``another provider or consumer``."""
+def named(
+    text: str,
+    hosts: Mapping[str | None, str | None],
+    consumers: Mapping[str | None, str] | None = None,
+) -> str:
+    """``text`` with each provider UUID of ``hosts`` (UUID to host name)
+    replaced by ``host NAME`` (with Placement's ``resource provider '...'``
+    around it), each consumer UUID of ``consumers`` (UUID to what it is:
+    ``server``, ``migration``) by ``the server UUID``, and any other UUID by
+    ``another provider or consumer``. A UUID in a request's path or query
+    (after ``/``, ``=``, ``:`` or ``,``) is left as it is: the path is
+    quoted exactly."""
+    known = consumers or {}
 
     def _name(found: re.Match[str]) -> str:
-        host = hosts.get(found.group(0).lower())
-        return f"host {host}" if host else "another provider or consumer"
+        uuid = found.group("uuid").lower()
+        host = hosts.get(uuid)
+        if host:
+            return f"host {host}"
+        if uuid in known:
+            return f"the {known[uuid]} {uuid}"
+        return "another provider or consumer"
 
-    return _UUID.sub(_name, text)
+    return _NAMED.sub(_name, text)
 
 
 def _flavor(flavor: Mapping[str, object] | None) -> str:
@@ -89,7 +109,8 @@ def compute_failed(operation: str, host: str | None, reason: str, *, source: str
     if operation == "revert":
         return (
             f"Reverting the resize: stopping the server on host {where} failed: {why}. "
-            f"Check {log}."
+            f"The resize is reverted in Placement: the server holds its old flavor on host "
+            f"{source} again. Check {log} (its copy there may still run)."
         )
     if operation in ("pre_live_migration", "live_migration"):
         part = (
@@ -253,7 +274,11 @@ def decision_refused(
             "(an amount is above its max_unit, below its min_unit or off its step_size)"
         ),
     }.get(placement_refusal(exc), f"Placement refused the change on host {host}")
-    detail = named(placement_said(exc).rstrip("."), hosts)
+    detail = (
+        _placement_said(exc, hosts)
+        if isinstance(exc, exception.PlacementError)
+        else named(str(exc).rstrip("."), hosts)
+    )
     where = f" on host {running_on}" if running_on else ""
     held = f", holding {holds}" if holds else ""
     if retried:
@@ -276,17 +301,59 @@ def restore_refused(host: str, why: str) -> str:
         f"The resize ended ({why}), and putting the server's old allocation back on host "
         f"{host} was refused: other servers took that room meanwhile. The server still "
         f"runs on host {host} but holds nothing in Placement (needs_heal). Free room on "
-        f"host {host}, then run 'resize-sched-manage placement heal'."
+        f"host {host} and it heals by itself: the conductor's sweep tries again every "
+        "[conductor] stuck_after seconds (or run 'resize-sched-manage placement heal' once "
+        "there is room)."
     )
 
 
-#: What each recorded step of a resize is, for :func:`step_failed`.
+#: What each recorded step of a move is, for :func:`step_failed` (``{move}``
+#: is the move's name).
 _STEPS = {
-    "schedule": "choosing a host for the resize",
-    "reschedule": "choosing another host for the resize",
-    "confirm": "confirming the resize",
-    "revert": "reverting the resize",
+    "schedule": "choosing a host for the {move}",
+    "reschedule": "choosing another host for the {move}",
+    "confirm": "confirming the {move}",
+    "revert": "reverting the {move}",
 }
+#: Each migration type (``migrations.migration_type``) as the words name it.
+_MOVES = {"live-migration": "live migration"}
+
+
+#: The steps whose Placement failure ends the move (the conductor puts the
+#: server's old allocation back: ``MoveTask.placement_failed``).
+_ENDING_STEPS = ("schedule", "reschedule")
+
+
+def _placement_request(exc: exception.PlacementError) -> str:
+    """The request Placement failed, as ``METHOD /path?query`` (empty when unknown)."""
+    method, url = exc.kwargs.get("method"), exc.kwargs.get("url")
+    return f"{method} {url}" if method and url else ""
+
+
+def _placement_said(
+    exc: exception.PlacementError,
+    hosts: Mapping[str | None, str | None],
+    consumers: Mapping[str | None, str] | None = None,
+) -> str:
+    """Placement's own words, providers and consumers named, and the request."""
+    said = named(exc.placement_words.rstrip("."), hosts, consumers)
+    request = _placement_request(exc)
+    return f"{said} ({request})" if request else said
+
+
+def _placement_fix(exc: exception.PlacementError, again: str) -> str:
+    """What to do about a permanent refusal, then ``again``."""
+    if isinstance(exc, exception.ClaimRefused):
+        return (
+            "Free room on that host, or choose a flavor its inventory allows "
+            f"(max_unit, step_size), then {again}."
+        )
+    if isinstance(exc, exception.PlacementBadRequest):
+        return (
+            "Fix what it names (usually a flavor's extra specs: a resource class or trait "
+            f"Placement does not know), then {again}."
+        )
+    return f"Fix what it names, then {again}; the Placement log says more."
 
 
 def step_failed(
@@ -294,23 +361,84 @@ def step_failed(
     exc: exception.PlacementError,
     source: str | None,
     hosts: Mapping[str | None, str | None],
+    consumers: Mapping[str | None, str] | None = None,
+    *,
+    move: str = "resize",
 ) -> str:
-    """A conductor step of a resize failed on Placement, and said nothing more itself.
+    """A conductor step of a move failed on Placement, and said nothing more itself.
 
-    :param step: the step (``schedule``, ``reschedule``, ``confirm``, ``revert``).
-    :param source: the resize's source host.
-    :param hosts: the resize's providers (UUID to host name).
+    A permanent refusal (:attr:`~resize_sched.exception.PlacementError.permanent`)
+    is said to end the move for good, quoting Placement; a transient failure
+    says what takes it on again, and when.
+
+    :param step: the step (``schedule``, ``reschedule``, ``confirm``, ``revert``...).
+    :param source: the move's source host.
+    :param hosts: the move's providers (UUID to host name).
+    :param consumers: the move's consumers (UUID to ``server`` or ``migration``).
+    :param move: the migration's type (``resize``, ``migration``,
+        ``live-migration``, ``evacuation``).
     """
-    doing = _STEPS.get(step, f"the resize's {step} step")
-    detail = named(exc.message.rstrip("."), hosts)
+    name = _MOVES.get(move, move)
+    doing = _STEPS.get(step, "the {move}'s " + step + " step").format(move=name)
+    where = f"host {source or 'its host'}"
+    said = _placement_said(exc, hosts, consumers)
+    ends = step in _ENDING_STEPS
+    kept = "with its old flavor" if move == "resize" else "as it was"
+    if exc.permanent:
+        what = "Placement refused a request"
+        if ends:
+            after = (
+                f"Asking again cannot succeed, so nothing retries it: the {name} ended and "
+                f"the server stays on {where} {kept}. "
+                + _placement_fix(exc, f"ask for the {name} again")
+            )
+        else:
+            after = (
+                f"The {name} stays as it was; {_SWEEP.format(move=name)}, asks again, "
+                "and is refused the same way until that is fixed. "
+                + _placement_fix(exc, "wait for the sweep")
+            )
+        return f"{what} while {doing} of the server on {where}: {said}. {after}"
+    status = exc.kwargs.get("status")
+    check = "Check that Placement is up and its log."
     if isinstance(exc, exception.PlacementUnavailable):
-        what = f"Placement did not answer while {doing}"
+        what = f"Placement answered HTTP {status}" if status else "Placement did not answer"
+    elif exc.kwargs.get("placement_code") == exception.PlacementError.CONCURRENT_UPDATE:
+        what = "Another writer kept changing the same Placement records"
+        check = "If it recurs, look for another service writing the same allocations."
     else:
-        what = f"Placement refused a change while {doing}"
+        what = "Placement failed"
+    if ends:
+        after = (
+            f"The conductor ends the {name} and puts back on {where} what the server held "
+            f"there: retry the {name} once Placement answers. If Placement could not take "
+            f"even that, the {name} is left in flight and {_SWEEP.format(move=name)}, "
+            f"schedules it again. {check}"
+        )
+    else:
+        after = (
+            f"Nothing is lost: {_SWEEP.format(move=name)}, takes the {name} on again "
+            f"(completes or undoes it). {check}"
+        )
+    return f"{what} while {doing} of the server on {where}: {said}. {after}"
+
+
+def unshelve_placement_failed(exc: exception.PlacementError) -> str:
+    """Placement failed an unshelve's claim; what the server may have held
+    was given back and it stays SHELVED_OFFLOADED (nothing retries it)."""
+    said = _placement_said(exc, {})
+    if exc.permanent:
+        return (
+            f"Unshelving the server was refused by Placement: {said}. Nothing retries it: "
+            "the server is SHELVED_OFFLOADED and holds nothing. "
+            + _placement_fix(exc, "unshelve it again")
+        )
+    status = exc.kwargs.get("status")
+    what = f"Placement answered HTTP {status}" if status else "Placement did not answer"
     return (
-        f"{what} of the server on host {source or 'its host'}: {detail}. "
-        "The conductor's sweep takes the resize on again (completes or undoes it) after "
-        "[conductor] stuck_after. Check that Placement is up and its log."
+        f"{what} while unshelving the server: {said}. Nothing retries "
+        "it: the server is SHELVED_OFFLOADED and holds nothing. Unshelve it again once "
+        "Placement answers."
     )
 
 
@@ -371,13 +499,6 @@ def shelve_step_failed(
 
 def _other(decision: str) -> str:
     return "revert" if decision == "confirm" else "confirm"
-
-
-def placement_said(exc: Exception) -> str:
-    """Placement's own words in a refusal (its error detail, without our
-    framing of it); the whole message when it gave none."""
-    kwargs = getattr(exc, "kwargs", None) or {}
-    return str(kwargs.get("detail") or kwargs.get("reason") or exc)
 
 
 def placement_refusal(exc: Exception) -> str:

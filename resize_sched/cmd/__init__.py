@@ -1,20 +1,35 @@
 """Console scripts, one module per command, each with a short ``main()``.
 
-:func:`parse_or_exit_code` reads the command line and configuration files
-the way every command that answers with an exit code does;
-:func:`settle_heap` is what each daemon does once it has started.
+Importing this package (every console script's entry point is a
+``resize_sched.cmd`` module) first keeps third-party deprecation warnings
+off the operator's console (:mod:`resize_sched.cmd.warnings_to_log`),
+before any dependency is imported. :func:`setup_logging` sets up each
+command's logging; :func:`parse_or_exit_code` reads the command line and
+configuration files the way every command that answers with an exit code
+does; :func:`settle_heap` is what each daemon does once it has started.
 """
 
-import gc
-import sys
-from collections.abc import Callable, Sequence
+from resize_sched.cmd import warnings_to_log
 
-from oslo_config import cfg
-from oslo_log import log as logging
+warnings_to_log.install()
 
-from resize_sched import conf as rs_conf
+import gc  # noqa: E402 - after the warnings are routed
+import sys  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+
+from oslo_config import cfg  # noqa: E402
+from oslo_log import log as logging  # noqa: E402
+
+from resize_sched import conf as rs_conf  # noqa: E402
 
 LOG = logging.getLogger(__name__)
+
+
+def setup_logging(conf: cfg.ConfigOpts) -> None:
+    """Set up the command's logging from ``conf`` (oslo.log), then log the
+    third-party warnings raised before it was (at DEBUG: seen with ``--debug``)."""
+    logging.setup(conf, "resize_sched")
+    warnings_to_log.replay()
 
 
 def settle_heap() -> None:

@@ -24,7 +24,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
-from resize_sched.cmd import settle_heap
+from resize_sched.cmd import settle_heap, setup_logging
 
 if TYPE_CHECKING:
     from resize_sched.all_in_one import AllInOne
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     log_path = _log_to_state_path(conf, service.state_path)
-    logging.setup(conf, "resize_sched")
+    setup_logging(conf)
     try:
         return _serve(conf, service, log_path)
     finally:

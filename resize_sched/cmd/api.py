@@ -25,7 +25,7 @@ from oslo_log import log as logging
 from resize_sched import checks, exception
 from resize_sched import conf as rs_conf
 from resize_sched.api import deploy, server
-from resize_sched.cmd import settle_heap
+from resize_sched.cmd import settle_heap, setup_logging
 
 LOG = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     conf = rs_conf.new_conf()
     rs_conf.parse_args(conf, sys.argv[1:] if argv is None else list(argv), description=DESCRIPTION)
-    logging.setup(conf, "resize_sched")
+    setup_logging(conf)
     try:
         deployment = deploy.load(conf)
     except (

@@ -26,7 +26,7 @@ from oslo_log import log as logging
 
 from resize_sched import checks, exception
 from resize_sched import conf as rs_conf
-from resize_sched.cmd import parse_or_exit_code, settle_heap
+from resize_sched.cmd import parse_or_exit_code, settle_heap, setup_logging
 from resize_sched.compute.service import ComputeService
 
 LOG = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = parse_or_exit_code(conf, argv, DESCRIPTION, lambda exc: _error(str(exc)))
     if code is not None:
         return code
-    logging.setup(conf, "resize_sched")
+    setup_logging(conf)
     try:
         # NOTE: validates [compute] and [fake_driver] before anything starts.
         service = ComputeService(conf)

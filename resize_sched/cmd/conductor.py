@@ -20,7 +20,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
-from resize_sched.cmd import settle_heap
+from resize_sched.cmd import settle_heap, setup_logging
 
 LOG = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the conductor until SIGTERM."""
     conf = rs_conf.new_conf()
     rs_conf.parse_args(conf, sys.argv[1:] if argv is None else argv, description=DESCRIPTION)
-    logging.setup(conf, "resize_sched")
+    setup_logging(conf)
     conf.log_opt_values(LOG, logging.DEBUG)
     try:
         # NOTE: check the strategy here too, so a typo fails the command with

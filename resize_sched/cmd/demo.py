@@ -41,6 +41,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import resources as rs
+from resize_sched.cmd import setup_logging
 
 LOG = logging.getLogger(__name__)
 
@@ -422,7 +423,7 @@ def _run(args: argparse.Namespace, workdir: str) -> int:
         # NOTE: keep the screen for the results; the services log to a file.
         conf.set_override("log_file", os.path.join(workdir, "services.log"))
         conf.set_override("use_stderr", False)
-    logging.setup(conf, "resize_sched")
+    setup_logging(conf)
     conf.set_override("auth_strategy", "noauth2", group="api")
     conf.set_override("bind_host", "127.0.0.1", group="api")
     conf.set_override("bind_port", 0, group="api")

@@ -32,7 +32,7 @@ from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
 from resize_sched import exception
-from resize_sched.cmd import host_holders, host_tree, parse_or_exit_code
+from resize_sched.cmd import host_holders, host_tree, parse_or_exit_code, setup_logging
 from resize_sched.conductor import audit, heal
 from resize_sched.db import ERRORS as DB_ERRORS
 from resize_sched.db import driver_error
@@ -453,7 +453,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = parse_or_exit_code(conf, argv, DESCRIPTION, lambda exc: _error(_one_line(exc)))
     if code is not None:
         return code
-    logging.setup(conf, "resize_sched")
+    setup_logging(conf)
 
     action_fn: Command = conf.category.action_fn
     try:

@@ -18,6 +18,7 @@ from oslo_config import cfg, types
 from oslo_log import log as logging
 
 from resize_sched import conf as rs_conf
+from resize_sched.cmd import setup_logging
 from resize_sched.simulate import settings as simulation
 
 LOG = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "oslo_service=WARN",
         ],
     )
-    logging.setup(conf, "resize_sched")
+    setup_logging(conf)
     from resize_sched import strategies
 
     unknown = sorted(set(conf.strategies) - set(strategies.installed()))

@@ -42,7 +42,12 @@ from resize_sched.conf import placement as placement_conf
 
 # NOTE: the error mapping, the microversions and the traits were defined here
 # before the client was split by job; callers import them from this module.
-from resize_sched.placement.errors import CONCURRENT_UPDATE, error_for, parse_error
+from resize_sched.placement.errors import (
+    CONCURRENT_UPDATE,
+    error_for,
+    parse_error,
+    shown_request,
+)
 from resize_sched.placement.microversions import (
     CONSUMER_TYPE_VERSION,
     ERROR_CODE_VERSION,
@@ -193,14 +198,16 @@ class PlacementClient(ProviderCalls):
             resp = self._adapter.request(path, method, raise_exc=False, **kwargs)
         except (ks_exc.ConnectionError, ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure) as e:
             LOG.debug("%s %s failed after %.1f ms: %s", method, path, _ms(started), e)
-            raise exception.PlacementUnavailable(method=method, url=path, reason=str(e)) from e
+            raise exception.PlacementUnavailable(
+                method=method, url=shown_request(path), reason=str(e)
+            ) from e
         except ks_exc.ClientException as e:  # authentication and the like
-            raise exception.PlacementError(reason=f"{method} {path}: {e}") from e
+            raise exception.PlacementError(reason=f"{method} {shown_request(path)}: {e}") from e
         LOG.debug("%s %s %s %.1f ms", method, resp.url, resp.status_code, _ms(started))
         if 200 <= resp.status_code < 300:
             return resp
         code, detail = parse_error(resp)
-        raise error_for(method, resp.url or path, resp.status_code, code, detail)
+        raise error_for(method, resp.url or path, resp.status_code, code, detail, path=path)
 
     @property
     def max_version(self) -> tuple[int, int]:

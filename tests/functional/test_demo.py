@@ -49,6 +49,9 @@ def test_the_demo_shows_how_the_strategies_differ(tmp_path) -> None:
     out = done.stdout
     # Nothing imports eventlet: oslo.service's deprecation warning is not shown.
     assert "Eventlet is deprecated" not in done.stderr, done.stderr
+    # Nor any dependency's deprecation (dnspython's CryptographyDeprecationWarning...):
+    # they go to the services' log at DEBUG (resize_sched.cmd.warnings_to_log).
+    assert "DeprecationWarning" not in done.stdout + done.stderr, done.stdout + done.stderr
     # The output fits a 100-column terminal.
     wide = [line for line in out.splitlines() if len(line) > 100]
     assert wide == [], "\n".join(wide)

@@ -138,6 +138,8 @@ class MoveTask(MoveClaims):
                         migration.source_rp_uuid: migration.source_host,
                         migration.dest_rp_uuid: migration.dest_host,
                     },
+                    {migration.server_uuid: "server", migration.uuid: "migration"},
+                    move=migration.migration_type,
                 )
             raise
         finally:

@@ -94,16 +94,13 @@ class UnshelveTask(BuildTask):
         fail_offloaded_unshelve(self.db, server.uuid, said)
         return said
 
-    def placement_failed(self, server_uuid: str, exc: Exception) -> None:
+    def placement_failed(self, server_uuid: str, exc: exception.PlacementError) -> None:
         """Placement failed while the unshelve was claiming: whether a claim
         landed is unknown, so give back what it may hold and leave it
         SHELVED_OFFLOADED with no task, the fault in words. When even that
         fails it stays ``unshelving`` and the sweep takes it on (adopting a
         claim that landed, or scheduling again)."""
-        said = (
-            f"Unshelving the server failed: Placement did not answer ({exc}). It is "
-            "SHELVED_OFFLOADED and holds nothing; unshelve it again."
-        )
+        said = words.unshelve_placement_failed(exc)
         try:
             server = self.db.server_get(server_uuid)
             self.deps.executor.release_server(

@@ -22,7 +22,7 @@ from tests.functional.fixtures.cloud import Cloud
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 #: A sentence that tells the operator what to do, one of which each message has.
-ADVICE = re.compile(r"(?:^|\. |; )(retry|free|check|delete|resize|run)\b", re.IGNORECASE)
+ADVICE = re.compile(r"(?:^|\. |; )(retry|free|check|delete|resize|run|fix)\b", re.IGNORECASE)
 
 
 def _recorded(live: LiveCloud, server: str) -> list[tuple[str, str | None, str]]:

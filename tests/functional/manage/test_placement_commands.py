@@ -139,7 +139,7 @@ def test_heal_refused_while_the_room_is_taken(make_cloud, run) -> None:
     code, out, _ = run(cloud)("heal")
     assert code == 1
     assert out[0].startswith(f"still missing {server.uuid} on host1: ")
-    assert "not enough capacity" in out[0]
+    assert "Placement refused the claim" in out[0] and "exceed the capacity" in out[0]
     assert out[1] == "0 healed, 1 still missing, 0 ok, 0 skipped (resize in flight)."
     after = _state(cloud, server, migration)
     # Placement, the flag and the record are as they were; the journal only
@@ -233,7 +233,7 @@ def test_recovery_retries_a_failed_restore_as_heal_does(make_cloud) -> None:
     manager = ConductorManager(cloud.deps, ComputeAPI(cloud.conf, transport))
 
     report = recovery.recover(manager)
-    assert "not enough capacity" in report.failed[migration.uuid]
+    assert "exceed the capacity" in report.failed[migration.uuid]
     assert cloud.db.server_get(server.uuid).needs_heal
     assert cloud.db.migration_get(migration.uuid).missing is not None
 

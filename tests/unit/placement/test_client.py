@@ -80,12 +80,15 @@ def test_parse_error_of_a_non_json_body() -> None:
 def test_error_for_maps_status_and_code(
     status: int, code: str, detail: str, expected: type
 ) -> None:
-    err = pc.error_for("PUT", "http://p/allocations/c", status, code, detail)
+    err = pc.error_for("PUT", "http://p/placement/allocations/c", status, code, detail)
     assert type(err) is expected
     assert detail in str(err)
     assert err.kwargs["placement_code"] == code
     assert err.kwargs["status"] == status
-    assert "http://p/allocations/c" in str(err)
+    assert err.placement_words == detail
+    assert "http://" not in str(err)
+    if expected is not exception.ClaimRefused:  # the claim's words say enough
+        assert "PUT /placement/allocations/c" in str(err)
 
 
 def test_parse_version() -> None:
