@@ -84,7 +84,7 @@ def test_without_debug_the_deprecations_are_nowhere(tmp_path) -> None:
 def test_a_deprecation_resize_sched_raises_itself_is_shown_as_before(monkeypatch) -> None:
     shown: list[str] = []
     monkeypatch.setattr(warnings_to_log, "_previous", lambda message, *rest: shown.append(message))
-    ours = str(ROOT / "resize_sched" / "words.py")
+    ours = str(ROOT / "resize_sched" / "words" / "base.py")
     warnings_to_log._show("ours", DeprecationWarning, ours, 1)
     theirs = str(ROOT.parent / "site-packages" / "dep.py")
     monkeypatch.setattr(warnings_to_log, "_held", [])

@@ -306,8 +306,15 @@ def _public_functions() -> set[str]:
     return {
         name
         for name, member in inspect.getmembers(words, inspect.isfunction)
-        if not name.startswith("_") and member.__module__ == words.__name__
+        if member.__module__.startswith(words.__name__ + ".")
     }
+
+
+def test_words_exports_every_public_function_of_its_modules() -> None:
+    for module in (words.base, words.decisions, words.moves, words.shelve):
+        for name, member in inspect.getmembers(module, inspect.isfunction):
+            if not name.startswith("_") and member.__module__ == module.__name__:
+                assert name in words.__all__, f"{module.__name__}.{name} is not in words"
 
 
 def test_every_public_function_of_words_has_a_case() -> None:

@@ -1,67 +1,18 @@
-"""Failures said in words: what an operator reads in a server's fault and events.
-
-A failed step records a message where ``openstack server event show`` (the
-event's ``traceback``) and ``openstack server show`` (the server's
-``fault``) print it. Each function here writes one such message from what
-the step knows: what happened, on which host (by name, never by provider
-UUID), what state the server is left in, and what the operator can do. The
-deferred and infeasible verdicts of the scheduler
-(:mod:`resize_sched.scheduler.verdict`) give the reason the no-host
-messages quote.
+"""A move's failures in words: a compute host's step, no host found (resize,
+migration, build), a Placement failure of a conductor step, a restore refused.
 """
 
-import re
 from collections.abc import Mapping, Sequence
 
 from resize_sched import exception
-
-_CODE = re.compile(r"\s*\[[a-z0-9_.]+\]\s*$")
-_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-#: A UUID in words (not in a request's path or query), with Placement's
-#: ``resource provider '...'`` around it when it has it.
-_NAMED = re.compile(rf"(?:resource provider\s+)?(?P<q>'?)(?<![/=:,\w-])(?P<uuid>{_UUID})(?P=q)")
-#: What takes on again what a transient Placement failure left in flight.
-_SWEEP = "the conductor's sweep, once the {move} has not moved for [conductor] stuck_after seconds"
-
-#: The compute service log, named in the advice on a host's failure.
-_LOG = "the resize-sched-compute log on {host}"
-
-
-def reason_of(reason: str) -> str:
-    """A reason as a compute host reported it, without the error code it ends
-    with (``... [resize_sched.compute.injected_failure]``) or its last full stop."""
-    return _CODE.sub("", reason).strip().rstrip(".")
-
-
-def named(
-    text: str,
-    hosts: Mapping[str | None, str | None],
-    consumers: Mapping[str | None, str] | None = None,
-) -> str:
-    """``text`` with each provider UUID of ``hosts`` (UUID to host name)
-    replaced by ``host NAME`` (with Placement's ``resource provider '...'``
-    around it), each consumer UUID of ``consumers`` (UUID to what it is:
-    ``server``, ``migration``) by ``the server UUID``, and any other UUID by
-    ``another provider or consumer``. A UUID in a request's path or query
-    (after ``/``, ``=``, ``:`` or ``,``) is left as it is: the path is
-    quoted exactly."""
-    known = consumers or {}
-
-    def _name(found: re.Match[str]) -> str:
-        uuid = found.group("uuid").lower()
-        host = hosts.get(uuid)
-        if host:
-            return f"host {host}"
-        if uuid in known:
-            return f"the {known[uuid]} {uuid}"
-        return "another provider or consumer"
-
-    return _NAMED.sub(_name, text)
-
-
-def _flavor(flavor: Mapping[str, object] | None) -> str:
-    name = (flavor or {}).get("name") or (flavor or {}).get("id")
-    return f"flavor {name}" if name else "the new flavor"
+from resize_sched.words.base import (
+    _LOG,
+    _SWEEP,
+    _flavor,
+    _placement_fix,
+    _placement_said,
+    reason_of,
+)
 
 
 def compute_failed(operation: str, host: str | None, reason: str, *, source: str | None) -> str:
@@ -205,16 +156,6 @@ def no_host_for_migration(kind: str, why: str, source: str) -> str:
     ).strip()
 
 
-def decision_unanswered(decision: str, host: str) -> str:
-    """Placement did not answer a confirm's or revert's allocation change, twice."""
-    doing = "confirm" if decision == "confirm" else "revert"
-    return (
-        f"Placement did not answer the {doing} of the resize on host {host}, twice. The "
-        f"{doing} stays in progress and the conductor's sweep completes it once "
-        "Placement answers. Check that Placement is up; nothing else is needed."
-    )
-
-
 def no_host_for_build(exc: exception.NoValidHost, flavor: object, group: object = None) -> str:
     """A build found no host; ``group`` the server's
     :class:`~resize_sched.scheduler.request.GroupPolicy`, if it is in one."""
@@ -238,60 +179,6 @@ def no_host_for_build(exc: exception.NoValidHost, flavor: object, group: object 
     return (
         f"No host could take the server with {what} ({exc.kind}): {exc.reason}.{member} The "
         f"server is in ERROR and holds nothing. {todo}"
-    )
-
-
-def decision_refused(
-    decision: str,
-    host: str,
-    exc: Exception,
-    hosts: Mapping[str | None, str | None],
-    *,
-    running_on: str | None = None,
-    holds: str = "",
-    retried: bool = True,
-) -> str:
-    """Placement refused the allocation change of a confirm or revert.
-
-    Placement's own reason is quoted (host names for its provider UUIDs),
-    and said in words by what it is (:func:`placement_refusal`): a lack of
-    room, or an inventory that no longer admits the flavor.
-
-    :param host: the host whose allocation Placement refused (the source
-        for a revert, the server's host for a confirm).
-    :param hosts: the resize's providers (UUID to host name), for Placement's words.
-    :param running_on: the host the server runs on in VERIFY_RESIZE.
-    :param holds: what the resize still holds, in words (see :func:`held_by_resize`).
-    :param retried: the conductor's sweep tries the decision again once the
-        host's inventory or usage changes.
-    """
-    doing = "Confirming" if decision == "confirm" else "Reverting"
-    flavor = "old" if decision == "revert" else "new"
-    why = {
-        "capacity": f"host {host} has not enough room left for the {flavor} flavor",
-        "constraints": (
-            f"host {host}'s inventory no longer admits the {flavor} flavor "
-            "(an amount is above its max_unit, below its min_unit or off its step_size)"
-        ),
-    }.get(placement_refusal(exc), f"Placement refused the change on host {host}")
-    detail = (
-        _placement_said(exc, hosts)
-        if isinstance(exc, exception.PlacementError)
-        else named(str(exc).rstrip("."), hosts)
-    )
-    where = f" on host {running_on}" if running_on else ""
-    held = f", holding {holds}" if holds else ""
-    if retried:
-        then = (
-            f"Free room on host {host} or give back its inventory: the conductor's sweep "
-            f"tries the {decision} again by itself once host {host}'s inventory or usage "
-            f"changes. Or {_other(decision)} the resize instead."
-        )
-    else:
-        then = f"Retry the {decision}; if it is refused again, check the Placement log."
-    return (
-        f"{doing} the resize was refused: {why}. Placement said: {detail}. Nothing changed: "
-        f"the server stays in VERIFY_RESIZE{where}{held}. {then}"
     )
 
 
@@ -322,38 +209,6 @@ _MOVES = {"live-migration": "live migration"}
 #: The steps whose Placement failure ends the move (the conductor puts the
 #: server's old allocation back: ``MoveTask.placement_failed``).
 _ENDING_STEPS = ("schedule", "reschedule")
-
-
-def _placement_request(exc: exception.PlacementError) -> str:
-    """The request Placement failed, as ``METHOD /path?query`` (empty when unknown)."""
-    method, url = exc.kwargs.get("method"), exc.kwargs.get("url")
-    return f"{method} {url}" if method and url else ""
-
-
-def _placement_said(
-    exc: exception.PlacementError,
-    hosts: Mapping[str | None, str | None],
-    consumers: Mapping[str | None, str] | None = None,
-) -> str:
-    """Placement's own words, providers and consumers named, and the request."""
-    said = named(exc.placement_words.rstrip("."), hosts, consumers)
-    request = _placement_request(exc)
-    return f"{said} ({request})" if request else said
-
-
-def _placement_fix(exc: exception.PlacementError, again: str) -> str:
-    """What to do about a permanent refusal, then ``again``."""
-    if isinstance(exc, exception.ClaimRefused):
-        return (
-            "Free room on that host, or choose a flavor its inventory allows "
-            f"(max_unit, step_size), then {again}."
-        )
-    if isinstance(exc, exception.PlacementBadRequest):
-        return (
-            "Fix what it names (usually a flavor's extra specs: a resource class or trait "
-            f"Placement does not know), then {again}."
-        )
-    return f"Fix what it names, then {again}; the Placement log says more."
 
 
 def step_failed(
@@ -421,116 +276,3 @@ def step_failed(
             f"(completes or undoes it). {check}"
         )
     return f"{what} while {doing} of the server on {where}: {said}. {after}"
-
-
-def unshelve_placement_failed(exc: exception.PlacementError) -> str:
-    """Placement failed an unshelve's claim; what the server may have held
-    was given back and it stays SHELVED_OFFLOADED (nothing retries it)."""
-    said = _placement_said(exc, {})
-    if exc.permanent:
-        return (
-            f"Unshelving the server was refused by Placement: {said}. Nothing retries it: "
-            "the server is SHELVED_OFFLOADED and holds nothing. "
-            + _placement_fix(exc, "unshelve it again")
-        )
-    status = exc.kwargs.get("status")
-    what = f"Placement answered HTTP {status}" if status else "Placement did not answer"
-    return (
-        f"{what} while unshelving the server: {said}. Nothing retries "
-        "it: the server is SHELVED_OFFLOADED and holds nothing. Unshelve it again once "
-        "Placement answers."
-    )
-
-
-def no_host_for_unshelve(exc: exception.NoValidHost, flavor: object, group: object = None) -> str:
-    """An unshelve of an offloaded server found no host (or every claim was refused)."""
-    what = _flavor(flavor if isinstance(flavor, Mapping) else None)
-    member = ""
-    policy = getattr(group, "policy", None)
-    if policy in ("affinity", "anti-affinity"):
-        member = (
-            f" It is a member of server group {getattr(group, 'uuid', '')} ({policy}), "
-            "whose policy limits the hosts it may go to."
-        )
-    todo = (
-        "No host can hold its flavor: delete it, or unshelve it again once an "
-        "administrator has added a host that can."
-        if exc.kind == exception.NoValidHost.INFEASIBLE
-        else "Unshelve it again when room is freed (or in another availability zone)."
-    )
-    return (
-        f"No host could take the unshelved server with {what} ({exc.kind}): "
-        f"{exc.reason}.{member} The server stays SHELVED_OFFLOADED and holds nothing. {todo}"
-    )
-
-
-def shelve_step_failed(
-    operation: str, host: str | None, reason: str, *, offloaded: bool = True
-) -> str:
-    """A compute host failed a shelve's, an offload's or an unshelve's part.
-
-    :param operation: ``shelve``, ``shelve_offload`` or ``unshelve``.
-    :param offloaded: (an unshelve) the server was offloaded, its claim given back.
-    """
-    where = host or "its host"
-    why = reason_of(reason)
-    log = _LOG.format(host=where)
-    if operation == "shelve":
-        return (
-            f"Shelving the server on host {where} failed: {why}. It was not shelved: it "
-            f"keeps its state and its room there. Check {log}, then shelve it again."
-        )
-    if operation == "shelve_offload":
-        return (
-            f"Offloading the shelved server from host {where} failed: {why}. It stays "
-            f"SHELVED on host {where}, holding its room there. Check {log}, then offload "
-            "it again (shelveOffload)."
-        )
-    if not offloaded:
-        return (
-            f"Unshelving the server on host {where} failed: {why}. It stays SHELVED on "
-            f"host {where}, holding its room there. Check {log}, then unshelve it again."
-        )
-    return (
-        f"Unshelving the server on host {where} failed: {why}. It is SHELVED_OFFLOADED "
-        f"and holds nothing. Check {log}, then unshelve it again."
-    )
-
-
-def _other(decision: str) -> str:
-    return "revert" if decision == "confirm" else "confirm"
-
-
-def placement_refusal(exc: Exception) -> str:
-    """What kind of refusal Placement's answer is, from its own words:
-    ``capacity`` (the amount does not fit beside what is used), ``constraints``
-    (it breaks the inventory's ``min_unit``, ``max_unit`` or ``step_size``)
-    or ``other``."""
-    text = str(exc)
-    if "violate inventory constraints" in text:
-        return "constraints"
-    if "exceed the capacity" in text or isinstance(exc, exception.ClaimRefused):
-        return "capacity"
-    return "other"
-
-
-def held_by_resize(
-    server: Mapping[str, Mapping[str, int]],
-    migration: Mapping[str, Mapping[str, int]],
-    hosts: Mapping[str | None, str | None],
-) -> str:
-    """What a resize in VERIFY_RESIZE holds, in words: the server's and the
-    migration's allocations, provider by provider, host names for UUIDs."""
-
-    def of(allocations: Mapping[str, Mapping[str, int]]) -> str:
-        parts = []
-        for rp, res in sorted(allocations.items()):
-            amounts = ", ".join(f"{rc} {n}" for rc, n in sorted(res.items()) if n)
-            name = hosts.get(rp)
-            parts.append(f"{amounts} on {f'host {name}' if name else f'provider {rp}'}")
-        return "; ".join(parts) or "nothing"
-
-    text = f"the server {of(server)}"
-    if migration:
-        text += f" and the migration {of(migration)}"
-    return text
