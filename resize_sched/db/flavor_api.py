@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 
 from resize_sched import exception, resources
+from resize_sched.resources import extra_specs
 from resize_sched.db import models
 from resize_sched.db.retry import (
     call_uuid,
@@ -31,18 +32,35 @@ _FLAVORID_RE = re.compile(r"^(?! )[a-zA-Z0-9. _-]+(?<! )\Z")
 _FLAVOR_SIZES = ("vcpus", "memory_mb", "root_gb", "ephemeral_gb", "swap")
 
 
-def _checked_specs(sizes: Mapping[str, Any], specs: dict[str, Any]) -> dict[str, str]:
+def _checked_specs(
+    sizes: Mapping[str, Any], specs: dict[str, Any], stored: Mapping[str, Any] | None = None
+) -> dict[str, str]:
     """Flavor extra specs, each a string, that make a valid resource request.
 
+    :param stored: the specs the flavor has now. One of them that this
+        service refuses today, stored before it did (accepted and ignored
+        then), and left as it is, is ignored by the check as it is when read
+        (:func:`resize_sched.resources.stored_request`): it does not block a
+        change of the others, and removing it is always allowed.
     :raises ValueError: a bad key or value, or a ``resources:``/``trait:``
-        spec the scheduler could not use.
+        spec the scheduler could not use, or a key it does not honour.
     """
     for key, value in specs.items():
         text(key, "extra spec key")
         if not isinstance(value, str) or len(value) > 255:
             raise ValueError(f"extra spec {key} must be a string of at most 255")
-    resources.flavor_request({**sizes, "extra_specs": specs})
+    kept = {k for k, v in (stored or {}).items() if specs.get(k) == v and _refused(k)}
+    checked = {k: v for k, v in specs.items() if k not in kept}
+    resources.flavor_request({**sizes, "extra_specs": checked})
     return specs
+
+
+def _refused(key: str) -> bool:
+    try:
+        extra_specs.check(key)
+    except ValueError:
+        return True
+    return False
 
 
 class FlavorApi(SessionSource):
@@ -221,7 +239,7 @@ class FlavorApi(SessionSource):
                 del specs[remove]
             sizes = {k: getattr(flavor, k) for k in _FLAVOR_SIZES}
             try:
-                flavor.extra_specs = _checked_specs(sizes, specs)
+                flavor.extra_specs = _checked_specs(sizes, specs, flavor.extra_specs)
             except ValueError as exc:
                 raise exception.InvalidFlavor(reason=str(exc)) from None
         LOG.info("Flavor %s extra specs now %s", flavorid, specs)

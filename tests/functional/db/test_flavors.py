@@ -134,3 +134,26 @@ def test_extra_specs_are_updated_as_a_whole_or_not_at_all(db: Database) -> None:
     db.flavor_delete("m1")
     with pytest.raises(exception.FlavorNotFound):
         db.flavor_update_extra_specs("m1", updates={"a": "1"})
+
+
+def test_keys_stored_before_they_were_refused_block_nothing_and_can_be_removed(
+    db: Database,
+) -> None:
+    """A flavor may hold keys this service accepted and ignored before it
+    refused them (a release that did not check): the others can still be
+    changed, each of those can be removed, and none can be set anew."""
+    db.flavor_create("old", 2, 512, 1, flavorid="old")
+    stale = {"hw:mem_page_size": "large", "quota:cpu_shares": "1024"}
+    with pytest.raises(exception.InvalidFlavor, match="hw:mem_page_size"):
+        db.flavor_update_extra_specs("old", updates=stale)
+    # NOTE: as an older release stored them: written past today's check.
+    with db._writer() as session:
+        session.get(type(db.flavor_get("old")), db.flavor_get("old").id).extra_specs = stale
+    updated = db.flavor_update_extra_specs("old", updates={"resources:CUSTOM_GPU": "1"})
+    assert updated.extra_specs == {**stale, "resources:CUSTOM_GPU": "1"}
+    with pytest.raises(exception.InvalidFlavor, match="hw:mem_page_size"):
+        db.flavor_update_extra_specs("old", updates={"hw:mem_page_size": "small"})
+    db.flavor_update_extra_specs("old", remove="hw:mem_page_size")
+    assert db.flavor_update_extra_specs("old", remove="quota:cpu_shares").extra_specs == {
+        "resources:CUSTOM_GPU": "1"
+    }
