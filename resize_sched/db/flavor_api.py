@@ -14,7 +14,6 @@ import sqlalchemy as sa
 from oslo_log import log as logging
 
 from resize_sched import exception, resources
-from resize_sched.resources import extra_specs
 from resize_sched.db import models
 from resize_sched.db.retry import (
     call_uuid,
@@ -24,6 +23,7 @@ from resize_sched.db.retry import (
 )
 from resize_sched.db.session import INTEGRITY_ERRORS, SessionSource
 from resize_sched.db.values import text, whole_number
+from resize_sched.resources import extra_specs
 
 LOG = logging.getLogger(__name__)
 

@@ -396,8 +396,7 @@ def test_a_revert_refused_by_max_unit_says_so_and_names_the_source() -> None:
         "revert", SRC, _refusal("constraints"), HOSTS, running_on=DST, holds=holds
     )
     assert said.startswith(
-        f"Reverting the resize was refused: host {SRC}'s inventory no longer admits the old "
-        "flavor"
+        f"Reverting the resize was refused: host {SRC}'s inventory no longer admits the old flavor"
     )
     assert "Placement said: Unable to allocate inventory" in said
     assert f"on host {SRC}" in said and SRC_RP not in said
