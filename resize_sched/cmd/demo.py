@@ -294,12 +294,13 @@ READING = (
     "could when emptier; the resize has ended, the server is ACTIVE with its old flavor, and "
     "nothing retries it: the user may ask again later. drop_and_reclaim holds only tall "
     "(VCPU 2, 2048 MB); max_flavor holds max(wide, tall) (VCPU 2, 4096 MB) until confirm or "
-    "revert.",
+    "revert: tall for the server, the other 2048 MB for the migration, so that a confirm "
+    "only empties the migration.",
     "2. The 2048 MB drop_and_reclaim let go was taken, so its revert is refused until room is "
     "freed (the server waits in VERIFY_RESIZE; a conductor's sweep begins it again once the "
     "host's usage changes). max_flavor "
-    "kept the room, so its revert is a shrink that always fits; the filler found no host "
-    "instead.",
+    "kept the room, so its revert gives back only what the resize already held there (it "
+    "fits while the host's inventory still admits wide); the filler found no host instead.",
     "3. Moving to another host, all three hold the same: wide on the source for the "
     "migration, tall on the destination for the server, until confirm.",
     "4. A server group's strict policy makes every host but one unusable: the empty hosts "
