@@ -1,8 +1,8 @@
 """What an operator reads when Placement refuses a resize's step, against the real Placement.
 
 A refusal that asking again cannot cure (a resource class Placement does not
-know; an inventory's ``max_unit`` lowered under the new flavor during
-VERIFY_RESIZE) must say that the step ended and why, in Placement's own
+know; a source's ``max_unit`` lowered under the old flavor during
+VERIFY_RESIZE, then a revert) must say that the step ended and why, in Placement's own
 words, with the request readable: never a full URL, a percent-encoded query
 or a UUID turned into words inside a path; and never that a sweep will
 retry it. A failure that may pass (Placement answering 503 to everything)
@@ -89,42 +89,45 @@ def test_a_resize_to_a_resource_class_placement_does_not_know_ends_and_says_so(
     assert "stuck_after" not in said and "Check that Placement is up" not in said
 
 
-def test_a_confirm_refused_under_a_lowered_max_unit_quotes_placement_readably(
+def test_a_revert_refused_under_a_lowered_max_unit_quotes_placement_readably(
     make_cloud: Any,
 ) -> None:
+    # NOTE: a confirm is never refused for inventory (it only empties the
+    # migration); a revert onto a source whose max_unit fell below the old
+    # flavor is, and says so readably, naming the source.
     cloud = make_cloud("legacy")
     cloud.add_host("host1", vcpus=8, memory_mb=16384, disk_gb=500)
     cloud.add_host("host2", vcpus=8, memory_mb=16384, disk_gb=500)
     server = cloud.boot("vm", cloud.flavor("old", 2, 1024, 10), host="host1")
     migration, _dest = cloud.resize_to_verify(server, cloud.flavor("new", 4, 1024, 10))
     assert migration.dest_host == "host2"
-    rp = cloud.hosts["host2"]
+    rp = cloud.hosts["host1"]
     inventory, generation = cloud.observer.get_inventories(rp)
     records = {rc: dict(record) for rc, record in inventory.items()}
-    records["VCPU"]["max_unit"] = 2
+    records["VCPU"]["max_unit"] = 1
     cloud.observer.set_inventory(rp, records, generation=generation)
     cloud.db.action_start(
-        server.uuid, "req-confirm", action_api.CONFIRM_RESIZE, user_id="u", project_id="p"
+        server.uuid, "req-revert", action_api.REVERT_RESIZE, user_id="u", project_id="p"
     )
 
     try:
-        cloud.resizes.confirm(server.uuid)
+        cloud.resizes.revert(server.uuid)
     except exception.ClaimRefused as exc:
         assert "would violate inventory constraints" in exc.placement_words
         assert exc.permanent
     else:
-        raise AssertionError("the confirm was not refused")
+        raise AssertionError("the revert was not refused")
 
     after = cloud.db.server_get(server.uuid)
-    assert after.status == "VERIFY_RESIZE"
-    event = _event(cloud, server.uuid, "req-confirm")
-    assert (event.event, event.result) == ("conductor_confirm_resize", "Error")
+    assert (after.status, after.host) == ("VERIFY_RESIZE", "host2")
+    event = _event(cloud, server.uuid, "req-revert")
+    assert (event.event, event.result) == ("conductor_revert_resize", "Error")
     for said in (event.traceback, after.fault_message):
         _readable(said)
-        assert "Unable to create allocation for 'VCPU' on host host2." in said
+        assert "Unable to create allocation for 'VCPU' on host host1." in said
         assert "would violate inventory constraints" in said
         assert rp not in said and "another provider or consumer" not in said
-        assert "not enough capacity" not in said
+        assert "not enough capacity" not in said and "other servers" not in said
 
 
 @pytest.mark.parametrize(
